@@ -1,0 +1,58 @@
+"""Shared fixtures: tiny specs and synthetic data (no torch import at collection time beyond need)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_CIFAR = ROOT.parent / "shared" / "cifar10"
+
+
+def tiny_spec(**overrides) -> dict:
+    """A resolved spec small enough to train in a second on CPU."""
+    from initmem.spec import resolve_momentum, resolve_weight_decay
+
+    spec = dict(arch="resnet9", width=4, norm="batchnorm", pool="max", optimizer="sgd", lr=0.05, schedule="cosine",
+                alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None, momentum=None, augment=False,
+                patience=None, sigma_w=1.0, seed=0, variant=None, n_train=96, n_val=48, n_test=48)
+    spec.update(overrides)
+    spec["weight_decay"] = resolve_weight_decay(spec["optimizer"], spec["weight_decay"])
+    spec["momentum"] = resolve_momentum(spec["optimizer"], spec["momentum"])
+    return spec
+
+
+@pytest.fixture(scope="session")
+def tiny_splits():
+    from initmem.data import build_splits
+
+    return build_splits({"source": "synthetic", "n_train": 96, "n_val": 48, "n_test": 48})
+
+
+@pytest.fixture(scope="session")
+def tiny_tensors(tiny_splits):
+    import torch
+
+    from initmem.train import Tensors
+
+    torch.set_num_threads(1)
+    return Tensors.from_splits(tiny_splits, torch.device("cpu"))
+
+
+@pytest.fixture(scope="session")
+def cifar_archive(tmp_path_factory) -> Path:
+    """The JPEG CIFAR-10 copy packed as cifar-10-python.tar.gz (INITMEM_CIFAR_ARCHIVE reuses a built one)."""
+    prebuilt = os.environ.get("INITMEM_CIFAR_ARCHIVE")
+    if prebuilt and Path(prebuilt).is_file():
+        return Path(prebuilt)
+    script = SHARED_CIFAR / "make_archive.py"
+    if not script.is_file():
+        pytest.skip(f"{script} not found (the shared CIFAR-10 copy is needed for real-data tests)")
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("cifar") / "cifar-10-python.tar.gz"
+    subprocess.run([sys.executable, str(script), str(out)], check=True)
+    return out

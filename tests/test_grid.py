@@ -1,0 +1,74 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from initmem.grid import expand_studies, make_packs
+from initmem.spec import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_COUNTS = {"main": 6250, "long": 10, "lr_l2": 120, "norm_aug": 200, "best_recipe": 120, "depth": 1500}
+
+
+def load(name):
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def test_paper_config_has_the_papers_run_counts():
+    runs = expand_studies(load("paper.yaml"))
+    assert {s: len(r) for s, r in runs.items()} == PAPER_COUNTS
+    ids = [r.run_id for rs in runs.values() for r in rs]
+    assert len(ids) == len(set(ids)) == 8200
+
+
+def test_paper_specs_follow_appendix_a():
+    runs = expand_studies(load("paper.yaml"))
+    main = runs["main"]
+    assert {r.spec["epochs"] for r in main} == {300} and {r.spec["lr"] for r in main} == {1e-3}
+    assert sorted({r.spec["sigma_w"] for r in main}) == pytest.approx([i / 10 for i in range(1, 26)])
+    wd = {r.spec["optimizer"]: r.spec["weight_decay"] for r in main}
+    assert wd == {"sgd": 0.0, "sgd_momentum": 0.0, "adam": 0.0, "adamw": 1e-4, "muon": 1e-4}
+    assert {r.spec["momentum"] for r in main if r.spec["optimizer"] == "sgd_momentum"} == {0.9}
+    long_ = runs["long"][0].spec
+    assert (long_["schedule"], long_["epochs"], long_["optimizer"]) == ("constant", 5000, "sgd")
+    recipe = {r.spec["variant"]: r.spec for r in runs["best_recipe"]}
+    assert recipe["sgd_standard"]["lr"] == 0.1 and recipe["sgd_standard"]["weight_decay"] == 5e-4
+    assert recipe["sgd_standard"]["augment"] and recipe["sgd_standard"]["epochs"] == 200
+    depth = {r.spec["variant"]: r.spec for r in runs["depth"]}
+    assert depth["resnet56"]["patience"] == 30 and depth["resnet110"]["arch"] == "resnet110"
+    assert depth["r9avg"]["patience"] is None and depth["r9avg"]["pool"] == "avg"
+    assert all(r.spec["augment"] for r in runs["norm_aug"])
+
+
+def test_run_ids_are_readable_and_stable():
+    runs = expand_studies(load("paper.yaml"))
+    assert runs["main"][0].run_id == "sgd_b16_sw0.1_s0"
+    assert runs["lr_l2"][0].run_id == "lr0.001_l20_b16_sw0.1_s0"
+    assert runs["depth"][0].run_id == "resnet56_sgd_b16_sw0.1_s0"
+    assert [r.run_id for r in expand_studies(load("paper.yaml"))["main"]] == [r.run_id for r in runs["main"]]
+
+
+def test_packs_share_everything_but_sigma_and_seed():
+    runs = expand_studies(load("paper.yaml"))["main"]
+    packs = make_packs(runs, 16)
+    assert sum(len(p) for p in packs.values()) == 6250
+    assert max(len(p) for p in packs.values()) == 16
+    for members in packs.values():
+        keys = {tuple((k, v) for k, v in r.spec.items() if k not in ("sigma_w", "seed")) for r in members}
+        assert len(keys) == 1
+    assert len(make_packs(runs, 1)) == 6250
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda c: c["studies"]["main"]["grid"].update(optimizer=["lion"]), "optimizer = 'lion' is unknown"),
+    (lambda c: c["studies"]["main"]["grid"].update(colour=["red"]), "unknown key 'colour'"),
+    (lambda c: c["studies"]["main"]["grid"].pop("seed"), "grid needs 'seed'"),
+    (lambda c: c["defaults"].update(arch="vgg"), "arch = 'vgg' is unknown"),
+    (lambda c: c["studies"]["main"]["grid"].update(batch_size=[]), "batch_size: must be a non-empty list"),
+    (lambda c: c.update(studies={}), "no studies"),
+])
+def test_bad_studies_give_messages_naming_the_key(mutate, message):
+    config = load("config.yaml")
+    mutate(config)
+    with pytest.raises(ConfigError, match=message):
+        expand_studies(config)

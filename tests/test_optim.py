@@ -1,0 +1,109 @@
+import math
+
+import pytest
+import torch
+
+from initmem.optim import KerasOptimizer, learning_rate, newton_schulz5
+
+
+def test_cosine_schedule_matches_closed_form():
+    lr0, total, alpha = 1e-3, 1000, 0.01
+    closed = lambda k: lr0 * (alpha + (1 - alpha) * 0.5 * (1 + math.cos(math.pi * k / total)))
+    for k in (0, total // 2, total - 1):
+        assert learning_rate(k, lr0, total, "cosine", alpha) == pytest.approx(closed(k), rel=1e-12)
+    assert learning_rate(0, lr0, total, "cosine", alpha) == pytest.approx(lr0)
+    assert learning_rate(total // 2, lr0, total, "cosine", alpha) == pytest.approx(lr0 * (alpha + (1 - alpha) / 2))
+    assert learning_rate(5, lr0, total, "constant", alpha) == lr0
+    with pytest.raises(ValueError, match="schedule"):
+        learning_rate(0, lr0, total, "linear", alpha)
+
+
+def _param(values):
+    p = torch.nn.Parameter(torch.tensor(values, dtype=torch.float64))
+    return p
+
+
+def test_adam_uses_keras_eps_hat_form():
+    p = _param([1.0, -2.0])
+    g = torch.tensor([0.5, 1e-9], dtype=torch.float64)
+    opt = KerasOptimizer("adam", [p])
+    p.grad = g.clone()
+    opt.step(0.1)
+    m, v = 0.1 * g, 0.001 * g**2
+    alpha = 0.1 * math.sqrt(1 - 0.999) / (1 - 0.9)
+    expected = torch.tensor([1.0, -2.0], dtype=torch.float64) - alpha * m / (v.sqrt() + 1e-7)
+    assert torch.allclose(p.detach(), expected, rtol=0, atol=1e-15)
+    # eps-hat outside the bias correction: the tiny gradient gives a much smaller step than
+    # PyTorch's Adam (eps inside the corrected denominator) would.
+    torch_p = _param([1.0, -2.0])
+    torch_opt = torch.optim.Adam([torch_p], lr=0.1, eps=1e-7)
+    torch_p.grad = g.clone()
+    torch_opt.step()
+    assert not torch.allclose(torch_p.detach(), expected)
+
+
+def test_decoupled_weight_decay_applied_before_update_with_scheduled_rate():
+    p = _param([2.0])
+    opt = KerasOptimizer("adamw", [p], weight_decay=0.1)
+    p.grad = torch.zeros(1, dtype=torch.float64)
+    opt.step(0.5)
+    # zero gradient: Adam step is 0, decay is p - p * wd * lr
+    assert p.item() == pytest.approx(2.0 - 2.0 * 0.1 * 0.5)
+    assert KerasOptimizer("adamw", [p]).weight_decay == 1e-4
+    assert KerasOptimizer("muon", [p]).weight_decay == 1e-4
+    assert KerasOptimizer("adam", [p]).weight_decay == 0.0
+
+
+def test_sgd_momentum_keeps_lr_inside_velocity():
+    p = _param([0.0])
+    opt = KerasOptimizer("sgd_momentum", [p])
+    for lr in (1.0, 0.5):
+        p.grad = torch.ones(1, dtype=torch.float64)
+        opt.step(lr)
+    # v1 = -1; v2 = 0.9 * -1 - 0.5 = -1.4; p = -2.4 (PyTorch's form would give -1 - 0.5 * 1.9 = -1.95)
+    assert p.item() == pytest.approx(-2.4)
+
+
+def test_l2_gradient_is_two_l2_w():
+    from initmem.train import l2_penalty
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(2, 3))
+    l2 = 1e-2
+    l2_penalty(model, l2).backward()
+    for layer in (model[0], model[2]):
+        assert torch.allclose(layer.weight.grad, 2 * l2 * layer.weight.detach())
+        assert layer.bias.grad is None  # biases are not regularised
+
+
+def test_muon_orthogonalises_only_2d_kernels_in_keras_mode():
+    dense = torch.nn.Parameter(torch.randn(10, 32))
+    conv = torch.nn.Parameter(torch.randn(8, 4, 3, 3))
+    bias = torch.nn.Parameter(torch.randn(10))
+    for name, expect_muon in (("muon", {0}), ("muon_full", {0, 1})):
+        opt = KerasOptimizer(name, [dense, conv, bias])
+        for p in (dense, conv, bias):
+            p.grad = torch.randn_like(p)
+        opt.step(1e-3)
+        muon_params = {i for i, s in enumerate(opt.state) if "v" not in s}
+        assert muon_params == expect_muon
+        assert "m" in opt.state[0] and "v" in opt.state[2]
+
+
+def test_muon_step_has_keras_scale():
+    torch.manual_seed(0)
+    p = torch.nn.Parameter(torch.zeros(10, 32, dtype=torch.float64))
+    g = torch.randn(10, 32, dtype=torch.float64)
+    opt = KerasOptimizer("muon", [p], weight_decay=0.0)
+    p.grad = g
+    opt.step(1.0)
+    u = g + 0.95 * g  # m = g after one step; Nesterov u = g + 0.95 m
+    expected = -newton_schulz5(u) * math.sqrt(32) * 0.2
+    assert torch.allclose(p.detach(), expected)
+    # NS5 pushes singular values towards ~1 (Keras' quintic does not converge exactly)
+    s = torch.linalg.svdvals(newton_schulz5(u))
+    assert s.min() > 0.5 and s.max() < 1.3
+
+
+def test_unknown_optimizer_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
+        KerasOptimizer("lion", [])

@@ -1,0 +1,114 @@
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import tiny_spec
+from initmem.optim import learning_rate
+from initmem.train import augment_batch, train_pack, train_run
+
+
+def _strip_timing(record: dict) -> dict:
+    record = json.loads(json.dumps(record))
+    record.pop("wall_seconds")
+    return record
+
+
+def test_clocks_equal_closed_form_sums(tiny_tensors):
+    spec = tiny_spec(optimizer="adamw", l2=1e-3, epochs=3, batch_size=40)  # 96/40 -> 3 steps, last one partial
+    rec = train_run(spec, tiny_tensors, log=None)
+    steps, total = math.ceil(96 / 40), 3 * math.ceil(96 / 40)
+    etas = np.array([learning_rate(k, spec["lr"], total, "cosine", spec["alpha"]) for k in range(total)])
+    h = rec["history"]
+    for e in range(3):
+        upto = etas[: (e + 1) * steps]
+        assert h["T_sgd"][e] == pytest.approx((upto**2).sum() / 40, rel=1e-12)
+        assert h["T_l2"][e] == pytest.approx(upto.sum() * 1e-3, rel=1e-12)
+        assert h["T_wd"][e] == pytest.approx(upto.sum() * 1e-4, rel=1e-12)
+        assert h["T_adapt"][e] == pytest.approx(upto.sum(), rel=1e-12)
+        assert h["lr"][e] == pytest.approx(etas[(e + 1) * steps - 1])
+    assert h["epoch"] == [1, 2, 3]
+
+
+def test_same_spec_twice_gives_identical_metrics(tiny_tensors):
+    spec = tiny_spec(augment=True, optimizer="muon")
+    a, b = train_run(spec, tiny_tensors, "r", log=None), train_run(spec, tiny_tensors, "r", log=None)
+    assert _strip_timing(a) == _strip_timing(b)
+
+
+def test_pack_equals_single_runs(tiny_splits, tiny_tensors):
+    specs = [tiny_spec(sigma_w=s, seed=seed) for s, seed in ((0.5, 0), (2.0, 1), (1.0, 0))]
+    runs = [{"run_id": f"r{i}", "spec": s} for i, s in enumerate(specs)]
+    packed = train_pack(runs, tiny_splits, device="cpu", log=None)
+    for r, rec in zip(runs, packed):
+        single = train_pack([r], tiny_splits, device="cpu", log=None)[0]
+        assert _strip_timing(rec) == _strip_timing(single)
+
+
+def test_sigma_w_only_changes_init_and_seed_changes_order(tiny_tensors):
+    a = train_run(tiny_spec(sigma_w=1.0), tiny_tensors, log=None)
+    b = train_run(tiny_spec(sigma_w=2.0), tiny_tensors, log=None)
+    assert b["summary"]["kernel_norm_init"] == pytest.approx(2 * a["summary"]["kernel_norm_init"])
+
+
+def test_nan_loss_is_recorded_as_diverged(tiny_tensors):
+    rec = train_run(tiny_spec(lr=1e30, epochs=3), tiny_tensors, log=None)
+    assert rec["status"] == "diverged"
+    assert len(rec["history"]["epoch"]) < 3
+    json.dumps(rec, allow_nan=False)  # a diverged record is still valid JSON
+
+
+def test_short_training_lowers_the_loss(tiny_tensors):
+    rec = train_run(tiny_spec(optimizer="adam", lr=3e-3, epochs=4, batch_size=16), tiny_tensors, log=None)
+    losses = rec["history"]["train_loss"]
+    assert losses[-1] < 0.7 * losses[0]
+    assert rec["summary"]["tau_best"] in rec["history"]["epoch"]
+
+
+def test_early_stopping_keeps_schedule(tiny_tensors):
+    rec = train_run(tiny_spec(patience=1, epochs=6, lr=0.5), tiny_tensors, log=None)
+    h = rec["history"]
+    n = len(h["epoch"])
+    total = 6 * math.ceil(96 / 32)
+    assert h["lr"][-1] == pytest.approx(learning_rate(n * 3 - 1, 0.5, total, "cosine", 0.01))
+    if n < 6:
+        assert rec["stopped_early"]
+
+
+@pytest.mark.parametrize("arch,extra", [("resnet9", {}), ("resnet9", {"pool": "avg"}), ("resnet9", {"norm": "layernorm"}),
+                                        ("resnet56", {}), ("resnet110", {})])
+@pytest.mark.parametrize("optimizer", ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"])
+def test_every_architecture_and_optimizer_trains(tiny_tensors, arch, extra, optimizer):
+    spec = tiny_spec(arch=arch, optimizer=optimizer, epochs=1, lr=1e-3, **extra)
+    rec = train_run(spec, tiny_tensors, log=None)
+    assert rec["status"] == "ok"
+    assert rec["history"]["epoch"] == [1]
+    for key in ("train_loss", "val_loss", "test_loss", "kernel_norm"):
+        assert math.isfinite(rec["history"][key][0])
+    assert rec["summary"]["kernel_norm_best"] != rec["summary"]["kernel_norm_init"]  # the kernels moved
+
+
+def test_augmentation_is_flip_and_shifted_crop():
+    x = torch.arange(2 * 3 * 32 * 32, dtype=torch.float32).view(2, 3, 32, 32)
+    out = augment_batch(x, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape
+    for i in range(2):
+        # each output is a 32x32 window of the reflect-padded (possibly flipped) image
+        candidates = [x[i], x[i].flip(2)]
+        padded = [torch.nn.functional.pad(c[None], (4, 4, 4, 4), mode="reflect")[0] for c in candidates]
+        found = any(torch.equal(p[:, r:r + 32, c:c + 32], out[i]) for p in padded for r in range(9) for c in range(9))
+        assert found
+
+
+def test_summary_fields(tiny_tensors):
+    from initmem.train import summarize
+
+    h = {"epoch": [1, 2, 3], "val_loss": [2.0, 1.0, 1.0], "val_acc": [0.3, 0.6, 0.7], "test_acc": [0.2, 0.5, 0.6],
+         "train_acc": [0.5, 0.996, 1.0], "kernel_norm": [1.0, 2.0, 3.0]}
+    s = summarize(h, 0.5)
+    assert s["tau_best"] == 2 and s["tau_interp"] == 2 and s["test_acc_best"] == 0.5
+    assert s["repair_gap"] == 0.0 and s["kernel_norm_best"] == 2.0
+    h["train_acc"] = [0.1, 0.2, 0.3]
+    assert summarize(h, 0.5)["tau_interp"] is None

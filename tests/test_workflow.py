@@ -1,0 +1,154 @@
+"""Workflow tests: dry runs of both configs, schema errors, the real DAG end to end."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+PAPER_COUNTS = {"main": 6250, "long": 10, "lr_l2": 120, "norm_aug": 200, "best_recipe": 120, "depth": 1500}
+
+
+def snakemake(*args, cwd=ROOT, check=True):
+    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def job_counts(output: str) -> dict:
+    table = output[output.index("Job stats:"):]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def workdir_copy(tmp_path: Path) -> Path:
+    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/) to run in."""
+    import shutil
+
+    for name in ("Snakefile", "workflow", "config", "envs"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    return tmp_path
+
+
+def test_default_dry_run_lists_every_study_and_figure():
+    out = snakemake("-n", "--cores", "2", "--quiet", "rules").stdout
+    counts = job_counts(out)
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    from initmem.grid import expand_studies, make_packs
+
+    runs = expand_studies(config)
+    assert counts["run_metrics"] == sum(len(r) for r in runs.values())
+    assert counts["train"] == sum(len(make_packs(r, config["pack"]["max_models"])) for r in runs.values())
+    assert counts["figure"] == 8 and counts["collect_study"] == 6
+
+
+def test_paper_dry_run_has_8200_runs():
+    out = snakemake("-n", "--configfile", "config/paper.yaml", "--quiet", "rules", "runs").stdout
+    counts = job_counts(out)
+    assert counts["run_metrics"] == 8200 and counts["train"] == 8200
+
+
+def test_paper_config_replaces_the_default_entirely():
+    # Nothing of the small default may leak into the paper scale.
+    out = snakemake("-n", "--configfile", "config/paper.yaml", "--quiet", "all", "-p",
+                    "--print-compilation" if False else "--quiet", "results/runs/main/sgd_b128_sw2.5_s2026.json").stdout
+    assert "Nothing to be done" not in out
+    from initmem.grid import expand_studies
+
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    spec = {r.run_id: r.spec for r in expand_studies(paper)["main"]}["sgd_b128_sw2.5_s2026"]
+    assert (spec["width"], spec["epochs"], spec["n_train"]) == (64, 300, 40000)
+
+
+def test_single_figure_runs_only_its_studies():
+    out = snakemake("-n", "--configfile", "config/paper.yaml", "--quiet", "rules", "figures/fig8.pdf").stdout
+    counts = job_counts(out)
+    assert counts["run_metrics"] == 200 and counts["collect_study"] == 1
+
+
+@pytest.mark.parametrize("override,message", [
+    ("defaults:\n  optimizer: lion\n", "lion"),
+    ("defaults:\n  epochs: -3\n", "epochs"),
+    ("pack:\n  max_models: 0\n", "max_models"),
+    ("data:\n  colour: red\n", "colour"),
+])
+def test_schema_errors_name_the_key(tmp_path, override, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(override)
+    proc = snakemake("-n", "--configfile", str(bad), check=False)
+    assert proc.returncode != 0
+    assert message in proc.stdout + proc.stderr
+
+
+def test_lint_is_clean():
+    proc = snakemake("--lint", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+TINY = """
+data: {source: synthetic, n_train: 64, n_val: 32, n_test: 32}
+defaults: {arch: resnet9, width: 4, norm: batchnorm, pool: max, optimizer: sgd, lr: 0.01, schedule: cosine,
+           alpha: 0.01, epochs: 2, batch_size: 32, l2: 0.0, weight_decay: null, momentum: null, augment: false,
+           patience: null}
+studies:
+  main: {grid: {optimizer: [sgd, adam, adamw, muon], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0, 1]}}
+  long: {set: {schedule: constant, epochs: 3}, grid: {batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
+  lr_l2: {grid: {lr: [0.01, 0.1], l2: [0.0, 0.01], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
+  norm_aug: {set: {augment: true}, grid: {norm: [batchnorm, layernorm], optimizer: [sgd, adam], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
+  best_recipe: {set: {augment: true}, variants: {sgd_standard: {optimizer: sgd_momentum, lr: 0.1, weight_decay: 5.0e-4}, adam: {optimizer: adam, lr: 0.001}},
+                grid: {batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
+  depth: {variants: {resnet56: {arch: resnet56, patience: 30}, r9avg: {pool: avg}}, grid: {optimizer: [sgd, adam], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
+pack: {max_models: 4}
+checkpoint: {every_epochs: 1, keep: false}
+compute: {device: cpu, threads: 1, images_per_second: 1000}
+"""
+
+
+@pytest.mark.slow
+def test_end_to_end_tiny_synthetic_dag(tmp_path):
+    work = workdir_copy(tmp_path)
+    (work / "tiny.yaml").write_text(TINY)
+    snakemake("--cores", "2", "--configfile", "tiny.yaml", cwd=work)
+    config = yaml.safe_load(TINY)
+    from initmem.grid import expand_studies
+
+    runs = expand_studies(config)
+    for study, rs in runs.items():
+        for r in rs:
+            assert (work / "results/runs" / study / f"{r.run_id}.json").is_file()
+    table = pd.read_csv(work / "results/tables/runs.csv")
+    assert len(table) == sum(len(r) for r in runs.values()) == len(set(table["run_id"] + table["study"]))
+    for name in ("spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md", "history.csv.gz"):
+        assert (work / "results/tables" / name).stat().st_size > 0
+    for i in range(1, 9):
+        for ext in ("pdf", "png"):
+            assert (work / f"figures/fig{i}.{ext}").stat().st_size > 1000
+    assert not list((work / "results").rglob("*.ckpt"))  # checkpoints removed once metrics are written
+    beta = pd.read_csv(work / "results/tables/beta.csv")
+    assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
+    # second invocation: nothing to do
+    assert "Nothing to be done" in snakemake("-n", "--cores", "2", "--configfile", "tiny.yaml", cwd=work).stdout + \
+        snakemake("-n", "--cores", "2", "--configfile", "tiny.yaml", cwd=work).stderr
+
+
+@pytest.mark.slow
+def test_end_to_end_real_archive_slice(tmp_path, cifar_archive):
+    work = workdir_copy(tmp_path)
+    cfg = yaml.safe_load(TINY)
+    cfg["data"] = {"source": "archive", "archive": str(cifar_archive), "verify_md5": False,
+                   "n_train": 1000, "n_val": 500, "n_test": 500}
+    cfg["defaults"].update(width=8, epochs=6, batch_size=32, optimizer="adam", lr=2e-3)
+    cfg["studies"] = {"main": {"grid": {"sigma_w": [1.0], "seed": [0]}}}
+    (work / "real.yaml").write_text(yaml.safe_dump(cfg))
+    snakemake("--cores", "2", "--configfile", "real.yaml", "tables", cwd=work)
+    runs = pd.read_csv(work / "results/tables/runs.csv")
+    assert len(runs) == 1
+    assert runs["train_acc_best"].iloc[0] > 0.3   # it learns real CIFAR-10 images
+    assert runs["test_acc_best"].iloc[0] > 0.2    # and beats chance (0.1) on held-out images

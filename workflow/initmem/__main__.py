@@ -1,0 +1,5 @@
+"""``python -m initmem``."""
+
+from initmem.cli import main
+
+main()

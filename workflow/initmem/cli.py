@@ -1,0 +1,159 @@
+"""Entry points: what the Snakemake scripts call, and ``python -m initmem`` for use without Snakemake.
+
+    python -m initmem prepare --source synthetic --n-train 512 --n-val 256 --n-test 256 data.npz
+    python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+
+class _Tee:
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for s in self.streams:
+            s.write(text)
+            s.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        for s in self.streams:
+            s.flush()
+
+
+@contextlib.contextmanager
+def log_to(path: str | Path) -> Iterator[None]:
+    """Copy stdout and stderr into ``path`` (progress stays visible on the console too)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        old_out, old_err = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Tee(old_out, fh), _Tee(old_err, fh)
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = old_out, old_err
+
+
+def prepare_data(data_cfg: dict, out: str | Path) -> None:
+    """Load the configured CIFAR-10 source and write the prepared split file."""
+    from initmem.data import build_splits, save_prepared
+
+    cfg = dict(data_cfg)
+    if cfg["source"] == "torchvision" and cfg.get("archive"):
+        print(f"data.archive is set: reading CIFAR-10 from {cfg['archive']} instead of downloading", file=sys.stderr)
+        cfg["source"] = "archive"
+    start = time.perf_counter()
+    splits = build_splits(cfg, download_root=Path(out).parent / "download")
+    save_prepared(splits, out)
+    print(f"prepared {out}: train {len(splits.x_train)}, val {len(splits.x_val)}, test {len(splits.x_test)} "
+          f"from {splits.meta['source']} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
+
+
+def train_pack_file(runs: list[dict], data: str | Path, out: str | Path, *, device: str = "auto", threads: int = 1,
+                    checkpoint_dir: str | Path | None = None, checkpoint_every: int = 0,
+                    keep_checkpoints: bool = False) -> None:
+    """Train a pack and write its pack file atomically; checkpoints go once the file is written."""
+    import torch
+
+    from initmem.data import load_prepared
+    from initmem.records import write_pack
+    from initmem.train import finish_pack, install_sigterm_handler, train_pack
+
+    torch.set_num_threads(int(threads))
+    install_sigterm_handler()
+    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else None
+    splits = load_prepared(data)
+    print(f"training {len(runs)} run(s): {', '.join(r['run_id'] for r in runs)}", file=sys.stderr, flush=True)
+    records = train_pack(runs, splits, device=device, checkpoint_dir=ckpt_dir, checkpoint_every=int(checkpoint_every))
+    write_pack(out, records)
+    finish_pack(runs, ckpt_dir, keep_checkpoints)
+
+
+def collect_study(files: list[str], study: str, runs_out: str | Path, history_out: str | Path) -> None:
+    """One study's metrics files -> run table and history table (atomic CSV writes)."""
+    from initmem.analysis import collect
+    from initmem.io import atomic_path
+
+    runs, history = collect(list(files), study)
+    for df, path in ((runs, runs_out), (history, history_out)):
+        with atomic_path(path) as tmp:
+            df.to_csv(tmp, index=False, compression="gzip" if str(path).endswith(".gz") else None)
+    print(f"{study}: {len(runs)} runs ({(runs['status'] != 'ok').sum()} diverged), {len(history)} epoch rows",
+          file=sys.stderr)
+
+
+def _read_tables(files: list[str]):
+    import pandas as pd
+
+    frames = [pd.read_csv(f) for f in files]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def write_tables(runs_files: list[str], history_files: list[str], outputs: dict[str, str]) -> None:
+    """runs.csv, history.csv.gz, spreads.csv, beta.csv, claims.csv/.md, paper_tables.md."""
+    from initmem.analysis import beta_table, claims, claims_markdown, paper_tables, spreads
+    from initmem.io import atomic_path
+
+    runs, history = _read_tables(list(runs_files)), _read_tables(list(history_files))
+    spread_table = spreads(runs)
+    frames = {"runs": runs, "history": history, "spreads": spread_table, "beta": beta_table(history),
+              "claims": claims(runs, spread_table)}
+    for key, df in frames.items():
+        with atomic_path(outputs[key]) as tmp:
+            df.to_csv(tmp, index=False, compression="gzip" if outputs[key].endswith(".gz") else None)
+    texts = {"claims_md": claims_markdown(frames["claims"]), "paper_tables_md": paper_tables(runs, spread_table)}
+    for key, text in texts.items():
+        with atomic_path(outputs[key]) as tmp:
+            tmp.write_text(text)
+    print(f"tables: {len(runs)} runs, {len(frames['beta'])} beta rows", file=sys.stderr)
+
+
+def figure_file(name: str, table_files: list[str], pdf: str | Path, png: str | Path) -> None:
+    """Build one figure from per-study tables and write PDF + PNG."""
+    from initmem.plots import make_figure, save_figure
+
+    runs = _read_tables([f for f in table_files if f.endswith(".runs.csv")])
+    history = _read_tables([f for f in table_files if f.endswith(".history.csv.gz")])
+    save_figure(make_figure(name, runs, history), pdf, png)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m initmem``: prepare data or train runs without Snakemake."""
+    parser = argparse.ArgumentParser(prog="initmem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="write a prepared split file")
+    p.add_argument("out")
+    p.add_argument("--source", default="torchvision", choices=["torchvision", "archive", "synthetic"])
+    p.add_argument("--archive")
+    p.add_argument("--no-verify-md5", action="store_true")
+    p.add_argument("--n-train", type=int, default=40000)
+    p.add_argument("--n-val", type=int, default=10000)
+    p.add_argument("--n-test", type=int, default=10000)
+    t = sub.add_parser("train", help="train runs (a pack) from a JSON list of {run_id, spec}")
+    t.add_argument("data")
+    t.add_argument("runs_json")
+    t.add_argument("out_dir")
+    t.add_argument("--device", default="auto")
+    t.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.cmd == "prepare":
+        prepare_data({"source": args.source, "archive": args.archive, "verify_md5": not args.no_verify_md5,
+                      "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test}, args.out)
+    else:
+        from initmem.io import write_json
+
+        runs = json.loads(Path(args.runs_json).read_text())
+        pack = Path(args.out_dir) / "pack.json"
+        train_pack_file(runs, args.data, pack, device=args.device, threads=args.threads)
+        for record in json.loads(pack.read_text())["runs"]:
+            write_json(Path(args.out_dir) / f"{record['run_id']}.json", record)

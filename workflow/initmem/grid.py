@@ -1,0 +1,107 @@
+"""Expand the config's studies into run specs with stable, readable ids, and group them into packs.
+
+A study is ``set`` (overrides of ``defaults``), optional ``variants`` (named override sets, crossed
+with the grid) and ``grid`` (a cartesian product). A run id names the variant, every grid value
+other than sigma_w and seed, then ``sw<sigma_w>`` and ``s<seed>``: e.g. ``adam_b16_sw0.1_s42``.
+Runs that differ only in sigma_w and seed share a *configuration* and may be trained in one pack.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from initmem.spec import SPEC_KEYS, ConfigError, resolve_momentum, resolve_weight_decay, validate_spec
+
+PACKED_AXES = ("sigma_w", "seed")
+_ABBREV = {"batch_size": "b", "sigma_w": "sw", "seed": "s", "weight_decay": "wd", "momentum": "mom",
+           "epochs": "e", "patience": "pat", "width": "w", "augment": "aug"}
+_VALUE_ONLY = {"optimizer", "arch", "norm", "schedule"}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _label(key: str, value: Any) -> str:
+    text = _fmt(value) if key in _VALUE_ONLY else _ABBREV.get(key, key) + _fmt(value)
+    if key == "pool":
+        text = f"{value}pool"
+    return re.sub(r"[^A-Za-z0-9.\-]", "-", text)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: its study, id, configuration id (the id without sigma_w/seed) and full spec."""
+
+    study: str
+    run_id: str
+    config_id: str
+    spec: dict
+
+
+def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run]:
+    """Every run of one study, in a stable order (variants, then the grid in key order)."""
+    grid = study.get("grid") or {}
+    if not grid:
+        raise ConfigError(f"studies.{name}: the grid is empty; give at least sigma_w and seed")
+    for key in PACKED_AXES:
+        if key not in grid and key not in study.get("set", {}):
+            raise ConfigError(f"studies.{name}: grid needs {key!r} (a list)")
+    for key, values in grid.items():
+        if key not in SPEC_KEYS:
+            raise ConfigError(f"studies.{name}.grid: unknown key {key!r}; known keys: {list(SPEC_KEYS)}")
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"studies.{name}.grid.{key}: must be a non-empty list, got {values!r}")
+    variants = study.get("variants") or {"": {}}
+    keys = list(grid)
+    label_keys = [k for k in keys if k not in PACKED_AXES]
+    runs, seen = [], set()
+    for variant, overrides in variants.items():
+        for values in itertools.product(*(grid[k] for k in keys)):
+            point = dict(zip(keys, values))
+            spec = {**defaults, **study.get("set", {}), **overrides, **point}
+            where = f"studies.{name}" + (f".variants.{variant}" if variant else "")
+            unknown = [k for k in spec if k not in SPEC_KEYS]
+            if unknown:
+                raise ConfigError(f"{where}: unknown keys {unknown}; known keys: {list(SPEC_KEYS)}")
+            validate_spec(spec, where)
+            spec["weight_decay"] = resolve_weight_decay(spec["optimizer"], spec["weight_decay"])
+            spec["momentum"] = resolve_momentum(spec["optimizer"], spec["momentum"])
+            spec.update(variant=variant or None, n_train=data["n_train"], n_val=data["n_val"], n_test=data["n_test"])
+            config_parts = ([variant] if variant else []) + [_label(k, point[k]) for k in label_keys]
+            config_id = "_".join(config_parts) or name
+            run_id = "_".join([config_id] + [_label(k, spec[k]) for k in PACKED_AXES])
+            if run_id in seen:
+                raise ConfigError(f"studies.{name}: duplicate run {run_id} (a grid list repeats a value)")
+            seen.add(run_id)
+            runs.append(Run(name, run_id, config_id, spec))
+    return runs
+
+
+def expand_studies(config: dict) -> dict[str, list[Run]]:
+    """All studies of the config, each a list of :class:`Run`."""
+    studies = config.get("studies") or {}
+    if not studies:
+        raise ConfigError("config has no studies; add at least one under 'studies:'")
+    return {name: expand_study(name, study, config["defaults"], config["data"]) for name, study in studies.items()}
+
+
+def make_packs(runs: list[Run], max_models: int) -> dict[str, list[Run]]:
+    """Group one study's runs into packs of at most ``max_models`` that share a configuration."""
+    if max_models < 1:
+        raise ConfigError(f"pack.max_models = {max_models} must be >= 1")
+    by_config: dict[str, list[Run]] = {}
+    for run in runs:
+        by_config.setdefault(run.config_id, []).append(run)
+    packs: dict[str, list[Run]] = {}
+    for config_id, members in by_config.items():
+        for i in range(0, len(members), max_models):
+            packs[f"{config_id}-p{i // max_models}"] = members[i:i + max_models]
+    return packs

@@ -1,0 +1,41 @@
+"""Atomic file writes: a reader (or Snakemake) never sees a half-written result."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as JSON atomically (NaN/inf are refused: they are not JSON)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w") as fh:
+            json.dump(obj, fh, indent=1, allow_nan=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Read a JSON file."""
+    with open(path) as fh:
+        return json.load(fh)

@@ -1,0 +1,222 @@
+"""The paper's architectures with Keras layer semantics, and the sigma_w initialisation.
+
+- ``KerasBatchNorm``: momentum 0.99 (moving = 0.99 moving + 0.01 batch), eps 1e-3, and the *biased*
+  batch variance for both normalisation and the moving average, computed two-pass
+  (PyTorch's BatchNorm uses the unbiased variance for its running estimate).
+- ``KerasLayerNorm``: Keras ``LayerNormalization()`` default, i.e. over the channel axis at each
+  pixel, eps 1e-3.
+- ``Conv``: Keras ``padding='same'``; for stride 2 the extra padding goes bottom/right only.
+- Every conv keeps its bias, as a Keras Conv2D does by default.
+"""
+
+from __future__ import annotations
+
+import math
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from initmem.spec import ARCHS, NORMS, POOLS
+
+BIAS_STD = 0.2
+
+
+class KerasBatchNorm(nn.Module):
+    """BatchNormalization as Keras computes it (see module docstring)."""
+
+    def __init__(self, channels: int, momentum: float = 0.99, eps: float = 1e-3):
+        super().__init__()
+        self.momentum, self.eps = momentum, eps
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+        self.register_buffer("moving_mean", torch.zeros(channels))
+        self.register_buffer("moving_var", torch.ones(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        if self.training:
+            dims = [0] + list(range(2, x.dim()))
+            mean = x.mean(dims, keepdim=True)
+            var = (x - mean).square().mean(dims, keepdim=True)  # two-pass, biased
+            with torch.no_grad():
+                m = self.momentum
+                self.moving_mean.mul_(m).add_(mean.flatten(), alpha=1 - m)
+                self.moving_var.mul_(m).add_(var.flatten(), alpha=1 - m)
+        else:
+            mean, var = self.moving_mean.view(shape), self.moving_var.view(shape)
+        scale = self.weight.view(shape) * torch.rsqrt(var + self.eps)
+        return (x - mean) * scale + self.bias.view(shape)
+
+
+class KerasLayerNorm(nn.Module):
+    """Keras LayerNormalization(axis=-1): normalise over channels at every position, eps 1e-3."""
+
+    def __init__(self, channels: int, eps: float = 1e-3):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(1, keepdim=True)
+        var = (x - mean).square().mean(1, keepdim=True)
+        shape = (1, -1, 1, 1)
+        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight.view(shape) + self.bias.view(shape)
+
+
+class Conv(nn.Conv2d):
+    """Conv2D with a bias and Keras 'same' padding (stride 2: pad bottom/right only)."""
+
+    def __init__(self, c_in: int, c_out: int, kernel: int = 3, stride: int = 1):
+        super().__init__(c_in, c_out, kernel, stride=stride, padding=0, bias=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k, s = self.kernel_size[0], self.stride[0]
+        size = x.shape[-1]
+        total = max((math.ceil(size / s) - 1) * s + k - size, 0)
+        before = total // 2
+        if total:
+            x = F.pad(x, (before, total - before, before, total - before))
+        return F.conv2d(x, self.weight, self.bias, self.stride)
+
+
+def make_norm(norm: str, channels: int) -> nn.Module:
+    """The normalisation layer named in the spec."""
+    if norm == "batchnorm":
+        return KerasBatchNorm(channels)
+    if norm == "layernorm":
+        return KerasLayerNorm(channels)
+    raise ValueError(f"unknown norm {norm!r}; choose one of {NORMS}")
+
+
+class ConvBlock(nn.Sequential):
+    """conv -> norm -> ReLU (-> 2x2 max pool)."""
+
+    def __init__(self, c_in: int, c_out: int, norm: str, pool: bool = False):
+        layers: list[nn.Module] = [Conv(c_in, c_out), make_norm(norm, c_out), nn.ReLU()]
+        if pool:
+            layers.append(nn.MaxPool2d(2))
+        super().__init__(*layers)
+
+
+class Residual(nn.Module):
+    """x + f(x) with f two conv blocks (the Page/Myrtle ResNet-9 residual)."""
+
+    def __init__(self, channels: int, norm: str):
+        super().__init__()
+        self.body = nn.Sequential(ConvBlock(channels, channels, norm), ConvBlock(channels, channels, norm))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.body(x)
+
+
+class ResNet9(nn.Module):
+    """Page/Myrtle ResNet-9: prep w, [2w + pool + res], [4w + pool], [8w + pool + res], global pool, dense."""
+
+    def __init__(self, width: int = 64, norm: str = "batchnorm", pool: str = "max", classes: int = 10):
+        super().__init__()
+        if pool not in POOLS:
+            raise ValueError(f"unknown pool {pool!r}; choose one of {POOLS}")
+        w = width
+        self.features = nn.Sequential(
+            ConvBlock(3, w, norm),
+            ConvBlock(w, 2 * w, norm, pool=True), Residual(2 * w, norm),
+            ConvBlock(2 * w, 4 * w, norm, pool=True),
+            ConvBlock(4 * w, 8 * w, norm, pool=True), Residual(8 * w, norm),
+        )
+        self.pool = pool
+        self.dense = nn.Linear(8 * w, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.features(x)
+        h = h.amax((2, 3)) if self.pool == "max" else h.mean((2, 3))
+        return self.dense(h)
+
+
+class BasicBlock(nn.Module):
+    """Keras resnet_v1 block: conv-norm-relu, conv-norm, 1x1 stride-2 projection when shapes change, relu."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int, norm: str):
+        super().__init__()
+        self.conv1, self.norm1 = Conv(c_in, c_out, 3, stride), make_norm(norm, c_out)
+        self.conv2, self.norm2 = Conv(c_out, c_out), make_norm(norm, c_out)
+        self.project = Conv(c_in, c_out, 1, stride) if (stride != 1 or c_in != c_out) else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.norm2(self.conv2(F.relu(self.norm1(self.conv1(x)))))
+        shortcut = self.project(x) if self.project is not None else x
+        return F.relu(shortcut + y)
+
+
+class CifarResNet(nn.Module):
+    """CIFAR ResNet-(6n+2) (He et al.; Keras resnet_v1 layout), global average pool, dense."""
+
+    def __init__(self, depth: int, base: int = 16, norm: str = "batchnorm", classes: int = 10):
+        super().__init__()
+        if (depth - 2) % 6:
+            raise ValueError(f"CIFAR ResNet depth must be 6n+2, got {depth}")
+        n = (depth - 2) // 6
+        self.stem = nn.Sequential(Conv(3, base), make_norm(norm, base), nn.ReLU())
+        blocks, c_in = [], base
+        for stage, c_out in enumerate((base, 2 * base, 4 * base)):
+            for i in range(n):
+                stride = 2 if (stage > 0 and i == 0) else 1
+                blocks.append(BasicBlock(c_in, c_out, stride, norm))
+                c_in = c_out
+        self.blocks = nn.Sequential(*blocks)
+        self.dense = nn.Linear(c_in, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dense(self.blocks(self.stem(x)).mean((2, 3)))
+
+
+def build_model(arch: str, width: int = 64, norm: str = "batchnorm", pool: str = "max") -> nn.Module:
+    """Model named by the spec. ``width`` is the ResNet-9 base width (64 in the paper); the CIFAR
+    ResNets use ``width // 4`` base channels (16 in the paper), so one key scales every architecture."""
+    if arch == "resnet9":
+        return ResNet9(width, norm, pool)
+    if arch in ("resnet56", "resnet110"):
+        return CifarResNet(int(arch[6:]), max(1, width // 4), norm)
+    raise ValueError(f"unknown arch {arch!r}; choose one of {ARCHS}")
+
+
+def kernel_layers(model: nn.Module) -> list[nn.Module]:
+    """Conv and dense layers in a fixed order (module registration order)."""
+    return [m for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+
+
+def kernels(model: nn.Module) -> list[torch.Tensor]:
+    """Every conv and dense kernel (the tensors that get sigma_w init, L2, and the kernel norm)."""
+    return [m.weight for m in kernel_layers(model)]
+
+
+@torch.no_grad()
+def init_weights(model: nn.Module, sigma_w: float, generator: torch.Generator) -> None:
+    """Kernels W = (sigma_w / sqrt(fan_in)) * Z, biases 0.2 * Z', Z, Z' standard normal from ``generator``.
+
+    The draws do not depend on sigma_w, so for one seed sigma_w is the only difference between runs
+    (kernels at sigma_w = 2 are exactly twice those at sigma_w = 1). Norm layers: gamma 1, beta 0.
+    """
+    for layer in kernel_layers(model):
+        w = layer.weight
+        fan_in = w[0].numel()  # in_channels * kh * kw, or in_features
+        z = torch.randn(w.shape, generator=generator, dtype=w.dtype)
+        w.copy_(z * (sigma_w / math.sqrt(fan_in)))
+        if layer.bias is not None:
+            layer.bias.copy_(torch.randn(layer.bias.shape, generator=generator, dtype=w.dtype) * BIAS_STD)
+    for m in model.modules():
+        if isinstance(m, (KerasBatchNorm, KerasLayerNorm)):
+            m.weight.fill_(1.0)
+            m.bias.fill_(0.0)
+
+
+def kernel_norm(model: nn.Module) -> float:
+    """Frobenius norm of all conv and dense kernels together."""
+    with torch.no_grad():
+        return float(torch.sqrt(sum(w.double().square().sum() for w in kernels(model))))
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+

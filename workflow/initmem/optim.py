@@ -1,0 +1,120 @@
+"""Keras-semantics optimizers and the learning-rate schedule.
+
+Each update follows Keras 3 exactly (the paper used Keras):
+- decoupled weight decay first, on every trainable variable: p <- p - p * wd * eta_k;
+- SGD: p <- p - eta g;  SGD momentum (Keras keeps eta inside the velocity): v <- mu v - eta g, p <- p + v;
+- Adam/AdamW (eps-hat form): alpha = eta sqrt(1 - b2^t) / (1 - b1^t), m += (g - m)(1 - b1),
+  v += (g^2 - v)(1 - b2), p <- p - alpha m / (sqrt(v) + eps), t = step + 1;
+- Muon (Keras): 2-D kernels get m <- mu m + g, u = g + mu m (Nesterov), p <- p - eta NS5(u) * 0.2 sqrt(max(rows, cols));
+  everything else (conv kernels, biases, norms) gets the AdamW step; decay ``weight_decay`` on the Muon
+  branch and ``adam_weight_decay`` on the AdamW branch (the paper's 1e-4 goes on both).
+  ``muon_full`` also orthogonalises conv kernels flattened to (out, in*kh*kw).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from initmem.spec import OPTIMIZERS, resolve_momentum, resolve_weight_decay
+
+ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-7
+NS_COEFFS, NS_STEPS, MUON_RMS_RATE = (3.4445, -4.7750, 2.0315), 5, 0.2
+
+
+def check_optimizer(name: str) -> None:
+    """Raise a clear error for an optimizer name the library does not know."""
+    if name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {name!r}; choose one of {list(OPTIMIZERS)}")
+
+
+def learning_rate(k: int, lr0: float, total_steps: int, schedule: str, alpha: float) -> float:
+    """eta_k for 0-based step k: Keras CosineDecay(lr0, K, alpha), or constant."""
+    if schedule == "constant":
+        return lr0
+    if schedule != "cosine":
+        raise ValueError(f"unknown schedule {schedule!r}; choose cosine or constant")
+    frac = min(k, total_steps) / total_steps
+    return lr0 * (alpha + (1 - alpha) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def newton_schulz5(x: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:
+    """Keras' quintic Newton-Schulz orthogonalisation of the last two axes (batched over leading axes)."""
+    a, b, c = NS_COEFFS
+    tall = x.shape[-2] > x.shape[-1]
+    if tall:
+        x = x.transpose(-2, -1)
+    x = x / (torch.linalg.matrix_norm(x, keepdim=True) + 1e-7)
+    for _ in range(steps):
+        gram = x @ x.transpose(-2, -1)
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.transpose(-2, -1) if tall else x
+
+
+class KerasOptimizer:
+    """One of :data:`OPTIMIZERS` over ``params`` (null weight_decay/momentum: the optimizer's own)."""
+
+    def __init__(self, name: str, params: list[torch.Tensor], weight_decay: float | None = None,
+                 momentum: float | None = None):
+        check_optimizer(name)
+        self.name = name
+        self.params = list(params)
+        self.weight_decay = resolve_weight_decay(name, weight_decay)
+        self.momentum = resolve_momentum(name, momentum)
+        self.iterations = 0
+        self.state: list[dict[str, torch.Tensor]] = [{} for _ in self.params]
+
+    def uses_muon_step(self, p: torch.Tensor) -> bool:
+        """Keras Muon orthogonalises 2-D variables only; ``muon_full`` also flattened 4-D conv kernels."""
+        if self.name == "muon":
+            return p.dim() == 2
+        return self.name == "muon_full" and p.dim() in (2, 4)
+
+    @torch.no_grad()
+    def step(self, lr: float) -> None:
+        """Apply one update with the scheduled rate ``lr`` (gradients in ``p.grad``)."""
+        t = self.iterations + 1
+        for p, state in zip(self.params, self.state):
+            g = p.grad
+            if g is None:
+                continue
+            if self.weight_decay:
+                p.sub_(p * (self.weight_decay * lr))
+            if self.name == "sgd":
+                p.sub_(g * lr)
+            elif self.name == "sgd_momentum":
+                v = state.setdefault("velocity", torch.zeros_like(p))
+                v.mul_(self.momentum).sub_(g * lr)
+                p.add_(v)
+            elif self.uses_muon_step(p):
+                self._muon(p, g, state, lr)
+            else:
+                self._adam(p, g, state, lr, t)
+        self.iterations += 1
+
+    @staticmethod
+    def _adam(p: torch.Tensor, g: torch.Tensor, state: dict, lr: float, t: int) -> None:
+        m = state.setdefault("m", torch.zeros_like(p))
+        v = state.setdefault("v", torch.zeros_like(p))
+        alpha = lr * math.sqrt(1 - ADAM_BETA2**t) / (1 - ADAM_BETA1**t)
+        m.add_((g - m) * (1 - ADAM_BETA1))
+        v.add_((g.square() - v) * (1 - ADAM_BETA2))
+        p.sub_((m * alpha) / (v.sqrt() + ADAM_EPS))
+
+    def _muon(self, p: torch.Tensor, g: torch.Tensor, state: dict, lr: float) -> None:
+        m = state.setdefault("m", torch.zeros_like(p))
+        m.add_(g + m * (self.momentum - 1))
+        u = (g + self.momentum * m).reshape(p.shape[0], -1)
+        update = newton_schulz5(u)
+        scale = math.sqrt(max(update.shape[-2], update.shape[-1])) * MUON_RMS_RATE
+        p.sub_((lr * update * scale).reshape(p.shape))
+
+    def state_dict(self) -> dict:
+        """Optimizer state for checkpoints."""
+        return {"iterations": self.iterations, "state": [{k: v.clone() for k, v in s.items()} for s in self.state]}
+
+    def load_state_dict(self, sd: dict) -> None:
+        """Restore :meth:`state_dict` output."""
+        self.iterations = int(sd["iterations"])
+        self.state = [{k: v.clone() for k, v in s.items()} for s in sd["state"]]

@@ -1,0 +1,54 @@
+"""Metrics records on disk: pack files, per-run files, and checks of what is read back.
+
+Torch-free: the Snakefile's ``run_metrics`` rule calls :func:`extract_run` in-process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from initmem.io import read_json, write_json
+
+METRICS_FORMAT = 1
+REQUIRED_KEYS = ("run_id", "spec", "status", "history", "summary", "env", "wall_seconds")
+
+
+class RecordError(ValueError):
+    """A metrics or pack file is from another format or is damaged; the message says what to do."""
+
+
+def check_record(record: dict, origin: str) -> dict:
+    """Refuse records of another format (e.g. from an older initmem) with a clear message."""
+    if not isinstance(record, dict) or record.get("format") != METRICS_FORMAT:
+        got = record.get("format") if isinstance(record, dict) else type(record).__name__
+        raise RecordError(f"{origin}: metrics format {got!r}, this initmem reads format {METRICS_FORMAT}; "
+                          "delete the file (and its pack under results/packs/) and run snakemake again")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise RecordError(f"{origin}: keys {missing} missing; delete the file and run snakemake again")
+    return record
+
+
+def write_pack(path: str | Path, records: list[dict]) -> None:
+    """All records of one pack in one file, atomically."""
+    write_json(path, {"format": METRICS_FORMAT, "runs": records})
+
+
+def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path) -> None:
+    """Write one run's metrics file from its pack file."""
+    pack = read_json(pack_path)
+    for record in pack.get("runs", []):
+        if record.get("run_id") == run_id:
+            write_json(out_path, check_record(record, str(pack_path)))
+            return
+    raise RecordError(f"{pack_path} holds no run {run_id}; delete it and run snakemake again")
+
+
+def load_record(path: str | Path) -> dict:
+    """Read and check one metrics file."""
+    try:
+        return check_record(read_json(path), str(path))
+    except ValueError as exc:
+        if isinstance(exc, RecordError):
+            raise
+        raise RecordError(f"{path}: not valid JSON ({exc}); delete it and run snakemake again") from exc

@@ -1,0 +1,68 @@
+"""Run specifications: the names the library knows, resolution of optimizer defaults, validation.
+
+Torch-free on purpose: the Snakefile imports this (through :mod:`initmem.grid`) on every parse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ARCHS = ("resnet9", "resnet56", "resnet110")
+NORMS = ("batchnorm", "layernorm")
+POOLS = ("max", "avg")
+SCHEDULES = ("cosine", "constant")
+OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full")
+# Decoupled decay each optimizer applies when the spec says null: the paper's 1e-4 for AdamW and
+# Muon (Keras' own default is 0.004), none for the SGD family and Adam.
+DEFAULT_WEIGHT_DECAY = {"adamw": 1e-4, "muon": 1e-4, "muon_full": 1e-4}
+DEFAULT_MOMENTUM = {"sgd": 0.0, "sgd_momentum": 0.9, "muon": 0.95, "muon_full": 0.95}
+
+# Keys a run spec has; studies may override any of them ("set", "variants", "grid").
+SPEC_KEYS = ("arch", "width", "norm", "pool", "optimizer", "lr", "schedule", "alpha", "epochs",
+             "batch_size", "l2", "weight_decay", "momentum", "augment", "patience", "sigma_w", "seed")
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the study and key."""
+
+
+def resolve_weight_decay(optimizer: str, weight_decay: float | None) -> float:
+    """Decoupled decay actually applied: the spec's value, or the optimizer's own default."""
+    return float(DEFAULT_WEIGHT_DECAY.get(optimizer, 0.0) if weight_decay is None else weight_decay)
+
+
+def resolve_momentum(optimizer: str, momentum: float | None) -> float:
+    """Momentum actually used: the spec's value, or the optimizer's own default (0 where it has none)."""
+    return float(DEFAULT_MOMENTUM.get(optimizer, 0.0) if momentum is None else momentum)
+
+
+def _choice(spec: dict, key: str, allowed: tuple[str, ...], where: str) -> None:
+    if spec[key] not in allowed:
+        raise ConfigError(f"{where}: {key} = {spec[key]!r} is unknown; choose one of {list(allowed)}")
+
+
+def validate_spec(spec: dict[str, Any], where: str) -> None:
+    """Check one resolved run spec; ``where`` names the study for the message."""
+    missing = [k for k in SPEC_KEYS if k not in spec]
+    if missing:
+        raise ConfigError(f"{where}: keys {missing} are missing (set them in defaults or the study)")
+    _choice(spec, "arch", ARCHS, where)
+    _choice(spec, "norm", NORMS, where)
+    _choice(spec, "pool", POOLS, where)
+    _choice(spec, "schedule", SCHEDULES, where)
+    _choice(spec, "optimizer", OPTIMIZERS, where)
+    positive = {"width": int, "epochs": int, "batch_size": int, "lr": float, "sigma_w": float}
+    for key, kind in positive.items():
+        value = spec[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or (kind is int and int(value) != value):
+            raise ConfigError(f"{where}: {key} = {value!r} must be a positive {kind.__name__}")
+    for key in ("l2", "alpha"):
+        if not isinstance(spec[key], (int, float)) or spec[key] < 0:
+            raise ConfigError(f"{where}: {key} = {spec[key]!r} must be a number >= 0")
+    for key in ("weight_decay", "momentum", "patience"):
+        if spec[key] is not None and (not isinstance(spec[key], (int, float)) or spec[key] < 0):
+            raise ConfigError(f"{where}: {key} = {spec[key]!r} must be null or a number >= 0")
+    if not isinstance(spec["seed"], int) or isinstance(spec["seed"], bool):
+        raise ConfigError(f"{where}: seed = {spec['seed']!r} must be an integer")
+    if not isinstance(spec["augment"], bool):
+        raise ConfigError(f"{where}: augment = {spec['augment']!r} must be true or false")

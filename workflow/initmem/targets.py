@@ -1,0 +1,48 @@
+"""What each figure and table needs, and per-pack resource estimates. Torch- and matplotlib-free:
+the Snakefile imports it on every parse."""
+
+from __future__ import annotations
+
+import math
+
+# Figure -> (studies it cannot do without, studies it uses when the config has them).
+FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "fig1": (("main",), ()),
+    "fig2": (("main",), ()),
+    "fig3": (("main",), ()),
+    "fig4": (("long", "lr_l2"), ("main",)),
+    "fig5": (("depth",), ("main",)),
+    "fig6": (("main",), ("lr_l2",)),
+    "fig7": (("depth",), ("main",)),
+    "fig8": (("norm_aug",), ()),
+}
+
+
+def figure_studies(figure: str, studies: list[str]) -> list[str] | None:
+    """Studies a figure reads given the configured ``studies``; None when a required one is missing."""
+    required, optional = FIGURES[figure]
+    if not all(s in studies for s in required):
+        return None
+    return list(required) + [s for s in optional if s in studies]
+
+
+def buildable_figures(studies: list[str]) -> list[str]:
+    """Figures whose required studies the config has."""
+    return [f for f in FIGURES if figure_studies(f, studies) is not None]
+
+
+def pack_runtime_minutes(specs: list[dict], images_per_second: float) -> int:
+    """Wall-clock estimate of a pack (runs trained one after another) with a 1.5x safety margin.
+
+    Per epoch a run processes n_train training images and evaluates n_val + n_test images (about a
+    third of the cost of a training image each).
+    """
+    images = sum(s["epochs"] * (s["n_train"] + (s["n_val"] + s["n_test"]) / 3) for s in specs)
+    return int(math.ceil(1.5 * images / images_per_second / 60)) + 5
+
+
+def pack_mem_mb(specs: list[dict]) -> int:
+    """Host memory estimate: the float32 data splits, plus 2 GB of headroom for the model and torch."""
+    s = specs[0]
+    data_mb = (s["n_train"] + s["n_val"] + s["n_test"]) * 3 * 32 * 32 * 4 / 2**20
+    return int(2048 + 2 * data_mb)

@@ -1,0 +1,303 @@
+"""Train one run exactly as the paper's Appendix A specifies (Keras semantics), and packs of runs.
+
+One run: fixed split, per-run generators (init, data order, augmentation) derived from the seed,
+sigma_w init, cosine (or constant) per-step schedule, Keras optimizer, optional kernel L2 (a loss
+term, included in every reported loss as Keras does), optional early stopping on val loss that
+leaves the schedule unchanged. Per epoch: running train loss/acc (batch-size weighted), val/test
+loss/acc in eval mode, kernel norm, the last step's lr and the cumulative clocks
+T_sgd = sum eta_k^2 / b, T_l2 = sum eta_k l2, T_wd = sum eta_k wd, T_adapt = sum eta_k.
+A NaN/inf loss ends the run as ``diverged`` with the history so far.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from initmem import __version__
+from initmem.checkpoint import CheckpointError, load_checkpoint, remove_checkpoints, save_checkpoint
+from initmem.data import Splits
+from initmem.models import build_model, init_weights, kernel_norm, kernels
+from initmem.optim import KerasOptimizer, learning_rate
+from initmem.records import METRICS_FORMAT
+
+EVAL_BATCH = 1000
+INTERP_ACC = 0.995
+HISTORY_KEYS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
+                "kernel_norm", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
+
+
+class Preempted(RuntimeError):
+    """SIGTERM arrived: the run saved a checkpoint and stopped; a restart resumes it."""
+
+
+class _StopFlag:
+    """Set by SIGTERM (what SLURM sends before a time limit or preemption)."""
+
+    requested = False
+
+
+def install_sigterm_handler() -> None:
+    """Make SIGTERM request a checkpoint-and-exit at the next step instead of killing the process."""
+    def handler(signum, frame):  # noqa: ARG001
+        _StopFlag.requested = True
+    signal.signal(signal.SIGTERM, handler)
+
+
+def seed_streams(seed: int) -> tuple[torch.Generator, np.random.Generator, torch.Generator]:
+    """Independent per-run generators for init, data order and augmentation (never the global RNG)."""
+    init_seed, order_seed, aug_seed = np.random.SeedSequence(seed).generate_state(3, dtype=np.uint64)
+    return (torch.Generator().manual_seed(int(init_seed)), np.random.default_rng(int(order_seed)),
+            torch.Generator().manual_seed(int(aug_seed)))
+
+
+def augment_batch(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Random horizontal flip + 4-px reflect pad + random 32x32 crop, drawn from ``gen``."""
+    n, _, h, w = x.shape
+    flip = torch.rand(n, generator=gen) < 0.5
+    offsets = torch.randint(0, 9, (n, 2), generator=gen)
+    x = torch.where(flip.view(n, 1, 1, 1).to(x.device), x.flip(3), x)
+    padded = F.pad(x, (4, 4, 4, 4), mode="reflect")
+    rows = (offsets[:, 0:1] + torch.arange(h)).to(x.device)
+    cols = (offsets[:, 1:2] + torch.arange(w)).to(x.device)
+    idx_n = torch.arange(n, device=x.device).view(n, 1, 1, 1)
+    idx_c = torch.arange(x.shape[1], device=x.device).view(1, -1, 1, 1)
+    return padded[idx_n, idx_c, rows.view(n, 1, h, 1), cols.view(n, 1, 1, w)]
+
+
+def l2_penalty(model: torch.nn.Module, l2: float) -> torch.Tensor | float:
+    """Keras kernel_regularizer L2: l2 * sum(W^2) over conv and dense kernels."""
+    if not l2:
+        return 0.0
+    return l2 * sum(w.square().sum() for w in kernels(model))
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[float, float]:
+    """Eval-mode mean loss (cross-entropy + the L2 term, as Keras' evaluate reports) and accuracy."""
+    model.eval()
+    total_loss, correct = 0.0, 0
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(x[i:i + EVAL_BATCH])
+        total_loss += float(F.cross_entropy(logits, y[i:i + EVAL_BATCH], reduction="sum"))
+        correct += int((logits.argmax(1) == y[i:i + EVAL_BATCH]).sum())
+    return total_loss / len(x) + float(l2_penalty(model, l2)), correct / len(x)
+
+
+@dataclass
+class Tensors:
+    """The prepared splits as float tensors in [0, 1] on the training device (shared by a pack)."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_val: torch.Tensor
+    y_val: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+    @classmethod
+    def from_splits(cls, s: Splits, device: torch.device) -> "Tensors":
+        f = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32) / 255.0).to(device)  # noqa: E731
+        i = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64)).to(device)  # noqa: E731
+        return cls(f(s.x_train), i(s.y_train), f(s.x_val), i(s.y_val), f(s.x_test), i(s.y_test))
+
+
+@dataclass
+class RunState:
+    """Everything needed to resume a run bit-identically, also in the middle of an epoch."""
+
+    epoch: int = 0                    # finished epochs
+    step: int = 0                     # steps taken in the current epoch
+    perm: np.ndarray | None = None    # data order of the current epoch
+    loss_sum: float = 0.0
+    correct: float = 0.0
+    seen: int = 0
+    clocks: dict = field(default_factory=lambda: {"T_sgd": 0.0, "T_l2": 0.0, "T_wd": 0.0, "T_adapt": 0.0})
+    history: dict = field(default_factory=lambda: {k: [] for k in HISTORY_KEYS})
+    best_val: float = math.inf
+    wait: int = 0
+    stopped_early: bool = False
+    status: str = "ok"
+    kernel_norm_init: float = 0.0
+    wall_seconds: float = 0.0
+
+
+def summarize(history: dict, kernel_norm_init: float) -> dict:
+    """tau_best (first epoch of minimal val loss), metrics there, tau_interp and the repair gap."""
+    out = {"tau_best": None, "tau_interp": None, "val_loss_best": None, "val_acc_best": None,
+           "test_acc_best": None, "train_acc_best": None, "kernel_norm_init": kernel_norm_init,
+           "kernel_norm_best": None, "repair_gap": None}
+    if not history["epoch"]:
+        return out
+    i = int(np.argmin(history["val_loss"]))  # argmin returns the first minimum
+    out.update(tau_best=history["epoch"][i], val_loss_best=history["val_loss"][i], val_acc_best=history["val_acc"][i],
+               test_acc_best=history["test_acc"][i], train_acc_best=history["train_acc"][i],
+               kernel_norm_best=history["kernel_norm"][i])
+    interp = [j for j, a in enumerate(history["train_acc"]) if a >= INTERP_ACC]
+    if interp:
+        j = interp[0]
+        out.update(tau_interp=history["epoch"][j], repair_gap=history["val_acc"][i] - history["val_acc"][j])
+    return out
+
+
+def environment(device: torch.device) -> dict:
+    """Versions and device recorded in every metrics file."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    return {"initmem": __version__, "torch": torch.__version__, "numpy": np.__version__,
+            "python": sys.version.split()[0], "device": f"{device.type}:{name}", "precision": "float32",
+            "threads": torch.get_num_threads()}
+
+
+def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
+              checkpoint: Path | None = None, checkpoint_every: int = 0,
+              log: TextIO | None = sys.stderr) -> dict:
+    """Train one run and return its metrics record (see DESIGN "Outputs").
+
+    With ``checkpoint`` set, resumes from it when present and saves it every ``checkpoint_every``
+    epochs and on SIGTERM (then raises :class:`Preempted`).
+    """
+    device = device or data.x_train.device
+    init_gen, order_rng, aug_gen = seed_streams(int(spec["seed"]))
+    model = build_model(spec["arch"], int(spec["width"]), spec["norm"], spec["pool"]).to(device)
+    init_weights(model, float(spec["sigma_w"]), init_gen)
+    model.to(device)
+    opt = KerasOptimizer(spec["optimizer"], list(model.parameters()), spec["weight_decay"], spec["momentum"])
+    n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
+    steps = math.ceil(n / b)
+    total = epochs * steps
+    l2, wd = float(spec["l2"]), opt.weight_decay
+    lr_at: Callable[[int], float] = lambda k: learning_rate(k, float(spec["lr"]), total, spec["schedule"], float(spec["alpha"]))  # noqa: E731
+
+    state = RunState(kernel_norm_init=kernel_norm(model))
+    if checkpoint is not None:
+        try:
+            resumed = load_checkpoint(checkpoint, spec)
+        except CheckpointError as exc:
+            print(f"[{run_id}] {exc}; starting from scratch", file=log, flush=True)
+            resumed = None
+        if resumed is not None:
+            state = resumed["state"]
+            model.load_state_dict(resumed["model"])
+            opt.load_state_dict(resumed["optimizer"])
+            order_rng.bit_generator.state = resumed["order_rng"]
+            aug_gen.set_state(resumed["aug_gen"])
+            if log:
+                print(f"[{run_id}] resumed at epoch {state.epoch} step {state.step}", file=log, flush=True)
+
+    def save() -> None:
+        save_checkpoint(checkpoint, spec, {"state": state, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                                           "order_rng": order_rng.bit_generator.state, "aug_gen": aug_gen.get_state()})
+
+    patience = spec.get("patience")
+    started = time.perf_counter() - state.wall_seconds
+    while state.epoch < epochs and not state.stopped_early and state.status == "ok":
+        if state.perm is None:
+            state.perm, state.step, state.loss_sum, state.correct, state.seen = order_rng.permutation(n), 0, 0.0, 0.0, 0
+        model.train()
+        lr = lr_at(state.epoch * steps)
+        while state.step < steps:
+            k = state.epoch * steps + state.step
+            lr = lr_at(k)
+            idx = torch.from_numpy(state.perm[state.step * b:(state.step + 1) * b]).to(device)
+            x, y = data.x_train[idx], data.y_train[idx]
+            if spec["augment"]:
+                x = augment_batch(x, aug_gen)
+            logits = model(x)
+            loss = F.cross_entropy(logits, y) + l2_penalty(model, l2)
+            if not torch.isfinite(loss):
+                state.status = "diverged"
+                break
+            for p in model.parameters():
+                p.grad = None
+            loss.backward()
+            opt.step(lr)
+            state.loss_sum += float(loss.detach()) * len(y)
+            state.correct += float((logits.argmax(1) == y).sum())
+            state.seen += len(y)
+            state.clocks["T_sgd"] += lr * lr / b
+            state.clocks["T_l2"] += lr * l2
+            state.clocks["T_wd"] += lr * wd
+            state.clocks["T_adapt"] += lr
+            state.step += 1
+            if _StopFlag.requested and checkpoint is not None:
+                state.wall_seconds = time.perf_counter() - started
+                save()
+                raise Preempted(f"[{run_id}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
+        if state.status != "ok":
+            break
+        val_loss, val_acc = evaluate(model, data.x_val, data.y_val, l2)
+        test_loss, test_acc = evaluate(model, data.x_test, data.y_test, l2)
+        if not (math.isfinite(val_loss) and math.isfinite(test_loss)):
+            state.status = "diverged"
+            break
+        state.epoch += 1
+        row = {"epoch": state.epoch, "train_loss": state.loss_sum / state.seen, "train_acc": state.correct / state.seen,
+               "val_loss": val_loss, "val_acc": val_acc, "test_loss": test_loss, "test_acc": test_acc,
+               "kernel_norm": kernel_norm(model), "lr": lr, **state.clocks}
+        for key in HISTORY_KEYS:
+            state.history[key].append(row[key])
+        state.perm = None
+        if val_loss < state.best_val:  # Keras EarlyStopping(monitor="val_loss", min_delta=0)
+            state.best_val, state.wait = val_loss, 0
+        else:
+            state.wait += 1
+            if patience is not None and state.wait >= patience:
+                state.stopped_early = True
+        if log:
+            print(f"[{run_id}] epoch {state.epoch}/{epochs} loss {row['train_loss']:.4f} acc {row['train_acc']:.3f} "
+                  f"val {val_loss:.4f}/{val_acc:.3f} test {test_acc:.3f} {time.perf_counter() - started:.1f}s",
+                  file=log, flush=True)
+        if checkpoint is not None and checkpoint_every and state.epoch % checkpoint_every == 0 and state.epoch < epochs:
+            state.wall_seconds = time.perf_counter() - started
+            save()
+    if state.status == "diverged" and log:
+        print(f"[{run_id}] diverged (non-finite loss) after {state.epoch} finished epochs", file=log, flush=True)
+    return {"format": METRICS_FORMAT, "run_id": run_id, "spec": dict(spec), "status": state.status,
+            "stopped_early": state.stopped_early, "history": state.history,
+            "summary": summarize(state.history, state.kernel_norm_init), "env": environment(device),
+            "wall_seconds": time.perf_counter() - started}
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """``auto``: CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", checkpoint_dir: Path | None = None,
+               checkpoint_every: int = 0, keep_checkpoints: bool = False, log: TextIO | None = sys.stderr) -> list[dict]:
+    """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
+
+    Returns one metrics record per run, in order. A run's result does not depend on its pack: each
+    run has its own model and generators (this is a loop; the vectorised pack comes later).
+    """
+    dev = pick_device(device)
+    data = Tensors.from_splits(splits, dev)
+    for r in runs:
+        if r["spec"]["n_train"] != len(splits.x_train):
+            raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
+    records = []
+    for r in runs:
+        ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
+        record = train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt,
+                           checkpoint_every=checkpoint_every, log=log)
+        records.append(record)
+    return records
+
+
+def finish_pack(runs: list[dict], checkpoint_dir: Path | None, keep_checkpoints: bool) -> None:
+    """Remove the runs' checkpoints once their metrics are safely written (unless kept)."""
+    if checkpoint_dir is not None and not keep_checkpoints:
+        for r in runs:
+            remove_checkpoints(checkpoint_dir / f"{r['run_id']}.ckpt")

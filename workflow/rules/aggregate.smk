@@ -1,0 +1,33 @@
+localrules:
+    collect_study,
+    tables,
+
+
+rule collect_study:
+    """One study's metrics files -> a row per run and a row per (run, epoch)."""
+    input:
+        lambda w: run_files(w.study),
+    output:
+        runs="results/tables/studies/{study}.runs.csv",
+        history="results/tables/studies/{study}.history.csv.gz",
+    log:
+        "results/logs/collect/{study}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/collect_study.py"
+
+
+rule tables:
+    """All studies -> runs.csv, history, spreads, OLS |beta(t)|, claims, Markdown paper tables."""
+    input:
+        runs=[f"results/tables/studies/{s}.runs.csv" for s in STUDIES],
+        history=[f"results/tables/studies/{s}.history.csv.gz" for s in STUDIES],
+    output:
+        **{name.split(".")[0] + ("_md" if name.endswith(".md") else ""): f"results/tables/{name}" for name in TABLES},
+    log:
+        "results/logs/tables.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/tables.py"

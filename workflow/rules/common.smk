@@ -1,0 +1,63 @@
+# Shared helpers: expand the config's studies into runs and packs (all logic lives in initmem).
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+
+from initmem.grid import expand_studies, make_packs  # noqa: E402
+from initmem.records import extract_run  # noqa: E402
+from initmem.spec import ConfigError  # noqa: E402
+from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes  # noqa: E402
+
+try:
+    RUNS = expand_studies(config)
+    PACKS = {study: make_packs(runs, config["pack"]["max_models"]) for study, runs in RUNS.items()}
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}")
+
+STUDIES = list(RUNS)
+PACK_OF = {(study, r.run_id): pack for study, packs in PACKS.items() for pack, members in packs.items() for r in members}
+DATA = "results/data/cifar10.npz"
+TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
+ALL_TABLES = [f"results/tables/{name}" for name in TABLES]
+ALL_FIGURES = [f"figures/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
+
+
+wildcard_constraints:
+    study="|".join(STUDIES),
+    run_id="[^/]+",
+    pack="[^/]+",
+    fig="|".join(FIGURES),
+
+
+def run_files(study):
+    """Metrics files of every run of one study."""
+    return [f"results/runs/{study}/{r.run_id}.json" for r in RUNS[study]]
+
+
+def pack_members(wildcards):
+    """The runs of one pack, as dicts the trainer takes."""
+    return [{"run_id": r.run_id, "spec": r.spec} for r in PACKS[wildcards.study][wildcards.pack]]
+
+
+def pack_of_run(wildcards):
+    """The pack file that holds one run's metrics."""
+    key = (wildcards.study, wildcards.run_id)
+    if key not in PACK_OF:
+        raise WorkflowError(f"run {wildcards.run_id} is not part of study {wildcards.study} in this config")
+    return f"results/packs/{wildcards.study}/{PACK_OF[key]}.json"
+
+
+def study_tables(studies):
+    """Per-study run and history tables."""
+    return [f"results/tables/studies/{s}.{kind}" for s in studies for kind in ("runs.csv", "history.csv.gz")]
+
+
+def figure_inputs(wildcards):
+    """Per-study tables a figure reads; a clear error when the config lacks a study it needs."""
+    studies = figure_studies(wildcards.fig, STUDIES)
+    if studies is None:
+        raise WorkflowError(f"{wildcards.fig} needs studies {list(FIGURES[wildcards.fig][0])}; this config has {STUDIES}")
+    return study_tables(studies)

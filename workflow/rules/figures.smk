@@ -1,0 +1,24 @@
+localrules:
+    figure,
+    figures,
+
+
+rule figure:
+    """One paper figure; it reads only the studies it shows (snakemake figures/fig6.pdf)."""
+    input:
+        figure_inputs,
+    output:
+        pdf="figures/{fig}.pdf",
+        png="figures/{fig}.png",
+    log:
+        "results/logs/figures/{fig}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/figure.py"
+
+
+rule figures:
+    """Target: every figure this config's studies support."""
+    input:
+        ALL_FIGURES,
