@@ -2,7 +2,6 @@ import math
 
 import pytest
 import torch
-
 from initmem.models import KerasBatchNorm, build_model, count_parameters, init_weights, kernel_layers, kernels
 
 
@@ -28,13 +27,13 @@ def test_init_statistics_and_exact_sigma_proportionality():
     m1, m2 = build_model("resnet9", 16), build_model("resnet9", 16)
     init_weights(m1, 1.0, torch.Generator().manual_seed(7))
     init_weights(m2, 2.0, torch.Generator().manual_seed(7))
-    for w1, w2 in zip(kernels(m1), kernels(m2)):
+    for w1, w2 in zip(kernels(m1), kernels(m2), strict=False):
         assert torch.equal(w2, 2 * w1)  # same normal draws, sigma_w the only difference
     big = max(kernels(m1), key=lambda w: w.numel())
     fan_in = big[0].numel()
     assert abs(big.std().item() * math.sqrt(fan_in) - 1.0) < 0.02
     assert abs(big.mean().item()) < 0.01 / math.sqrt(fan_in) * 10
-    for layer1, layer2 in zip(kernel_layers(m1), kernel_layers(m2)):
+    for layer1, layer2 in zip(kernel_layers(m1), kernel_layers(m2), strict=False):
         assert torch.equal(layer1.bias, layer2.bias)  # biases are not scaled by sigma_w
     biases = torch.cat([lay.bias for lay in kernel_layers(m1)])
     assert abs(biases.std().item() - 0.2) < 0.01

@@ -2,7 +2,6 @@ import math
 
 import pytest
 import torch
-
 from initmem.optim import KerasOptimizer, learning_rate, newton_schulz5
 
 

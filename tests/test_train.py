@@ -4,7 +4,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from conftest import tiny_spec
 from initmem.optim import learning_rate
 from initmem.train import augment_batch, train_pack, train_run
@@ -42,7 +41,7 @@ def test_pack_equals_single_runs(tiny_splits, tiny_tensors):
     specs = [tiny_spec(sigma_w=s, seed=seed) for s, seed in ((0.5, 0), (2.0, 1), (1.0, 0))]
     runs = [{"run_id": f"r{i}", "spec": s} for i, s in enumerate(specs)]
     packed = train_pack(runs, tiny_splits, device="cpu", log=None)
-    for r, rec in zip(runs, packed):
+    for r, rec in zip(runs, packed, strict=False):
         single = train_pack([r], tiny_splits, device="cpu", log=None)[0]
         assert _strip_timing(rec) == _strip_timing(single)
 

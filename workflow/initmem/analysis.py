@@ -88,7 +88,7 @@ def beta_table(history: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for group, g in history.groupby(keys + ["epoch"], dropna=False, sort=True):
         fit = ols_slope(g["sigma_w"].to_numpy(float), g["val_acc"].to_numpy(float))
-        rows.append({**dict(zip(keys + ["epoch"], group)), **fit, "abs_beta": abs(fit["beta"]),
+        rows.append({**dict(zip(keys + ["epoch"], group, strict=False)), **fit, "abs_beta": abs(fit["beta"]),
                      **{c: float(g[c].mean()) for c in CLOCKS}})
     return pd.DataFrame(rows)
 
@@ -115,7 +115,8 @@ def scale_label(runs: pd.DataFrame) -> str:
     """The scale a number was measured at, e.g. 'n_train=1000, width 8, 8 epochs (paper: 40000, 64, 300)'."""
     if runs.empty:
         return "no runs"
-    widths = sorted(set(runs["width"])); epochs = sorted(set(runs["epochs"]))
+    widths = sorted(set(runs["width"]))
+    epochs = sorted(set(runs["epochs"]))
     return (f"n_train={int(runs['n_train'].iloc[0])}, width {'/'.join(map(str, widths))}, "
             f"epochs {'/'.join(map(str, epochs))}, seeds {runs['seed'].nunique()} "
             "(paper: n_train=40000, width 64, 300 epochs, 10 seeds)")
@@ -163,7 +164,7 @@ SPREAD_CLAIMS = [
     ("l2_1e-3_b128_spread", "SGD eta=1e-2 L2=1e-3 b=128 spread (pp)", 17.4, ("lr_l2", dict(lr=1e-2, l2=1e-3, batch_size=128))),
     ("resnet56_sgd_b128_spread", "ResNet-56 SGD b=128 spread (pp)", 24.2, ("depth", dict(variant="resnet56", optimizer="sgd", batch_size=128))),
     ("resnet110_sgd_b128_spread", "ResNet-110 SGD b=128 spread (pp)", 20.4, ("depth", dict(variant="resnet110", optimizer="sgd", batch_size=128))),
-    ("recipe_b128_spread", "standard SGD recipe b=128 |Delta| (pp)", 0.0, ("best_recipe", dict(variant="sgd_standard", batch_size=128))),
+    ("recipe_b128_spread", "standard SGD recipe b=128 abs Delta (pp)", 0.0, ("best_recipe", dict(variant="sgd_standard", batch_size=128))),
     ("recipe_b128_acc", "standard SGD recipe b=128 test acc, sigma_w=0.1 (%)", 94.2, ("best_recipe@0.1", dict(variant="sgd_standard", batch_size=128))),
 ]
 
@@ -241,7 +242,7 @@ def paper_tables(runs: pd.DataFrame, spread_table: pd.DataFrame) -> str:
     if not best.empty:
         t7 = best.pivot_table(index=["variant", "batch_size"], columns="sigma_w", values="test_acc").reset_index()
         sig = [c for c in t7.columns if isinstance(c, float)]
-        t7["|Delta| (pp)"] = 100 * (t7[max(sig)] - t7[min(sig)]).abs()
+        t7["abs Delta (pp)"] = 100 * (t7[max(sig)] - t7[min(sig)]).abs()
         t7 = t7.rename(columns={s: f"test acc sigma_w={s:g} (%)" for s in sig})
         for c in t7.columns:
             if str(c).startswith("test acc"):

@@ -11,8 +11,8 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 
 class _Tee:
@@ -58,10 +58,11 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
           f"from {splits.meta['source']} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
 
 
-def train_pack_file(runs: list[dict], data: str | Path, out: str | Path, *, device: str = "auto", threads: int = 1,
-                    checkpoint_dir: str | Path | None = None, checkpoint_every: int = 0,
-                    keep_checkpoints: bool = False) -> None:
-    """Train a pack and write its pack file atomically; checkpoints go once the file is written."""
+def train_pack_file(runs: list[dict], data: str | Path, out: str | Path | None, *, run_out: str | Path | None = None,
+                    device: str = "auto", threads: int = 1, checkpoint_dir: str | Path | None = None,
+                    checkpoint_every: int = 0, keep_checkpoints: bool = False) -> None:
+    """Train a pack and write its pack file (or, for a single run, ``run_out``) atomically;
+    checkpoints are removed once the file is written."""
     import torch
 
     from initmem.data import load_prepared
@@ -74,7 +75,12 @@ def train_pack_file(runs: list[dict], data: str | Path, out: str | Path, *, devi
     splits = load_prepared(data)
     print(f"training {len(runs)} run(s): {', '.join(r['run_id'] for r in runs)}", file=sys.stderr, flush=True)
     records = train_pack(runs, splits, device=device, checkpoint_dir=ckpt_dir, checkpoint_every=int(checkpoint_every))
-    write_pack(out, records)
+    if run_out is not None:
+        from initmem.io import write_json
+
+        write_json(run_out, records[0])
+    else:
+        write_pack(out, records)
     finish_pack(runs, ckpt_dir, keep_checkpoints)
 
 

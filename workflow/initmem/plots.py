@@ -19,7 +19,7 @@ OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
           "muon_full": "Muon (full)", "resnet9": "ResNet-9", "resnet56": "ResNet-56", "resnet110": "ResNet-110",
           "r9avg": "R9-AvgPool", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
-COLORS = dict(zip(OPTIMIZER_ORDER, plt.get_cmap("tab10").colors))
+COLORS = dict(zip(OPTIMIZER_ORDER, plt.get_cmap("tab10").colors, strict=False))
 plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
                      "figure.dpi": 120, "axes.grid": True, "grid.alpha": 0.3})
 
@@ -76,7 +76,7 @@ def fig2(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     st = spreads(main)
     opts = _optimizers(main)
     fig, axes = plt.subplots(1, len(opts), figsize=(2.6 * len(opts), 2.8), squeeze=False)
-    for ax, opt in zip(axes[0], opts):
+    for ax, opt in zip(axes[0], opts, strict=False):
         d = st[st["optimizer"] == opt]
         grid = d.pivot_table(index="batch_size", columns="sigma_w", values="test_acc") * 100
         im = ax.imshow(grid.to_numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=10, vmax=100)
@@ -95,11 +95,11 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.6))
     for opt in _optimizers(main):
         g = main[main["optimizer"] == opt].groupby("batch_size")[["tau_interp", "tau_best", "repair_gap"]].mean()
-        for ax, col, scale in zip(axes, ["tau_interp", "tau_best", "repair_gap"], [1, 1, 100]):
+        for ax, col, scale in zip(axes, ["tau_interp", "tau_best", "repair_gap"], [1, 1, 100], strict=False):
             ax.plot(g.index, g[col] * scale, marker="o", ms=3, label=LABELS[opt], color=COLORS[opt])
     for ax, title, ylabel in zip(axes, ["(a) interpolation epoch", "(b) selected checkpoint", "(c) repair gap"],
                                  ["$\\tau_{interp}$ (epoch, train acc $\\geq$ 99.5%)", "$\\tau_{best}$ (epoch)",
-                                  "ValAcc($\\tau_{best}$) - ValAcc($\\tau_{interp}$) (pp)"]):
+                                  "ValAcc($\\tau_{best}$) - ValAcc($\\tau_{interp}$) (pp)"], strict=False):
         ax.set(title=title, xlabel="batch size", ylabel=ylabel, xscale="log")
     axes[0].legend()
     fig.tight_layout()
@@ -113,8 +113,8 @@ def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     long_, lrl2 = cs[cs["study"] == "long"], cs[cs["study"] == "lr_l2"]
     main_sgd = cs[(cs["study"] == "main") & (cs["optimizer"] == "sgd")]
     for b in sorted(set(long_["batch_size"])):
-        pts = [(e, s) for e, s in zip(main_sgd[main_sgd["batch_size"] == b]["epochs"], main_sgd[main_sgd["batch_size"] == b]["spread_pp"])]
-        pts += list(zip(long_[long_["batch_size"] == b]["epochs"], long_[long_["batch_size"] == b]["spread_pp"]))
+        pts = [(e, s) for e, s in zip(main_sgd[main_sgd["batch_size"] == b]["epochs"], main_sgd[main_sgd["batch_size"] == b]["spread_pp"], strict=False)]
+        pts += list(zip(long_[long_["batch_size"] == b]["epochs"], long_[long_["batch_size"] == b]["spread_pp"], strict=False))
         pts.sort()
         axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=f"b={b}")
     axes[0].set(title="(a) training length", xlabel="epochs (cosine main grid; constant-LR long run)", ylabel="spread (pp)", xscale="log")

@@ -34,12 +34,17 @@ def write_pack(path: str | Path, records: list[dict]) -> None:
     write_json(path, {"format": METRICS_FORMAT, "runs": records})
 
 
-def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path) -> None:
-    """Write one run's metrics file from its pack file."""
+def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path, log_path: str | Path | None = None) -> None:
+    """Write one run's metrics file from its pack file (and a one-line summary to ``log_path``)."""
     pack = read_json(pack_path)
     for record in pack.get("runs", []):
         if record.get("run_id") == run_id:
             write_json(out_path, check_record(record, str(pack_path)))
+            if log_path is not None:
+                Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+                s = record["summary"]
+                Path(log_path).write_text(f"{run_id}: {record['status']}, tau_best {s['tau_best']}, "
+                                          f"test_acc_best {s['test_acc_best']}\n")
             return
     raise RecordError(f"{pack_path} holds no run {run_id}; delete it and run snakemake again")
 

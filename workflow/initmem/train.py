@@ -16,9 +16,10 @@ import platform
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 import numpy as np
 import torch
@@ -106,7 +107,7 @@ class Tensors:
     y_test: torch.Tensor
 
     @classmethod
-    def from_splits(cls, s: Splits, device: torch.device) -> "Tensors":
+    def from_splits(cls, s: Splits, device: torch.device) -> Tensors:
         f = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32) / 255.0).to(device)  # noqa: E731
         i = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64)).to(device)  # noqa: E731
         return cls(f(s.x_train), i(s.y_train), f(s.x_val), i(s.y_val), f(s.x_test), i(s.y_test))

@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from initmem.grid import expand_studies, make_packs  # noqa: E402
+from initmem.io import write_yaml  # noqa: E402
 from initmem.records import extract_run  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes  # noqa: E402
@@ -18,10 +19,12 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 
 STUDIES = list(RUNS)
+PACKED = config["pack"]["max_models"] > 1
+RUN_BY_ID = {(study, r.run_id): r for study, runs in RUNS.items() for r in runs}
 PACK_OF = {(study, r.run_id): pack for study, packs in PACKS.items() for pack, members in packs.items() for r in members}
 DATA = "results/data/cifar10.npz"
 TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
-ALL_TABLES = [f"results/tables/{name}" for name in TABLES]
+ALL_TABLES = [f"results/tables/{name}" for name in TABLES] + ["results/config.resolved.yaml"]
 ALL_FIGURES = [f"figures/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
 
 
@@ -40,6 +43,15 @@ def run_files(study):
 def pack_members(wildcards):
     """The runs of one pack, as dicts the trainer takes."""
     return [{"run_id": r.run_id, "spec": r.spec} for r in PACKS[wildcards.study][wildcards.pack]]
+
+
+def single_run(wildcards):
+    """The one run of an unpacked training job, as the trainer takes it."""
+    key = (wildcards.study, wildcards.run_id)
+    if key not in RUN_BY_ID:
+        raise WorkflowError(f"run {wildcards.run_id} is not part of study {wildcards.study} in this config")
+    r = RUN_BY_ID[key]
+    return [{"run_id": r.run_id, "spec": r.spec}]
 
 
 def pack_of_run(wildcards):
@@ -61,3 +73,20 @@ def figure_inputs(wildcards):
     if studies is None:
         raise WorkflowError(f"{wildcards.fig} needs studies {list(FIGURES[wildcards.fig][0])}; this config has {STUDIES}")
     return study_tables(studies)
+
+
+TRAIN_PARAMS = dict(
+    device=config["compute"]["device"],
+    checkpoint_every=config["checkpoint"]["every_epochs"],
+    keep_checkpoints=config["checkpoint"]["keep"],
+)
+
+
+def train_resources(specs_of):
+    """runtime (minutes) and mem_mb of a training job, estimated from the size of its runs."""
+    ips = config["compute"]["images_per_second"]
+    return dict(
+        gpu=0,
+        runtime=lambda w: pack_runtime_minutes(specs_of(w), ips),
+        mem_mb=lambda w: pack_mem_mb(specs_of(w)),
+    )

@@ -14,3 +14,20 @@ rule prepare_data:
         "../../envs/train.yaml"
     script:
         "../scripts/prepare_data.py"
+
+
+localrules:
+    resolved_config,
+
+
+rule resolved_config:
+    """The effective configuration of this invocation (provenance; also shows that a --configfile
+    with studies replaced the embedded default)."""
+    output:
+        "results/config.resolved.yaml",
+    params:
+        config=config,
+    log:
+        "results/logs/resolved_config.log",
+    run:
+        write_yaml(output[0], params.config, log[0])
