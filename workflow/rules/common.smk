@@ -18,6 +18,24 @@ try:
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 
+
+
+def check_no_workflow_profile_override(argv):
+    """A workflow profile (profiles/default/) silently overrides a --profile's resources key by
+    key; refuse that combination instead of submitting GPU jobs with the wrong resources."""
+    if "--profile" not in argv or "--workflow-profile" in argv:
+        return
+    for base in (Path.cwd(), Path(workflow.basedir)):
+        if (base / "profiles" / "default" / "config.yaml").is_file():
+            raise WorkflowError(
+                f"{base / 'profiles/default'} would override the resources of --profile "
+                f"{argv[argv.index('--profile') + 1]} (a workflow profile wins key by key). "
+                "Remove or merge it, or add --workflow-profile none."
+            )
+
+
+check_no_workflow_profile_override(sys.argv)
+
 STUDIES = list(RUNS)
 PACKED = config["pack"]["max_models"] > 1
 RUN_BY_ID = {(study, r.run_id): r for study, runs in RUNS.items() for r in runs}
