@@ -181,6 +181,24 @@ def fig7(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
                             ("tau_interp", "$\\tau_{interp}$ (epoch)", 1)], "Depth: trainability")
 
 
+def _loglog(ax, x, y, **kw) -> None:
+    """Plot only the points a log axis can show (|beta| is exactly 0 when every run has the same accuracy)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = (y > 0) & np.isfinite(y) & np.isfinite(x)
+    if keep.any():
+        ax.plot(x[keep], y[keep], **kw)
+
+
+def _finish_log_panel(ax, xlog: bool) -> None:
+    if ax.lines:
+        ax.set_yscale("log")
+        if xlog:
+            ax.set_xscale("log")
+        ax.legend(fontsize=6)
+    else:
+        _no_data(ax, "no non-zero |beta| in this config")
+
+
 def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     """|beta(t)| vs epoch (a-d: SGD with the SGD+L2 ablation, Adam, AdamW, Muon) and vs the clocks (e-f)."""
     beta = beta_table(history[history["study"].isin(["main", "lr_l2"])])
@@ -192,32 +210,29 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     cmap = plt.get_cmap("viridis")
     bs = sorted(set(main["batch_size"]))
     color = {b: cmap(i / max(1, len(bs) - 1)) for i, b in enumerate(bs)}
+    abl_bs = sorted(set(abl["batch_size"])) if not abl.empty else []
     for i, opt in enumerate(["sgd", "adam", "adamw", "muon"]):
         for b in bs:
             d = main[(main["optimizer"] == opt) & (main["batch_size"] == b)]
-            ax[i].plot(d["epoch"], d["abs_beta"], color=color[b], label=f"b={b}")
+            _loglog(ax[i], d["epoch"], d["abs_beta"], color=color[b], label=f"b={b}")
         if opt == "sgd":
-            for b in sorted(set(abl["batch_size"])):
+            for b in abl_bs:
                 d = abl[abl["batch_size"] == b]
-                ax[i].plot(d["epoch"], d["abs_beta"], ls="--", color="crimson", label=f"SGD+L2 b={b}")
-        ax[i].set(title=f"({chr(97 + i)}) {LABELS[opt]}", xlabel="epoch", ylabel="$|\\beta(t)|$", yscale="log")
+                _loglog(ax[i], d["epoch"], d["abs_beta"], ls="--", color="crimson", label=f"SGD+L2 b={b}")
+        ax[i].set(title=f"({chr(97 + i)}) {LABELS[opt]}", xlabel="epoch", ylabel="$|\\beta(t)|$")
+        _finish_log_panel(ax[i], xlog=False)
     for b in bs:
         d = main[(main["optimizer"] == "sgd") & (main["batch_size"] == b)]
-        ax[4].plot(d["T_sgd"], d["abs_beta"], color=color[b], label=f"SGD b={b} vs $T_{{SGD}}$")
+        _loglog(ax[4], d["T_sgd"], d["abs_beta"], color=color[b], label=f"SGD b={b} vs $T_{{SGD}}$")
         d = main[(main["optimizer"] == "adam") & (main["batch_size"] == b)]
-        ax[5].plot(d["T_adapt"], d["abs_beta"], color=color[b], label=f"Adam b={b}")
-    for b in sorted(set(abl["batch_size"])):
+        _loglog(ax[5], d["T_adapt"], d["abs_beta"], color=color[b], label=f"Adam b={b}")
+    for b in abl_bs:
         d = abl[abl["batch_size"] == b]
-        ax[4].plot(d["T_l2"], d["abs_beta"], ls="--", color="crimson", label=f"SGD+L2 b={b} vs $T_{{L2}}$")
-    ax[4].set(title="(e) SGD vs $T_{SGD}$, SGD+L2 vs $T_{L2}$", xlabel="cumulative clock", ylabel="$|\\beta|$",
-              xscale="log", yscale="log")
-    ax[5].set(title="(f) Adam vs $T_{adapt}$", xlabel="$T_{adapt} = \\sum_k \\eta_k$", ylabel="$|\\beta|$",
-              xscale="log", yscale="log")
-    for a in ax:
-        if a.lines:
-            a.legend(fontsize=6)
-        else:
-            _no_data(a)
+        _loglog(ax[4], d["T_l2"], d["abs_beta"], ls="--", color="crimson", label=f"SGD+L2 b={b} vs $T_{{L2}}$")
+    ax[4].set(title="(e) SGD vs $T_{SGD}$, SGD+L2 vs $T_{L2}$", xlabel="cumulative clock", ylabel="$|\\beta|$")
+    ax[5].set(title="(f) Adam vs $T_{adapt}$", xlabel="$T_{adapt} = \\sum_k \\eta_k$", ylabel="$|\\beta|$")
+    for a in (ax[4], ax[5]):
+        _finish_log_panel(a, xlog=True)
     fig.tight_layout()
     return fig
 

@@ -1,0 +1,89 @@
+"""The SLURM profile against a real single-node Slurm (started here; skipped only without root/apt)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import slurm_cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SLURM_TINY = """
+data: {source: synthetic, n_train: 64, n_val: 32, n_test: 32}
+defaults: {arch: resnet9, width: 4, norm: batchnorm, pool: max, optimizer: sgd, lr: 0.01, schedule: cosine,
+           alpha: 0.01, epochs: 2, batch_size: 32, l2: 0.0, weight_decay: null, momentum: null, augment: false,
+           patience: null}
+studies:
+  main: {grid: {optimizer: [sgd, adam], batch_size: [32], sigma_w: [0.5, 2.0], seed: [0]}}
+pack: {max_models: 1}
+checkpoint: {every_epochs: 1, keep: false}
+compute: {device: cpu, threads: 1, images_per_second: 1000}
+"""
+
+
+def test_profile_dry_run_without_slurm(tmp_path):
+    from test_workflow import job_counts, workdir_copy
+
+    work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n", "--quiet", "rules"],
+                          cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    assert counts["train"] == 6250 + 120  # main + lr_l2 at paper scale: the profile selects config/paper.yaml
+
+
+def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
+    from test_workflow import workdir_copy
+
+    work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")
+    (work / "profiles/default").mkdir(parents=True)
+    (work / "profiles/default/config.yaml").write_text("default-resources:\n  slurm_partition: wrong\n")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig8.pdf", "--profile", "slurm", "-n"],
+                          cwd=work, capture_output=True, text=True)
+    assert proc.returncode != 0 and "would override the resources" in proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    try:
+        info = slurm_cluster.start(tmp_path_factory.mktemp("slurm-state"))
+    except slurm_cluster.SlurmUnavailable as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"cannot start Slurm here: {exc}")
+    yield info
+    slurm_cluster.stop()
+
+
+@pytest.mark.slow
+def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
+    from test_workflow import workdir_copy
+
+    work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")
+    (work / "tiny.yaml").write_text(SLURM_TINY)
+    # The same profile; overridden only where this 2-core, accounting-free test cluster needs it.
+    cmd = [sys.executable, "-m", "snakemake", "figures", "--profile", "slurm", "--configfile", "tiny.yaml",
+           "--default-resources", "slurm_partition=gpu", "runtime=10", "mem_mb=1000",
+           "--slurm-no-account", "--set-threads", "train=1", "--jobs", "4", "--latency-wait", "10",
+           "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    train_jobs = [j for j in slurm_cluster.job_records() if "rule_train" in j.get("Comment", "")]
+    assert len(train_jobs) == 4  # one sbatch job per run of the tiny config
+    for job in train_jobs:
+        assert job["JobState"] == "COMPLETED"
+        assert job.get("TresPerJob") == "gres:gpu:1"  # sbatch --gpus=1, from the profile's `gpu: 1`
+        assert job["Partition"] == "gpu"
+    for fig in ("fig1", "fig2", "fig3", "fig6"):
+        assert (work / f"figures/{fig}.pdf").stat().st_size > 1000
+    runs = yaml.safe_load(SLURM_TINY)
+    assert len(list((work / "results/runs/main").glob("*.json"))) == 4 == 2 * 2 * len(runs["studies"]["main"]["grid"]["seed"])
