@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import tiny_spec
 from initmem.analysis import collect
 from initmem.io import write_json

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-
 import slurm_cluster
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
