@@ -17,6 +17,9 @@ if "studies" not in config:
 validate(config, "config/schema.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 
 

@@ -136,6 +136,10 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     assert not list((work / "results").rglob("*.ckpt"))  # checkpoints removed once metrics are written
     beta = pd.read_csv(work / "results/tables/beta.csv")
     assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
+    # the self-contained HTML report carries every figure with its caption
+    snakemake("--report", "report.html", "--configfile", "tiny.yaml", cwd=work)
+    html = (work / "report.html").read_text(errors="replace")
+    assert all(f"Figure {i}" in html for i in range(1, 9)) and "claims.csv" in html
     # second invocation: nothing to do
     assert "Nothing to be done" in snakemake("-n", "--cores", "2", "--configfile", "tiny.yaml", cwd=work).stdout + \
         snakemake("-n", "--cores", "2", "--configfile", "tiny.yaml", cwd=work).stderr

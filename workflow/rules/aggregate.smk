@@ -24,7 +24,14 @@ rule tables:
         runs=[f"results/tables/studies/{s}.runs.csv" for s in STUDIES],
         history=[f"results/tables/studies/{s}.history.csv.gz" for s in STUDIES],
     output:
-        **{name.split(".")[0] + ("_md" if name.endswith(".md") else ""): f"results/tables/{name}" for name in TABLES},
+        **{
+            name.split(".")[0] + ("_md" if name.endswith(".md") else ""): (
+                report(f"results/tables/{name}", caption="../report/table.rst", category="Tables", labels={"table": name})
+                if name in REPORT_TABLES
+                else f"results/tables/{name}"
+            )
+            for name in TABLES
+        },
     log:
         "results/logs/tables.log",
     conda:

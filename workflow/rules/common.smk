@@ -42,6 +42,7 @@ RUN_BY_ID = {(study, r.run_id): r for study, runs in RUNS.items() for r in runs}
 PACK_OF = {(study, r.run_id): pack for study, packs in PACKS.items() for pack, members in packs.items() for r in members}
 DATA = "results/data/cifar10.npz"
 TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
+REPORT_TABLES = ["spreads.csv", "claims.csv", "claims.md", "paper_tables.md", "runs.csv"]
 ALL_TABLES = [f"results/tables/{name}" for name in TABLES] + ["results/config.resolved.yaml"]
 ALL_FIGURES = [f"figures/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
 

@@ -9,7 +9,7 @@ rule figure:
         figure_inputs,
     output:
         pdf="figures/{fig}.pdf",
-        png="figures/{fig}.png",
+        png=report("figures/{fig}.png", caption="../report/figure.rst", category="Figures", labels={"figure": "{fig}"}),
     log:
         "results/logs/figures/{fig}.log",
     conda:
