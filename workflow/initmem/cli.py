@@ -151,8 +151,17 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("out_dir")
     t.add_argument("--device", default="auto")
     t.add_argument("--threads", type=int, default=1)
+    e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
+    e.add_argument("pack")
+    e.add_argument("run_id")
+    e.add_argument("out")
+    e.add_argument("log", nargs="?")
     args = parser.parse_args(argv)
-    if args.cmd == "prepare":
+    if args.cmd == "extract-run":
+        from initmem.records import extract_run
+
+        extract_run(args.pack, args.run_id, args.out, args.log)
+    elif args.cmd == "prepare":
         prepare_data({"source": args.source, "archive": args.archive, "verify_md5": not args.no_verify_md5,
                       "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test}, args.out)
     else:

@@ -4,11 +4,12 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+LIBRARY_DIR = str(Path(workflow.basedir) / "workflow")
+PYTHON = sys.executable
+sys.path.insert(0, LIBRARY_DIR)
 
 from initmem.grid import expand_studies, make_packs  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
-from initmem.records import extract_run  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes  # noqa: E402
 

@@ -29,10 +29,16 @@ if PACKED:
             pack_of_run,
         output:
             "results/runs/{study}/{run_id}.json",
+        params:
+            python=PYTHON,
+            library=LIBRARY_DIR,
         log:
             "results/logs/runs/{study}/{run_id}.log",
-        run:
-            extract_run(input[0], wildcards.run_id, output[0], log[0])
+        conda:
+            "../../envs/analysis.yaml"
+        # a shell job runs in a thread; a `run:` job would re-parse the whole workflow per run
+        shell:
+            "PYTHONPATH={params.library:q} {params.python:q} -m initmem extract-run {input:q} {wildcards.run_id:q} {output:q} {log:q}"
 
 else:
 
