@@ -55,3 +55,9 @@ def cifar_archive(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cifar") / "cifar-10-python.tar.gz"
     subprocess.run([sys.executable, str(script), str(out)], check=True)
     return out
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the real-Slurm tests last: once Slurm's client tools are installed and its daemons
+    stopped, every Snakemake start pays ~9 s of probing by the slurm plugin."""
+    items.sort(key=lambda item: item.fspath.basename == "test_slurm.py")

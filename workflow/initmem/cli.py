@@ -14,6 +14,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint; rerun to resume
+
 
 class _Tee:
     def __init__(self, *streams):
@@ -39,6 +41,9 @@ def log_to(path: str | Path) -> Iterator[None]:
         sys.stdout, sys.stderr = _Tee(old_out, fh), _Tee(old_err, fh)
         try:
             yield
+        except Exception as exc:  # the job's error belongs in its log too
+            print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            raise
         finally:
             sys.stdout, sys.stderr = old_out, old_err
 
@@ -67,14 +72,18 @@ def train_pack_file(runs: list[dict], data: str | Path, out: str | Path | None, 
 
     from initmem.data import load_prepared
     from initmem.records import write_pack
-    from initmem.train import finish_pack, install_sigterm_handler, train_pack
+    from initmem.train import Preempted, finish_pack, install_sigterm_handler, train_pack
 
     torch.set_num_threads(int(threads))
     install_sigterm_handler()
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else None
     splits = load_prepared(data)
     print(f"training {len(runs)} run(s): {', '.join(r['run_id'] for r in runs)}", file=sys.stderr, flush=True)
-    records = train_pack(runs, splits, device=device, checkpoint_dir=ckpt_dir, checkpoint_every=int(checkpoint_every))
+    try:
+        records = train_pack(runs, splits, device=device, checkpoint_dir=ckpt_dir, checkpoint_every=int(checkpoint_every))
+    except Preempted as exc:
+        print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
+        sys.exit(PREEMPTED_EXIT)
     if run_out is not None:
         from initmem.io import write_json
 
@@ -151,13 +160,28 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("out_dir")
     t.add_argument("--device", default="auto")
     t.add_argument("--threads", type=int, default=1)
+    g = sub.add_parser("estimate", help="GPU-hours per study of a config at a given throughput")
+    g.add_argument("config")
+    g.add_argument("--images-per-second", type=float, required=True,
+                   help="training images/s of one job on your GPU (measure it: benchmarks/cpu_throughput.py)")
     e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
     e.add_argument("pack")
     e.add_argument("run_id")
     e.add_argument("out")
     e.add_argument("log", nargs="?")
     args = parser.parse_args(argv)
-    if args.cmd == "extract-run":
+    if args.cmd == "estimate":
+        import yaml
+
+        from initmem.grid import expand_studies
+        from initmem.targets import study_gpu_hours
+
+        hours = study_gpu_hours(expand_studies(yaml.safe_load(Path(args.config).read_text())), args.images_per_second)
+        print(f"| study | runs | GPU-hours at {args.images_per_second:g} images/s per job |\n|---|---:|---:|")
+        for study, (n, h) in hours.items():
+            print(f"| {study} | {n:,} | {h:,.0f} |")
+        print(f"| all | {sum(n for n, _ in hours.values()):,} | {sum(h for _, h in hours.values()):,.0f} |")
+    elif args.cmd == "extract-run":
         from initmem.records import extract_run
 
         extract_run(args.pack, args.run_id, args.out, args.log)

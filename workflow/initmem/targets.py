@@ -46,3 +46,17 @@ def pack_mem_mb(specs: list[dict]) -> int:
     s = specs[0]
     data_mb = (s["n_train"] + s["n_val"] + s["n_test"]) * 3 * 32 * 32 * 4 / 2**20
     return int(2048 + 2 * data_mb)
+
+
+def run_images(spec: dict) -> float:
+    """Training-image equivalents one run processes (an evaluated image counts a third)."""
+    return spec["epochs"] * (spec["n_train"] + (spec["n_val"] + spec["n_test"]) / 3)
+
+
+def study_gpu_hours(runs_by_study: dict, images_per_second: float) -> dict[str, tuple[int, float]]:
+    """Per study: (runs, hours at ``images_per_second`` per training job, one job at a time per GPU).
+
+    Early stopping (ResNet-56/110) makes the real figure smaller; the estimate is an upper bound.
+    """
+    return {study: (len(runs), sum(run_images(r.spec) for r in runs) / images_per_second / 3600)
+            for study, runs in runs_by_study.items()}

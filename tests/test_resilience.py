@@ -1,0 +1,157 @@
+"""Resilience: kills (SIGKILL, SIGTERM) mid-training, restarts through Snakemake, corrupt
+checkpoints, and bad inputs that must leave no partial outputs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_workflow import snakemake, workdir_copy
+
+RESUME = """
+data: {source: synthetic, n_train: 1200, n_val: 64, n_test: 64}
+defaults: {arch: resnet9, width: 8, norm: batchnorm, pool: max, optimizer: adam, lr: 0.001, schedule: cosine,
+           alpha: 0.01, epochs: 4, batch_size: 16, l2: 0.0, weight_decay: null, momentum: null, augment: true,
+           patience: null}
+studies:
+  main: {grid: {sigma_w: [1.0], seed: [3]}}
+pack: {max_models: 1}
+checkpoint: {every_epochs: 1, keep: false}
+compute: {device: cpu, threads: 1, images_per_second: 1000}
+"""
+RUN = "results/runs/main/main_sw1_s3.json"
+CKPT = "results/checkpoints/main/main_sw1_s3.ckpt"
+
+
+def _metrics(path: Path) -> dict:
+    record = json.loads(path.read_text())
+    record.pop("wall_seconds")
+    return record
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run."""
+    work = workdir_copy(tmp_path_factory.mktemp("reference"))
+    (work / "c.yaml").write_text(RESUME)
+    snakemake(RUN, "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    return _metrics(work / RUN)
+
+
+def _start(work: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "snakemake", RUN, "--cores", "1", "--configfile", "c.yaml"],
+                            cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _trainer_pid(work: Path) -> int | None:
+    out = subprocess.run(["pgrep", "-f", f"{work}/.snakemake/scripts/.*train.py"], capture_output=True, text=True).stdout.split()
+    return int(out[0]) if out else None
+
+
+def _wait_for(condition, timeout=120.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise TimeoutError("condition not reached")
+
+
+def _log(work: Path) -> str:
+    path = work / "results/logs/train/main/main_sw1_s3.log"
+    return path.read_text() if path.exists() else ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_training_resumes_to_identical_metrics(tmp_path, reference, sig):
+    work = workdir_copy(tmp_path)
+    (work / "c.yaml").write_text(RESUME)
+    proc = _start(work)
+    _wait_for(lambda: "epoch 2/4" in _log(work))  # a checkpoint exists, epoch 3 is under way
+    time.sleep(0.3)
+    pid = _trainer_pid(work)
+    assert pid is not None
+    os.kill(pid, sig)
+    proc.wait(timeout=120)
+    assert proc.returncode != 0
+    assert not (work / RUN).exists()  # no half-written metrics file
+    assert (work / CKPT).exists()
+    if sig == signal.SIGTERM:
+        assert "SIGTERM: checkpoint saved at epoch 2 step" in _log(work)  # saved mid-epoch
+    snakemake(RUN, "--cores", "1", "--configfile", "c.yaml", "--rerun-incomplete", cwd=work)
+    assert "resumed at epoch 2" in _log(work)
+    assert _metrics(work / RUN) == reference  # bit-identical on CPU (timing aside)
+    assert not (work / CKPT).exists()  # removed once the metrics file is written
+
+
+@pytest.mark.slow
+def test_truncated_checkpoint_is_reported_and_training_recovers(tmp_path, reference):
+    work = workdir_copy(tmp_path)
+    (work / "c.yaml").write_text(RESUME)
+    proc = _start(work)
+    _wait_for(lambda: "epoch 3/4" in _log(work))  # checkpoints of epochs 2 (.prev) and 3 exist
+    os.kill(_trainer_pid(work), signal.SIGKILL)
+    proc.wait(timeout=120)
+    ckpt = work / CKPT
+    ckpt.write_bytes(ckpt.read_bytes()[: len(ckpt.read_bytes()) // 2])  # e.g. a full disk
+    snakemake(RUN, "--cores", "1", "--configfile", "c.yaml", "--rerun-incomplete", cwd=work)
+    log = _log(work)
+    assert "resumed at epoch 2" in log  # fell back to the previous good checkpoint
+    assert _metrics(work / RUN) == reference
+
+
+def test_checkpoint_corruption_is_detected(tmp_path, tiny_tensors):
+    from conftest import tiny_spec
+    from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+
+    spec = tiny_spec()
+    path = tmp_path / "r.ckpt"
+    save_checkpoint(path, spec, {"x": 1})
+    assert load_checkpoint(path, spec)["x"] == 1
+    save_checkpoint(path, spec, {"x": 2})
+    raw = bytearray(path.read_bytes())
+    raw[-10] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    assert load_checkpoint(path, spec)["x"] == 1  # the corrupt newest is skipped for the previous one
+    path.with_name("r.ckpt.prev").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        load_checkpoint(path, spec)
+    with pytest.raises(CheckpointError, match="different spec"):
+        save_checkpoint(path, spec, {"x": 3})
+        load_checkpoint(path, tiny_spec(sigma_w=2.0))
+
+
+def test_bad_archive_leaves_no_prepared_file(tmp_path):
+    work = workdir_copy(tmp_path)
+    (work / "bad.tar.gz").write_bytes(b"not an archive")
+    (work / "c.yaml").write_text("data:\n  source: archive\n  archive: bad.tar.gz\n  verify_md5: false\n")
+    proc = snakemake("results/data/cifar10.npz", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
+    assert proc.returncode != 0
+    assert "not a readable tar.gz archive" in (work / "results/logs/prepare_data.log").read_text()
+    assert not (work / "results/data/cifar10.npz").exists()
+    assert not list((work / "results/data").glob("*.part"))
+
+
+def test_old_format_metrics_file_is_refused_with_a_fix(tmp_path):
+    from initmem.analysis import collect
+    from initmem.records import RecordError
+
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"run_id": "x", "history": {}}))
+    with pytest.raises(RecordError, match="metrics format None.*delete the file"):
+        collect([old], "main")
+
+
+def test_empty_study_is_a_config_error(tmp_path):
+    work = workdir_copy(tmp_path)
+    cfg = yaml.safe_load((work / "config/config.yaml").read_text())
+    cfg["studies"] = {"empty": {"grid": {}}}
+    (work / "c.yaml").write_text(yaml.safe_dump(cfg))
+    proc = snakemake("-n", "--configfile", "c.yaml", cwd=work, check=False)
+    assert proc.returncode != 0 and "sigma_w" in proc.stdout + proc.stderr
