@@ -24,6 +24,16 @@ def tiny_spec(**overrides) -> dict:
     return spec
 
 
+def tiny_config(studies: dict, data: dict | None = None, pack: int = 1, checkpoint_every: int = 0, **defaults) -> dict:
+    """A complete workflow config on synthetic data with a width-4 ResNet-9 (overrides as keywords)."""
+    base = dict(arch="resnet9", width=4, norm="batchnorm", pool="max", optimizer="sgd", lr=0.01, schedule="cosine",
+                alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None, momentum=None, augment=False, patience=None)
+    return {"data": data or {"source": "synthetic", "n_train": 64, "n_val": 32, "n_test": 32},
+            "defaults": {**base, **defaults}, "studies": studies, "pack": {"max_models": pack},
+            "checkpoint": {"every_epochs": checkpoint_every, "keep": False},
+            "compute": {"device": "cpu", "threads": 1, "images_per_second": 1000}}
+
+
 @pytest.fixture(scope="session")
 def tiny_splits():
     from initmem.data import build_splits

@@ -16,8 +16,9 @@ def load(name):
 def test_paper_config_has_the_papers_run_counts():
     runs = expand_studies(load("paper.yaml"))
     assert {s: len(r) for s, r in runs.items()} == PAPER_COUNTS
-    ids = [r.run_id for rs in runs.values() for r in rs]
-    assert len(ids) == len(set(ids)) == 8200
+    # a run is identified by its study and id (results/runs/<study>/<run_id>.json)
+    keys = [(study, r.run_id) for study, rs in runs.items() for r in rs]
+    assert len(keys) == len(set(keys)) == 8200
 
 
 def test_paper_specs_follow_appendix_a():

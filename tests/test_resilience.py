@@ -11,19 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import tiny_config
 from test_workflow import snakemake, workdir_copy
 
-RESUME = """
-data: {source: synthetic, n_train: 1200, n_val: 64, n_test: 64}
-defaults: {arch: resnet9, width: 8, norm: batchnorm, pool: max, optimizer: adam, lr: 0.001, schedule: cosine,
-           alpha: 0.01, epochs: 4, batch_size: 16, l2: 0.0, weight_decay: null, momentum: null, augment: true,
-           patience: null}
-studies:
-  main: {grid: {sigma_w: [1.0], seed: [3]}}
-pack: {max_models: 1}
-checkpoint: {every_epochs: 1, keep: false}
-compute: {device: cpu, threads: 1, images_per_second: 1000}
-"""
+RESUME = yaml.safe_dump(tiny_config({"main": {"grid": {"sigma_w": [1.0], "seed": [3]}}},
+                                    data={"source": "synthetic", "n_train": 1200, "n_val": 64, "n_test": 64},
+                                    checkpoint_every=1, width=8, optimizer="adam", lr=0.001, epochs=4, batch_size=16,
+                                    augment=True), sort_keys=False)
 RUN = "results/runs/main/main_sw1_s3.json"
 CKPT = "results/checkpoints/main/main_sw1_s3.ckpt"
 

@@ -9,20 +9,12 @@ from pathlib import Path
 import pytest
 import slurm_cluster
 import yaml
+from conftest import tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SLURM_TINY = """
-data: {source: synthetic, n_train: 64, n_val: 32, n_test: 32}
-defaults: {arch: resnet9, width: 4, norm: batchnorm, pool: max, optimizer: sgd, lr: 0.01, schedule: cosine,
-           alpha: 0.01, epochs: 2, batch_size: 32, l2: 0.0, weight_decay: null, momentum: null, augment: false,
-           patience: null}
-studies:
-  main: {grid: {optimizer: [sgd, adam], batch_size: [32], sigma_w: [0.5, 2.0], seed: [0]}}
-pack: {max_models: 1}
-checkpoint: {every_epochs: 1, keep: false}
-compute: {device: cpu, threads: 1, images_per_second: 1000}
-"""
+SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch_size": [32], "sigma_w": [0.5, 2.0], "seed": [0]}}},
+                         checkpoint_every=1)
 
 
 def test_profile_dry_run_without_slurm(tmp_path):
@@ -67,7 +59,7 @@ def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
 
     work = workdir_copy(tmp_path)
     shutil.copytree(ROOT / "slurm", work / "slurm")
-    (work / "tiny.yaml").write_text(SLURM_TINY)
+    (work / "tiny.yaml").write_text(yaml.safe_dump(SLURM_TINY, sort_keys=False))
     # The same profile; overridden only where this 2-core, accounting-free test cluster needs it.
     cmd = [sys.executable, "-m", "snakemake", "figures", "--profile", "slurm", "--configfile", "tiny.yaml",
            "--default-resources", "slurm_partition=gpu", "runtime=10", "mem_mb=1000",
@@ -84,5 +76,5 @@ def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
         assert job["Partition"] == "gpu"
     for fig in ("fig1", "fig2", "fig3", "fig6"):
         assert (work / f"figures/{fig}.pdf").stat().st_size > 1000
-    runs = yaml.safe_load(SLURM_TINY)
+    runs = SLURM_TINY
     assert len(list((work / "results/runs/main").glob("*.json"))) == 4 == 2 * 2 * len(runs["studies"]["main"]["grid"]["seed"])

@@ -1,5 +1,6 @@
 """Workflow tests: dry runs of both configs, schema errors, the real DAG end to end."""
 
+import copy
 import os
 import re
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -95,31 +97,30 @@ def test_lint_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-TINY = """
-data: {source: synthetic, n_train: 64, n_val: 32, n_test: 32}
-defaults: {arch: resnet9, width: 4, norm: batchnorm, pool: max, optimizer: sgd, lr: 0.01, schedule: cosine,
-           alpha: 0.01, epochs: 2, batch_size: 32, l2: 0.0, weight_decay: null, momentum: null, augment: false,
-           patience: null}
-studies:
-  main: {grid: {optimizer: [sgd, adam, adamw, muon], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0, 1]}}
-  long: {set: {schedule: constant, epochs: 3}, grid: {batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
-  lr_l2: {grid: {lr: [0.01, 0.1], l2: [0.0, 0.01], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
-  norm_aug: {set: {augment: true}, grid: {norm: [batchnorm, layernorm], optimizer: [sgd, adam], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
-  best_recipe: {set: {augment: true}, variants: {sgd_standard: {optimizer: sgd_momentum, lr: 0.1, weight_decay: 5.0e-4}, adam: {optimizer: adam, lr: 0.001}},
-                grid: {batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
-  depth: {variants: {resnet56: {arch: resnet56, patience: 30}, r9avg: {pool: avg}}, grid: {optimizer: [sgd, adam], batch_size: [16, 32], sigma_w: [0.5, 2.0], seed: [0]}}
-pack: {max_models: 4}
-checkpoint: {every_epochs: 1, keep: false}
-compute: {device: cpu, threads: 1, images_per_second: 1000}
-"""
+TINY = tiny_config(
+    studies={
+        "main": {"grid": {"optimizer": ["sgd", "adam", "adamw", "muon"], "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0, 1]}},
+        "long": {"set": {"schedule": "constant", "epochs": 3}, "grid": {"batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
+        "lr_l2": {"grid": {"lr": [0.01, 0.1], "l2": [0.0, 0.01], "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
+        "norm_aug": {"set": {"augment": True}, "grid": {"norm": ["batchnorm", "layernorm"], "optimizer": ["sgd", "adam"],
+                                                        "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
+        "best_recipe": {"set": {"augment": True},
+                        "variants": {"sgd_standard": {"optimizer": "sgd_momentum", "lr": 0.1, "weight_decay": 5.0e-4},
+                                     "adam": {"optimizer": "adam", "lr": 0.001}},
+                        "grid": {"batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
+        "depth": {"variants": {"resnet56": {"arch": "resnet56", "patience": 30}, "r9avg": {"pool": "avg"}},
+                  "grid": {"optimizer": ["sgd", "adam"], "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
+    },
+    pack=4, checkpoint_every=1,
+)
 
 
 @pytest.mark.slow
 def test_end_to_end_tiny_synthetic_dag(tmp_path):
     work = workdir_copy(tmp_path)
-    (work / "tiny.yaml").write_text(TINY)
+    (work / "tiny.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
     snakemake("--cores", "2", "--configfile", "tiny.yaml", cwd=work)
-    config = yaml.safe_load(TINY)
+    config = TINY
     from initmem.grid import expand_studies
 
     runs = expand_studies(config)
@@ -148,14 +149,16 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
 @pytest.mark.slow
 def test_end_to_end_real_archive_slice(tmp_path, cifar_archive):
     work = workdir_copy(tmp_path)
-    cfg = yaml.safe_load(TINY)
+    cfg = copy.deepcopy(TINY)
     cfg["data"] = {"source": "archive", "archive": str(cifar_archive), "verify_md5": False,
-                   "n_train": 1000, "n_val": 500, "n_test": 500}
-    cfg["defaults"].update(width=8, epochs=6, batch_size=32, optimizer="adam", lr=2e-3)
+                   "n_train": 2000, "n_val": 500, "n_test": 500}
+    cfg["defaults"].update(width=8, epochs=5, batch_size=16, optimizer="adam", lr=2e-3)  # 625 steps
     cfg["studies"] = {"main": {"grid": {"sigma_w": [1.0], "seed": [0]}}}
-    (work / "real.yaml").write_text(yaml.safe_dump(cfg))
-    snakemake("--cores", "2", "--configfile", "real.yaml", "tables", cwd=work)
+    (work / "real.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    snakemake("tables", "--cores", "2", "--configfile", "real.yaml", cwd=work)
     runs = pd.read_csv(work / "results/tables/runs.csv")
-    assert len(runs) == 1
-    assert runs["train_acc_best"].iloc[0] > 0.3   # it learns real CIFAR-10 images
-    assert runs["test_acc_best"].iloc[0] > 0.2    # and beats chance (0.1) on held-out images
+    history = pd.read_csv(work / "results/tables/history.csv.gz")
+    assert len(runs) == 1 and len(history) == 5
+    assert history["train_acc"].iloc[-1] > 0.4  # it learns real CIFAR-10 images
+    # and beats chance (0.1) on held-out images once Keras' BN moving statistics have settled
+    assert history["test_acc"].iloc[-1] > 0.3
