@@ -96,7 +96,8 @@ def test_truncated_checkpoint_is_reported_and_training_recovers(tmp_path, refere
     ckpt.write_bytes(ckpt.read_bytes()[: len(ckpt.read_bytes()) // 2])  # e.g. a full disk
     snakemake(RUN, "--cores", "1", "--configfile", "c.yaml", "--rerun-incomplete", cwd=work)
     log = _log(work)
-    assert "resumed at epoch 2" in log  # fell back to the previous good checkpoint
+    assert "truncated or corrupt" in log  # reported
+    assert "resumed at epoch 2" in log  # and training fell back to the previous good checkpoint
     assert _metrics(work / RUN) == reference
 
 

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -52,14 +53,20 @@ def _read(path: Path, spec: dict) -> dict:
     return obj
 
 
-def load_checkpoint(path: Path, spec: dict) -> dict | None:
-    """The newest good checkpoint for ``spec``, or None when there is none; raises only if all are bad."""
+def load_checkpoint(path: Path, spec: dict, report: Callable[[str], None] | None = None) -> dict | None:
+    """The newest good checkpoint for ``spec``, or None when there is none; raises only if all are bad.
+
+    A bad newest checkpoint that the previous one replaces is passed to ``report``.
+    """
     path = Path(path)
     candidates = [p for p in (path, path.with_name(path.name + ".prev")) if p.exists()]
     errors = []
     for p in candidates:
         try:
-            return _read(p, spec)
+            obj = _read(p, spec)
+            if errors and report is not None:
+                report(f"{'; '.join(errors)}; resuming from the previous checkpoint {p}")
+            return obj
         except CheckpointError as exc:
             errors.append(str(exc))
         except Exception as exc:  # unpickling garbage

@@ -182,7 +182,8 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     state = RunState(kernel_norm_init=kernel_norm(model))
     if checkpoint is not None:
         try:
-            resumed = load_checkpoint(checkpoint, spec)
+            report = (lambda msg: print(f"[{run_id}] {msg}", file=log, flush=True)) if log else None
+            resumed = load_checkpoint(checkpoint, spec, report=report)
         except CheckpointError as exc:
             print(f"[{run_id}] {exc}; starting from scratch", file=log, flush=True)
             resumed = None
@@ -277,7 +278,7 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", checkpoint_dir: Path | None = None,
-               checkpoint_every: int = 0, keep_checkpoints: bool = False, log: TextIO | None = sys.stderr) -> list[dict]:
+               checkpoint_every: int = 0, log: TextIO | None = sys.stderr) -> list[dict]:
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
     Returns one metrics record per run, in order. A run's result does not depend on its pack: each
