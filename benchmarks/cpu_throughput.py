@@ -12,6 +12,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+
 from initmem.models import build_model, count_parameters, init_weights
 from initmem.optim import KerasOptimizer
 

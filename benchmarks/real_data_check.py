@@ -12,6 +12,7 @@ import sys
 import time
 
 import torch
+
 from initmem.data import build_splits
 from initmem.spec import resolve_momentum, resolve_weight_decay
 from initmem.train import train_pack

@@ -44,6 +44,7 @@ def tiny_splits():
 @pytest.fixture(scope="session")
 def tiny_tensors(tiny_splits):
     import torch
+
     from initmem.train import Tensors
 
     torch.set_num_threads(1)

@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+
 from initmem.analysis import beta_table, claims, clock_values, config_spreads, ols_slope, spreads
 
 

@@ -5,6 +5,7 @@ import tarfile
 
 import numpy as np
 import pytest
+
 from initmem.data import DataError, build_splits, load_cifar10_archive, load_prepared, save_prepared, split_pool
 
 

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from initmem.grid import expand_studies, make_packs
 from initmem.spec import ConfigError
 

@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+
 from initmem.models import KerasBatchNorm, build_model, count_parameters, init_weights, kernel_layers, kernels
 
 

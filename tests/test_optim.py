@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+
 from initmem.optim import KerasOptimizer, learning_rate, newton_schulz5
 
 

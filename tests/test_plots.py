@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import tiny_spec
+
 from initmem.analysis import collect
 from initmem.io import write_json
 from initmem.plots import make_figure, save_figure

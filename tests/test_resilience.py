@@ -103,6 +103,7 @@ def test_truncated_checkpoint_is_reported_and_training_recovers(tmp_path, refere
 
 def test_checkpoint_corruption_is_detected(tmp_path, tiny_tensors):
     from conftest import tiny_spec
+
     from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
     spec = tiny_spec()

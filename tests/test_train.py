@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_spec
+
 from initmem.optim import learning_rate
 from initmem.train import augment_batch, train_pack, train_run
 

@@ -1,6 +1,7 @@
 """Snakemake script: one study's metrics files -> its run table and per-epoch history table."""
 
 import _path  # noqa: F401
+
 from initmem.cli import collect_study, log_to
 
 with log_to(snakemake.log[0]):  # noqa: F821

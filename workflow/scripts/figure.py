@@ -1,6 +1,7 @@
 """Snakemake script: one paper figure (PDF + PNG) from the per-study tables it needs."""
 
 import _path  # noqa: F401
+
 from initmem.cli import figure_file, log_to
 
 with log_to(snakemake.log[0]):  # noqa: F821

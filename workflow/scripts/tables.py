@@ -1,6 +1,7 @@
 """Snakemake script: per-study tables -> runs, history, spreads, beta, claims and the paper tables."""
 
 import _path  # noqa: F401
+
 from initmem.cli import log_to, write_tables
 
 with log_to(snakemake.log[0]):  # noqa: F821

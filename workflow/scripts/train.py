@@ -1,6 +1,7 @@
 """Snakemake script: train one pack of runs (or one run) and write its pack file (or metrics file)."""
 
 import _path  # noqa: F401
+
 from initmem.cli import log_to, train_pack_file
 
 with log_to(snakemake.log[0]):  # noqa: F821
