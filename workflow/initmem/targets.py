@@ -37,7 +37,7 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float) -> int:
     Per epoch a run processes n_train training images and evaluates n_val + n_test images (about a
     third of the cost of a training image each).
     """
-    images = sum(s["epochs"] * (s["n_train"] + (s["n_val"] + s["n_test"]) / 3) for s in specs)
+    images = sum(run_images(s) for s in specs)
     return int(math.ceil(1.5 * images / images_per_second / 60)) + 5
 
 

@@ -206,7 +206,6 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
         if state.perm is None:
             state.perm, state.step, state.loss_sum, state.correct, state.seen = order_rng.permutation(n), 0, 0.0, 0.0, 0
         model.train()
-        lr = lr_at(state.epoch * steps)
         while state.step < steps:
             k = state.epoch * steps + state.step
             lr = lr_at(k)
@@ -242,10 +241,11 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
         if not (math.isfinite(val_loss) and math.isfinite(test_loss)):
             state.status = "diverged"
             break
+        last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
         state.epoch += 1
         row = {"epoch": state.epoch, "train_loss": state.loss_sum / state.seen, "train_acc": state.correct / state.seen,
                "val_loss": val_loss, "val_acc": val_acc, "test_loss": test_loss, "test_acc": test_acc,
-               "kernel_norm": kernel_norm(model), "lr": lr, **state.clocks}
+               "kernel_norm": kernel_norm(model), "lr": last_lr, **state.clocks}
         for key in HISTORY_KEYS:
             state.history[key].append(row[key])
         state.perm = None
