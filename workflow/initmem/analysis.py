@@ -88,7 +88,7 @@ def beta_table(history: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for group, g in history.groupby(keys + ["epoch"], dropna=False, sort=True):
         fit = ols_slope(g["sigma_w"].to_numpy(float), g["val_acc"].to_numpy(float))
-        rows.append({**dict(zip(keys + ["epoch"], group, strict=False)), **fit, "abs_beta": abs(fit["beta"]),
+        rows.append({**dict(zip(keys + ["epoch"], group, strict=True)), **fit, "abs_beta": abs(fit["beta"]),
                      **{c: float(g[c].mean()) for c in CLOCKS}})
     return pd.DataFrame(rows)
 

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     g = sub.add_parser("estimate", help="GPU-hours per study of a config at a given throughput")
     g.add_argument("config")
     g.add_argument("--images-per-second", type=float, required=True,
-                   help="training images/s of one job on your GPU (measure it: benchmarks/cpu_throughput.py)")
+                   help="training images/s of one job on your GPU (measure it: benchmarks/throughput.py --device cuda)")
     e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
     e.add_argument("pack")
     e.add_argument("run_id")

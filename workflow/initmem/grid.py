@@ -65,7 +65,7 @@ def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run
     runs, seen = [], set()
     for variant, overrides in variants.items():
         for values in itertools.product(*(grid[k] for k in keys)):
-            point = dict(zip(keys, values, strict=False))
+            point = dict(zip(keys, values, strict=True))
             spec = {**defaults, **study.get("set", {}), **overrides, **point}
             where = f"studies.{name}" + (f".variants.{variant}" if variant else "")
             unknown = [k for k in spec if k not in SPEC_KEYS]

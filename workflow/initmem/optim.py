@@ -75,7 +75,7 @@ class KerasOptimizer:
     def step(self, lr: float) -> None:
         """Apply one update with the scheduled rate ``lr`` (gradients in ``p.grad``)."""
         t = self.iterations + 1
-        for p, state in zip(self.params, self.state, strict=False):
+        for p, state in zip(self.params, self.state, strict=True):
             g = p.grad
             if g is None:
                 continue

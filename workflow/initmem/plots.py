@@ -76,7 +76,7 @@ def fig2(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     st = spreads(main)
     opts = _optimizers(main)
     fig, axes = plt.subplots(1, len(opts), figsize=(2.6 * len(opts), 2.8), squeeze=False)
-    for ax, opt in zip(axes[0], opts, strict=False):
+    for ax, opt in zip(axes[0], opts, strict=True):
         d = st[st["optimizer"] == opt]
         grid = d.pivot_table(index="batch_size", columns="sigma_w", values="test_acc") * 100
         im = ax.imshow(grid.to_numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=10, vmax=100)
@@ -95,11 +95,11 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.6))
     for opt in _optimizers(main):
         g = main[main["optimizer"] == opt].groupby("batch_size")[["tau_interp", "tau_best", "repair_gap"]].mean()
-        for ax, col, scale in zip(axes, ["tau_interp", "tau_best", "repair_gap"], [1, 1, 100], strict=False):
+        for ax, col, scale in zip(axes, ["tau_interp", "tau_best", "repair_gap"], [1, 1, 100], strict=True):
             ax.plot(g.index, g[col] * scale, marker="o", ms=3, label=LABELS[opt], color=COLORS[opt])
     for ax, title, ylabel in zip(axes, ["(a) interpolation epoch", "(b) selected checkpoint", "(c) repair gap"],
                                  ["$\\tau_{interp}$ (epoch, train acc $\\geq$ 99.5%)", "$\\tau_{best}$ (epoch)",
-                                  "ValAcc($\\tau_{best}$) - ValAcc($\\tau_{interp}$) (pp)"], strict=False):
+                                  "ValAcc($\\tau_{best}$) - ValAcc($\\tau_{interp}$) (pp)"], strict=True):
         ax.set(title=title, xlabel="batch size", ylabel=ylabel, xscale="log")
     axes[0].legend()
     fig.tight_layout()
@@ -112,11 +112,10 @@ def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.6))
     long_, lrl2 = cs[cs["study"] == "long"], cs[cs["study"] == "lr_l2"]
     main_sgd = cs[(cs["study"] == "main") & (cs["optimizer"] == "sgd")]
+    by_length = pd.concat([main_sgd, long_])
     for b in sorted(set(long_["batch_size"])):
-        pts = [(e, s) for e, s in zip(main_sgd[main_sgd["batch_size"] == b]["epochs"], main_sgd[main_sgd["batch_size"] == b]["spread_pp"], strict=False)]
-        pts += list(zip(long_[long_["batch_size"] == b]["epochs"], long_[long_["batch_size"] == b]["spread_pp"], strict=False))
-        pts.sort()
-        axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=f"b={b}")
+        d = by_length[by_length["batch_size"] == b].sort_values("epochs")
+        axes[0].plot(d["epochs"], d["spread_pp"], marker="o", ms=3, label=f"b={b}")
     axes[0].set(title="(a) training length", xlabel="epochs (cosine main grid; constant-LR long run)", ylabel="spread (pp)", xscale="log")
     no_l2 = lrl2[lrl2["l2"] == 0]
     for b in sorted(set(no_l2["batch_size"])):

@@ -20,7 +20,6 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 
 
-
 def check_no_workflow_profile_override(argv):
     """A workflow profile (profiles/default/) silently overrides a --profile's resources key by
     key; refuse that combination instead of submitting GPU jobs with the wrong resources."""
@@ -60,9 +59,14 @@ def run_files(study):
     return [f"results/runs/{study}/{r.run_id}.json" for r in RUNS[study]]
 
 
+def trainer_runs(runs):
+    """Runs as the dicts the trainer takes."""
+    return [{"run_id": r.run_id, "spec": r.spec} for r in runs]
+
+
 def pack_members(wildcards):
     """The runs of one pack, as dicts the trainer takes."""
-    return [{"run_id": r.run_id, "spec": r.spec} for r in PACKS[wildcards.study][wildcards.pack]]
+    return trainer_runs(PACKS[wildcards.study][wildcards.pack])
 
 
 def single_run(wildcards):
@@ -70,8 +74,7 @@ def single_run(wildcards):
     key = (wildcards.study, wildcards.run_id)
     if key not in RUN_BY_ID:
         raise WorkflowError(f"run {wildcards.run_id} is not part of study {wildcards.study} in this config")
-    r = RUN_BY_ID[key]
-    return [{"run_id": r.run_id, "spec": r.spec}]
+    return trainer_runs([RUN_BY_ID[key]])
 
 
 def pack_of_run(wildcards):
