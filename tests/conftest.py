@@ -29,9 +29,9 @@ def tiny_config(studies: dict, data: dict | None = None, pack: int = 1, checkpoi
     base = dict(arch="resnet9", width=4, norm="batchnorm", pool="max", optimizer="sgd", lr=0.01, schedule="cosine",
                 alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None, momentum=None, augment=False, patience=None)
     return {"data": data or {"source": "synthetic", "n_train": 64, "n_val": 32, "n_test": 32},
-            "defaults": {**base, **defaults}, "studies": studies, "pack": {"max_models": pack},
+            "defaults": {**base, **defaults}, "studies": studies, "pack": {"max_models": pack, "max_images": 4096, "engine": "vmap"},
             "checkpoint": {"every_epochs": checkpoint_every, "keep": False},
-            "compute": {"device": "cpu", "threads": 1, "images_per_second": 1000}}
+            "compute": {"device": "cpu", "threads": 1, "precision": "float32", "images_per_second": 1000}}
 
 
 @pytest.fixture(scope="session")

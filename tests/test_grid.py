@@ -51,13 +51,26 @@ def test_run_ids_are_readable_and_stable():
 
 def test_packs_share_everything_but_sigma_and_seed():
     runs = expand_studies(load("paper.yaml"))["main"]
-    packs = make_packs(runs, 16)
+    packs = make_packs(runs, 16, 4096)
     assert sum(len(p) for p in packs.values()) == 6250
     assert max(len(p) for p in packs.values()) == 16
     for members in packs.values():
         keys = {tuple((k, v) for k, v in r.spec.items() if k not in ("sigma_w", "seed")) for r in members}
         assert len(keys) == 1
-    assert len(make_packs(runs, 1)) == 6250
+    assert len(make_packs(runs, 1, 4096)) == 6250
+
+
+def test_pack_size_follows_the_memory_budget():
+    runs = expand_studies(load("paper.yaml"))["main"]
+    packs = make_packs(runs, 64, 1024)  # 1024 images: 64 models at b=16, 8 at b=128, 4 at b=256
+    sizes = {}
+    for members in packs.values():
+        b = members[0].spec["batch_size"]
+        sizes[b] = max(sizes.get(b, 0), len(members))
+        assert len(members) * b <= 1024
+    assert sizes == {16: 64, 32: 32, 64: 16, 128: 8, 256: 4}
+    with pytest.raises(ConfigError, match="batch_size 256 .* exceeds pack.max_images = 128"):
+        make_packs(runs, 64, 128)
 
 
 @pytest.mark.parametrize("mutate,message", [

@@ -38,11 +38,11 @@ def test_same_spec_twice_gives_identical_metrics(tiny_tensors):
     assert _strip_timing(a) == _strip_timing(b)
 
 
-def test_pack_equals_single_runs(tiny_splits, tiny_tensors):
+def test_loop_pack_equals_single_runs_bit_for_bit(tiny_splits, tiny_tensors):
     specs = [tiny_spec(sigma_w=s, seed=seed) for s, seed in ((0.5, 0), (2.0, 1), (1.0, 0))]
     runs = [{"run_id": f"r{i}", "spec": s} for i, s in enumerate(specs)]
-    packed = train_pack(runs, tiny_splits, device="cpu", log=None)
-    for r, rec in zip(runs, packed, strict=False):
+    packed = train_pack(runs, tiny_splits, device="cpu", engine="loop", log=None)
+    for r, rec in zip(runs, packed, strict=True):
         single = train_pack([r], tiny_splits, device="cpu", log=None)[0]
         assert _strip_timing(rec) == _strip_timing(single)
 

@@ -47,14 +47,23 @@ def test_default_dry_run_lists_every_study_and_figure():
 
     runs = expand_studies(config)
     assert counts["run_metrics"] == sum(len(r) for r in runs.values())
-    assert counts["train"] == sum(len(make_packs(r, config["pack"]["max_models"])) for r in runs.values())
+    assert counts["train"] == sum(len(make_packs(r, config["pack"]["max_models"], config["pack"]["max_images"])) for r in runs.values())
     assert counts["figure"] == 8 and counts["collect_study"] == 6
 
 
-def test_paper_dry_run_has_8200_runs():
+def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs():
     out = snakemake("runs", "-n", "--configfile", "config/paper.yaml", "--quiet", "rules").stdout
     counts = job_counts(out)
-    assert counts["train"] == 8200 and "run_metrics" not in counts  # pack.max_models: 1 -> one job per run
+    assert counts["run_metrics"] == 8200
+    # main: 25 configurations of 250 runs; max_images 2048 allows 16 models up to b=128, 8 at b=256
+    # (4 batch sizes x 5 optimizers x 16 packs + 5 x 32); the other studies' counts follow the same rule
+    from initmem.grid import expand_studies, make_packs
+
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    main = make_packs(expand_studies(config)["main"], 16, 2048)
+    assert len(main) == 20 * 16 + 5 * 32
+    assert max(len(p) * p[0].spec["batch_size"] for p in main.values()) <= 2048
+    assert counts["train"] == sum(len(make_packs(r, 16, 2048)) for r in expand_studies(config).values())
 
 
 def test_paper_config_replaces_the_default_entirely(tmp_path):
@@ -75,13 +84,15 @@ def test_paper_config_replaces_the_default_entirely(tmp_path):
 def test_single_figure_runs_only_its_studies():
     out = snakemake("figures/fig8.pdf", "-n", "--configfile", "config/paper.yaml", "--quiet", "rules").stdout
     counts = job_counts(out)
-    assert counts["train"] == 200 and counts["collect_study"] == 1 and counts["figure"] == 1
+    assert counts["run_metrics"] == 200 and counts["collect_study"] == 1 and counts["figure"] == 1
 
 
 @pytest.mark.parametrize("override,message", [
     ("defaults:\n  optimizer: lion\n", "lion"),
     ("defaults:\n  epochs: -3\n", "epochs"),
     ("pack:\n  max_models: 0\n", "max_models"),
+    ("pack:\n  engine: jax\n", "engine"),
+    ("compute:\n  precision: fp8\n", "precision"),
     ("data:\n  colour: red\n", "colour"),
 ])
 def test_schema_errors_name_the_key(tmp_path, override, message):

@@ -76,6 +76,11 @@ def load_checkpoint(path: Path, spec: dict, report: Callable[[str], None] | None
     return None
 
 
+def pack_checkpoint_name(runs: list[dict]) -> str:
+    """File name of a vectorised pack's checkpoint (its first run and how many follow)."""
+    return f"{runs[0]['run_id']}+{len(runs) - 1}.pack.ckpt"
+
+
 def remove_checkpoints(path: Path) -> None:
     """Delete a run's checkpoint and its previous copy."""
     for p in (Path(path), Path(path).with_name(Path(path).name + ".prev")):

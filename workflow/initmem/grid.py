@@ -93,8 +93,14 @@ def expand_studies(config: dict) -> dict[str, list[Run]]:
     return {name: expand_study(name, study, config["defaults"], config["data"]) for name, study in studies.items()}
 
 
-def make_packs(runs: list[Run], max_models: int) -> dict[str, list[Run]]:
-    """Group one study's runs into packs of at most ``max_models`` that share a configuration."""
+def pack_size(batch_size: int, max_models: int, max_images: int) -> int:
+    """Models per pack: at most ``max_models``, and at most ``max_images`` training images per step
+    (models x batch size), the memory budget of one job."""
+    return max(1, min(max_models, max_images // batch_size))
+
+
+def make_packs(runs: list[Run], max_models: int, max_images: int) -> dict[str, list[Run]]:
+    """Group one study's runs into packs that share a configuration and fit the memory budget."""
     if max_models < 1:
         raise ConfigError(f"pack.max_models = {max_models} must be >= 1")
     by_config: dict[str, list[Run]] = {}
@@ -102,6 +108,11 @@ def make_packs(runs: list[Run], max_models: int) -> dict[str, list[Run]]:
         by_config.setdefault(run.config_id, []).append(run)
     packs: dict[str, list[Run]] = {}
     for config_id, members in by_config.items():
-        for i in range(0, len(members), max_models):
-            packs[f"{config_id}-p{i // max_models}"] = members[i:i + max_models]
+        b = int(members[0].spec["batch_size"])
+        if b > max_images:
+            raise ConfigError(f"studies.{members[0].study}: batch_size {b} of {members[0].run_id} exceeds pack.max_images "
+                              f"= {max_images} (the images one job may hold in a step); raise pack.max_images")
+        size = pack_size(b, max_models, max_images)
+        for i in range(0, len(members), size):
+            packs[f"{config_id}-p{i // size}"] = members[i:i + size]
     return packs

@@ -9,6 +9,9 @@ Each update follows Keras 3 exactly (the paper used Keras):
   everything else (conv kernels, biases, norms) gets the AdamW step; decay ``weight_decay`` on the Muon
   branch and ``adam_weight_decay`` on the AdamW branch (the paper's 1e-4 goes on both).
   ``muon_full`` also orthogonalises conv kernels flattened to (out, in*kh*kw).
+
+With ``stacked=True`` every tensor carries a leading pack axis (one slice per model of a vectorised
+pack): the element-wise rules are unchanged and Newton-Schulz runs batched over the models.
 """
 
 from __future__ import annotations
@@ -56,10 +59,11 @@ class KerasOptimizer:
     """One of :data:`OPTIMIZERS` over ``params`` (null weight_decay/momentum: the optimizer's own)."""
 
     def __init__(self, name: str, params: list[torch.Tensor], weight_decay: float | None = None,
-                 momentum: float | None = None):
+                 momentum: float | None = None, *, stacked: bool = False):
         check_optimizer(name)
         self.name = name
         self.params = list(params)
+        self.stacked = stacked
         self.weight_decay = resolve_weight_decay(name, weight_decay)
         self.momentum = resolve_momentum(name, momentum)
         self.iterations = 0
@@ -67,9 +71,10 @@ class KerasOptimizer:
 
     def uses_muon_step(self, p: torch.Tensor) -> bool:
         """Keras Muon orthogonalises 2-D variables only; ``muon_full`` also flattened 4-D conv kernels."""
+        dim = p.dim() - self.stacked
         if self.name == "muon":
-            return p.dim() == 2
-        return self.name == "muon_full" and p.dim() in (2, 4)
+            return dim == 2
+        return self.name == "muon_full" and dim in (2, 4)
 
     @torch.no_grad()
     def step(self, lr: float) -> None:
@@ -105,10 +110,16 @@ class KerasOptimizer:
     def _muon(self, p: torch.Tensor, g: torch.Tensor, state: dict, lr: float) -> None:
         m = state.setdefault("m", torch.zeros_like(p))
         m.add_(g + m * (self.momentum - 1))
-        u = (g + self.momentum * m).reshape(p.shape[0], -1)
+        lead = p.shape[:1 + self.stacked]  # (out,) or (models, out)
+        u = (g + self.momentum * m).reshape(*lead, -1)
         update = newton_schulz5(u)
         scale = math.sqrt(max(update.shape[-2], update.shape[-1])) * MUON_RMS_RATE
         p.sub_((lr * update * scale).reshape(p.shape))
+
+    def select(self, params: list[torch.Tensor], keep: torch.Tensor) -> None:
+        """Stacked packs: continue with the models ``keep`` (indices), whose parameters are ``params``."""
+        self.params = list(params)
+        self.state = [{k: v[keep] for k, v in s.items()} for s in self.state]
 
     def state_dict(self) -> dict:
         """Optimizer state for checkpoints."""

@@ -11,6 +11,7 @@ A NaN/inf loss ends the run as ``diverged`` with the history so far.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import platform
 import signal
@@ -26,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from initmem import __version__
-from initmem.checkpoint import CheckpointError, load_checkpoint, remove_checkpoints, save_checkpoint
+from initmem.checkpoint import CheckpointError, load_checkpoint, pack_checkpoint_name, remove_checkpoints, save_checkpoint
 from initmem.data import Splits
 from initmem.models import build_model, init_weights, kernel_norm, kernels
 from initmem.optim import KerasOptimizer, learning_rate
@@ -62,18 +63,50 @@ def seed_streams(seed: int) -> tuple[torch.Generator, np.random.Generator, torch
             torch.Generator().manual_seed(int(aug_seed)))
 
 
-def augment_batch(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Random horizontal flip + 4-px reflect pad + random 32x32 crop, drawn from ``gen``."""
-    n, _, h, w = x.shape
+def draw_augment(n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch's augmentation draws from ``gen``: horizontal flips (n,) and crop offsets (n, 2)."""
     flip = torch.rand(n, generator=gen) < 0.5
     offsets = torch.randint(0, 9, (n, 2), generator=gen)
-    x = torch.where(flip.view(n, 1, 1, 1).to(x.device), x.flip(3), x)
+    return flip, offsets
+
+
+def apply_augment(x: torch.Tensor, flip: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Flip, 4-px reflect pad and 32x32 crop at ``offsets``; leading axes of ``x`` (images or
+    models x images) match those of ``flip`` and ``offsets[..., 0]``. Pure indexing: exact."""
+    lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
+    x, flip, offsets = x.reshape(-1, c, h, w), flip.reshape(-1).to(x.device), offsets.reshape(-1, 2).to(x.device)
+    n = len(x)
+    x = torch.where(flip.view(n, 1, 1, 1), x.flip(3), x)
     padded = F.pad(x, (4, 4, 4, 4), mode="reflect")
-    rows = (offsets[:, 0:1] + torch.arange(h)).to(x.device)
-    cols = (offsets[:, 1:2] + torch.arange(w)).to(x.device)
+    rows = offsets[:, 0:1] + torch.arange(h, device=x.device)
+    cols = offsets[:, 1:2] + torch.arange(w, device=x.device)
     idx_n = torch.arange(n, device=x.device).view(n, 1, 1, 1)
-    idx_c = torch.arange(x.shape[1], device=x.device).view(1, -1, 1, 1)
-    return padded[idx_n, idx_c, rows.view(n, 1, h, 1), cols.view(n, 1, 1, w)]
+    idx_c = torch.arange(c, device=x.device).view(1, -1, 1, 1)
+    return padded[idx_n, idx_c, rows.view(n, 1, h, 1), cols.view(n, 1, 1, w)].reshape(*lead, c, h, w)
+
+
+def augment_batch(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Random horizontal flip + 4-px reflect pad + random 32x32 crop, drawn from ``gen``."""
+    return apply_augment(x, *draw_augment(len(x), gen))
+
+
+PRECISIONS = ("float32", "tf32", "bf16")
+
+
+def set_precision(precision: str) -> Callable[[torch.device], contextlib.AbstractContextManager]:
+    """Apply ``compute.precision``; returns the autocast context factory for forward passes.
+
+    float32 (default, fidelity): IEEE float32 matmuls and convolutions (TF32 off, also for cuDNN,
+    where PyTorch allows it by default). tf32: TensorFloat-32 matmuls/convs on Ampere+ GPUs. bf16:
+    bfloat16 autocast of forward passes (cross-entropy, moving statistics and optimizer state stay float32).
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    if precision == "bf16":
+        return lambda device: torch.autocast(device.type, dtype=torch.bfloat16)
+    return lambda device: contextlib.nullcontext()
 
 
 def l2_penalty(model: torch.nn.Module, l2: float) -> torch.Tensor | float:
@@ -84,13 +117,15 @@ def l2_penalty(model: torch.nn.Module, l2: float) -> torch.Tensor | float:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[float, float]:
+def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l2: float,
+             autocast: contextlib.AbstractContextManager | None = None) -> tuple[float, float]:
     """Eval-mode mean loss (cross-entropy + the L2 term, as Keras' evaluate reports) and accuracy."""
     model.eval()
     total_loss, correct = 0.0, 0
     for i in range(0, len(x), EVAL_BATCH):
-        logits = model(x[i:i + EVAL_BATCH])
-        total_loss += float(F.cross_entropy(logits, y[i:i + EVAL_BATCH], reduction="sum"))
+        with autocast or contextlib.nullcontext():
+            logits = model(x[i:i + EVAL_BATCH])
+        total_loss += float(F.cross_entropy(logits.float(), y[i:i + EVAL_BATCH], reduction="sum"))
         correct += int((logits.argmax(1) == y[i:i + EVAL_BATCH]).sum())
     return total_loss / len(x) + float(l2_penalty(model, l2)), correct / len(x)
 
@@ -151,23 +186,25 @@ def summarize(history: dict, kernel_norm_init: float) -> dict:
     return out
 
 
-def environment(device: torch.device) -> dict:
-    """Versions and device recorded in every metrics file."""
+def environment(device: torch.device, precision: str = "float32", engine: str = "loop", pack_size: int = 1) -> dict:
+    """Versions, device, precision and pack engine recorded in every metrics file."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {"initmem": __version__, "torch": torch.__version__, "numpy": np.__version__,
-            "python": sys.version.split()[0], "device": f"{device.type}:{name}", "precision": "float32",
-            "threads": torch.get_num_threads()}
+            "python": sys.version.split()[0], "device": f"{device.type}:{name}", "precision": precision,
+            "threads": torch.get_num_threads(), "engine": engine, "pack_size": pack_size}
 
 
 def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
-              checkpoint: Path | None = None, checkpoint_every: int = 0,
+              checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32",
               log: TextIO | None = sys.stderr) -> dict:
-    """Train one run and return its metrics record (see DESIGN "Outputs").
+    """Train one run and return its metrics record (see DESIGN "Outputs"). This is the reference
+    trainer; :func:`initmem.packed.train_packed` trains many at once with the same semantics.
 
     With ``checkpoint`` set, resumes from it when present and saves it every ``checkpoint_every``
     epochs and on SIGTERM (then raises :class:`Preempted`).
     """
     device = device or data.x_train.device
+    autocast = set_precision(precision)
     init_gen, order_rng, aug_gen = seed_streams(int(spec["seed"]))
     model = build_model(spec["arch"], int(spec["width"]), spec["norm"], spec["pool"]).to(device)
     init_weights(model, float(spec["sigma_w"]), init_gen)
@@ -213,8 +250,9 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             x, y = data.x_train[idx], data.y_train[idx]
             if spec["augment"]:
                 x = augment_batch(x, aug_gen)
-            logits = model(x)
-            loss = F.cross_entropy(logits, y) + l2_penalty(model, l2)
+            with autocast(device):
+                logits = model(x)
+            loss = F.cross_entropy(logits.float(), y) + l2_penalty(model, l2)
             if not torch.isfinite(loss):
                 state.status = "diverged"
                 break
@@ -236,8 +274,8 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
                 raise Preempted(f"[{run_id}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
         if state.status != "ok":
             break
-        val_loss, val_acc = evaluate(model, data.x_val, data.y_val, l2)
-        test_loss, test_acc = evaluate(model, data.x_test, data.y_test, l2)
+        val_loss, val_acc = evaluate(model, data.x_val, data.y_val, l2, autocast(device))
+        test_loss, test_acc = evaluate(model, data.x_test, data.y_test, l2, autocast(device))
         if not (math.isfinite(val_loss) and math.isfinite(test_loss)):
             state.status = "diverged"
             break
@@ -266,7 +304,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
         print(f"[{run_id}] diverged (non-finite loss) after {state.epoch} finished epochs", file=log, flush=True)
     return {"format": METRICS_FORMAT, "run_id": run_id, "spec": dict(spec), "status": state.status,
             "stopped_early": state.stopped_early, "history": state.history,
-            "summary": summarize(state.history, state.kernel_norm_init), "env": environment(device),
+            "summary": summarize(state.history, state.kernel_norm_init), "env": environment(device, precision),
             "wall_seconds": time.perf_counter() - started}
 
 
@@ -277,29 +315,41 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
-def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", checkpoint_dir: Path | None = None,
-               checkpoint_every: int = 0, log: TextIO | None = sys.stderr) -> list[dict]:
+ENGINES = ("vmap", "loop")
+
+
+def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
+               max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
+               log: TextIO | None = sys.stderr) -> list[dict]:
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
-    Returns one metrics record per run, in order. A run's result does not depend on its pack: each
-    run has its own model and generators (this is a loop; the vectorised pack comes later).
+    Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
+    one vectorised model (:mod:`initmem.packed`); "loop" trains the runs one after another with the
+    reference trainer. Either way a run's result does not depend on its pack up to float rounding.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
     dev = pick_device(device)
     data = Tensors.from_splits(splits, dev)
     for r in runs:
         if r["spec"]["n_train"] != len(splits.x_train):
             raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
+    if engine == "vmap" and len(runs) > 1:
+        from initmem.packed import train_packed
+
+        ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
+        return train_packed(runs, data, device=dev, precision=precision, max_images=max_images, checkpoint=ckpt,
+                            checkpoint_every=checkpoint_every, log=log)
     records = []
     for r in runs:
         ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
-        record = train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt,
-                           checkpoint_every=checkpoint_every, log=log)
-        records.append(record)
+        records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
+                                 precision=precision, log=log))
     return records
 
 
 def finish_pack(runs: list[dict], checkpoint_dir: Path | None, keep_checkpoints: bool) -> None:
-    """Remove the runs' checkpoints once their metrics are safely written (unless kept)."""
+    """Remove the runs' (and the vectorised pack's) checkpoints once their metrics are safely written (unless kept)."""
     if checkpoint_dir is not None and not keep_checkpoints:
-        for r in runs:
-            remove_checkpoints(checkpoint_dir / f"{r['run_id']}.ckpt")
+        for name in [f"{r['run_id']}.ckpt" for r in runs] + [pack_checkpoint_name(runs)]:
+            remove_checkpoints(checkpoint_dir / name)

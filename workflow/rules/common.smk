@@ -15,7 +15,7 @@ from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem
 
 try:
     RUNS = expand_studies(config)
-    PACKS = {study: make_packs(runs, config["pack"]["max_models"]) for study, runs in RUNS.items()}
+    PACKS = {study: make_packs(runs, config["pack"]["max_models"], config["pack"]["max_images"]) for study, runs in RUNS.items()}
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 
@@ -100,6 +100,9 @@ def figure_inputs(wildcards):
 
 TRAIN_PARAMS = dict(
     device=config["compute"]["device"],
+    precision=config["compute"]["precision"],
+    engine=config["pack"]["engine"],
+    max_images=config["pack"]["max_images"],
     checkpoint_every=config["checkpoint"]["every_epochs"],
     keep_checkpoints=config["checkpoint"]["keep"],
 )

@@ -1,0 +1,323 @@
+"""Vectorised packs: runs that differ only in sigma_w and seed, trained as one stacked model.
+
+Every member keeps what it would have alone (:func:`initmem.train.train_run`): its own init, data
+order and augmentation streams, BatchNorm statistics, optimizer state, early stopping, divergence
+and record. The forward/backward pass is one ``torch.func.vmap`` over parameters and buffers
+stacked along a leading *model* axis (a convolution with batched weights and inputs lowers to one
+grouped convolution); the optimizer updates the stacked tensors in place (Muon's Newton-Schulz runs
+batched over models). Only float summation order differs from single runs (tests/test_packed.py).
+
+Device traffic: the data and one epoch of indices and augmentation draws are moved once per epoch;
+divergence flags and running losses stay on the device, so a step never waits for the host. The host
+reads them once per epoch, then members that diverged or stopped early leave the stacked model.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from initmem.models import build_model, init_weights, kernel_layers, kernel_norm
+from initmem.optim import KerasOptimizer, learning_rate
+from initmem.records import METRICS_FORMAT
+from initmem.train import (
+    EVAL_BATCH,
+    HISTORY_KEYS,
+    Preempted,
+    RunState,
+    Tensors,
+    _StopFlag,
+    apply_augment,
+    draw_augment,
+    environment,
+    seed_streams,
+    set_precision,
+    summarize,
+)
+
+PACKED_KEYS = ("sigma_w", "seed")  # the only spec keys members of a pack may differ in
+
+
+def check_packable(runs: list[dict]) -> None:
+    """Refuse a pack whose members differ in anything but sigma_w and seed (they share one schedule,
+    batch size and optimizer), or that names a run twice."""
+    ids = [r["run_id"] for r in runs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"a pack names a run twice: {ids}")
+    first = runs[0]["spec"]
+    for r in runs[1:]:
+        differ = sorted(k for k in set(first) | set(r["spec"]) if k not in PACKED_KEYS and first.get(k) != r["spec"].get(k))
+        if differ:
+            raise ValueError(f"{r['run_id']} differs from {runs[0]['run_id']} in {differ}; a pack may differ only in {PACKED_KEYS}")
+
+
+class PackedModel:
+    """N models of one architecture as stacked parameters and buffers, called through ``vmap``."""
+
+    def __init__(self, models: list[nn.Module]):
+        params, buffers = stack_module_state(models)
+        self.params: dict[str, torch.Tensor] = params
+        self.buffers: dict[str, torch.Tensor] = buffers
+        self.base = copy.deepcopy(models[0]).to("meta")  # structure only; tensors come from the stacks
+        names = {id(m): n for n, m in models[0].named_modules()}
+        self.kernel_names = [f"{names[id(m)]}.weight" for m in kernel_layers(models[0])]
+        self._own = vmap(self._call, in_dims=(0, 0, 0))       # every model its own images
+        self._shared = vmap(self._call, in_dims=(0, 0, None))  # every model the same images
+
+    def _call(self, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.base, (params, buffers), (x,))
+
+    @property
+    def size(self) -> int:
+        """Models in the pack now."""
+        return next(iter(self.params.values())).shape[0]
+
+    def __call__(self, x: torch.Tensor, shared: bool = False) -> torch.Tensor:
+        """Logits (models, images, classes) of ``x``: (models, images, C, H, W), or (images, C, H, W) if ``shared``."""
+        return (self._shared if shared else self._own)(self.params, self.buffers, x)
+
+    def train(self, mode: bool = True) -> None:
+        self.base.train(mode)
+
+    def kernel_l2(self) -> torch.Tensor:
+        """Per model: sum of squared conv and dense kernel entries (float32, as the single-run penalty)."""
+        return sum(self.params[n].square().flatten(1).sum(1) for n in self.kernel_names)
+
+    @torch.no_grad()
+    def kernel_norms(self) -> torch.Tensor:
+        """Per model: Frobenius norm of all kernels together (float64)."""
+        return torch.sqrt(sum(self.params[n].double().square().flatten(1).sum(1) for n in self.kernel_names))
+
+    def select(self, keep: torch.Tensor) -> None:
+        """Continue with the models ``keep`` (indices) only."""
+        self.params = {k: v.detach()[keep].requires_grad_(True) for k, v in self.params.items()}
+        self.buffers = {k: v[keep] for k, v in self.buffers.items()}
+
+    def state_dict(self) -> dict:
+        return {"params": {k: v.detach().clone() for k, v in self.params.items()},
+                "buffers": {k: v.clone() for k, v in self.buffers.items()}}
+
+    def load_state_dict(self, sd: dict) -> None:
+        device = next(iter(self.params.values())).device
+        self.params = {k: v.to(device).requires_grad_(True) for k, v in sd["params"].items()}
+        self.buffers = {k: v.to(device) for k, v in sd["buffers"].items()}
+
+
+@dataclass
+class PackState:
+    """Shared progress of a pack (all members still in it are at the same step) and per-member states."""
+
+    members: list[RunState]
+    active: list[int]                 # member index of each row of the stacked model
+    epoch: int = 0
+    step: int = 0
+    clocks: dict = field(default_factory=lambda: {"T_sgd": 0.0, "T_l2": 0.0, "T_wd": 0.0, "T_adapt": 0.0})
+    draws: dict | None = None         # this epoch's order and augmentation, rows as ``active``
+    sums: dict | None = None          # this epoch's running loss/correct/finite, rows as ``active``
+    seen: int = 0
+    finished_at: dict = field(default_factory=dict)  # member -> wall seconds when it left the pack
+    wall_seconds: float = 0.0
+
+
+def _draw_epoch(rngs: list[np.random.Generator], gens: list[torch.Generator], n: int, b: int, augment: bool,
+                device: torch.device) -> dict:
+    """One epoch of data order (and augmentation) per member, drawn in exactly the order a single
+    run draws them (a permutation per epoch, then flips and offsets batch by batch)."""
+    perms = np.stack([rng.permutation(n) for rng in rngs])
+    draws = {"perm": torch.from_numpy(perms).to(device)}
+    if augment:
+        flips, offsets = [], []
+        for gen in gens:
+            batches = [draw_augment(min(b, n - i), gen) for i in range(0, n, b)]
+            flips.append(torch.cat([f for f, _ in batches]))
+            offsets.append(torch.cat([o for _, o in batches]))
+        draws.update(flip=torch.stack(flips).to(device), offsets=torch.stack(offsets).to(device))
+    return draws
+
+
+@torch.no_grad()
+def evaluate_packed(model: PackedModel, x: torch.Tensor, y: torch.Tensor, l2: float, chunk: int,
+                    autocast) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per model: eval-mode mean loss (+ the L2 term) and accuracy, as :func:`initmem.train.evaluate`."""
+    model.train(False)
+    loss_sum = torch.zeros(model.size, dtype=torch.float64, device=x.device)
+    correct = torch.zeros(model.size, dtype=torch.float64, device=x.device)
+    for i in range(0, len(x), chunk):
+        target = y[i:i + chunk]
+        with autocast:
+            logits = model(x[i:i + chunk], shared=True).float()
+        ce = F.cross_entropy(logits.flatten(0, 1), target.repeat(model.size), reduction="none")
+        loss_sum += ce.view(model.size, -1).sum(1).double()
+        correct += (logits.argmax(-1) == target).sum(1).double()
+    return loss_sum / len(x) + (model.kernel_l2() * l2).double(), correct / len(x)
+
+
+def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None = None, precision: str = "float32",
+                 max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
+                 log: TextIO | None = sys.stderr) -> list[dict]:
+    """Train ``runs`` (dicts with ``run_id`` and ``spec``, differing only in sigma_w and seed) as one
+    vectorised pack; one metrics record per run, in order, as :func:`initmem.train.train_run` returns.
+
+    ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints as ``train_run``.
+    """
+    check_packable(runs)
+    device = device or data.x_train.device
+    autocast = set_precision(precision)
+    specs = [r["spec"] for r in runs]
+    spec, n_models = specs[0], len(runs)
+    streams = [seed_streams(int(s["seed"])) for s in specs]
+    models = []
+    for s, (init_gen, _, _) in zip(specs, streams, strict=True):
+        m = build_model(s["arch"], int(s["width"]), s["norm"], s["pool"])
+        init_weights(m, float(s["sigma_w"]), init_gen)
+        models.append(m.to(device))
+    model = PackedModel(models)
+    state = PackState(members=[RunState(kernel_norm_init=kernel_norm(m)) for m in models], active=list(range(n_models)))
+    del models
+    opt = KerasOptimizer(spec["optimizer"], list(model.params.values()), spec["weight_decay"], spec["momentum"], stacked=True)
+    order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
+    n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
+    steps = math.ceil(n / b)
+    total = epochs * steps
+    l2, wd, patience = float(spec["l2"]), opt.weight_decay, spec.get("patience")
+    eval_chunk = EVAL_BATCH if max_images is None else max(1, min(EVAL_BATCH, max_images // n_models))
+    name = f"pack {runs[0]['run_id']} (+{n_models - 1})"
+
+    def say(msg: str) -> None:
+        if log:
+            print(f"[{name}] {msg}", file=log, flush=True)
+
+    ckpt_key = {"runs": [r["run_id"] for r in runs], "specs": specs}
+    if checkpoint is not None:
+        try:
+            resumed = load_checkpoint(checkpoint, ckpt_key, report=say)
+        except CheckpointError as exc:
+            say(f"{exc}; starting from scratch")
+            resumed = None
+        if resumed is not None:
+            state = resumed["state"]
+            model.load_state_dict(resumed["model"])
+            opt.load_state_dict(resumed["optimizer"])
+            opt.params = list(model.params.values())
+            for rng, st in zip(order_rngs, resumed["order_rngs"], strict=True):
+                rng.bit_generator.state = st
+            for gen, st in zip(aug_gens, resumed["aug_gens"], strict=True):
+                gen.set_state(st)
+            state.draws = {k: v.to(device) for k, v in state.draws.items()} if state.draws else None
+            state.sums = {k: v.to(device) for k, v in state.sums.items()} if state.sums else None
+            say(f"resumed at epoch {state.epoch} step {state.step} with {len(state.active)} of {n_models} runs")
+
+    def save() -> None:
+        state.wall_seconds = time.perf_counter() - started
+        save_checkpoint(checkpoint, ckpt_key, {"state": state, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                                               "order_rngs": [r.bit_generator.state for r in order_rngs],
+                                               "aug_gens": [g.get_state() for g in aug_gens]})
+
+    started = time.perf_counter() - state.wall_seconds
+    while state.epoch < epochs and state.active:
+        rows = len(state.active)
+        if state.draws is None:
+            state.draws = _draw_epoch([order_rngs[i] for i in state.active], [aug_gens[i] for i in state.active],
+                                      n, b, bool(spec["augment"]), device)
+            state.step, state.seen = 0, 0
+            state.sums = {"loss": torch.zeros(rows, dtype=torch.float64, device=device),
+                          "correct": torch.zeros(rows, dtype=torch.float64, device=device),
+                          "finite": torch.ones(rows, dtype=torch.bool, device=device)}
+        model.train()
+        sums = state.sums
+        while state.step < steps:
+            k = state.epoch * steps + state.step
+            lr = learning_rate(k, float(spec["lr"]), total, spec["schedule"], float(spec["alpha"]))
+            batch = slice(state.step * b, (state.step + 1) * b)
+            idx = state.draws["perm"][:, batch]
+            x, y = data.x_train[idx], data.y_train[idx]
+            if spec["augment"]:
+                x = apply_augment(x, state.draws["flip"][:, batch], state.draws["offsets"][:, batch])
+            with autocast(device):
+                logits = model(x)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view(rows, -1).mean(1)
+            if l2:
+                loss = loss + model.kernel_l2() * l2
+            sums["finite"] &= torch.isfinite(loss)  # read once per epoch: no host sync here
+            for p in opt.params:
+                p.grad = None
+            loss.sum().backward()  # members share no parameter: each gets its own run's gradient
+            opt.step(lr)
+            sums["loss"] += loss.detach().double() * y.shape[1]
+            sums["correct"] += (logits.argmax(-1) == y).sum(1).double()
+            state.seen += y.shape[1]
+            state.clocks["T_sgd"] += lr * lr / b
+            state.clocks["T_l2"] += lr * l2
+            state.clocks["T_wd"] += lr * wd
+            state.clocks["T_adapt"] += lr
+            state.step += 1
+            if _StopFlag.requested and checkpoint is not None:
+                save()
+                raise Preempted(f"[{name}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
+        _end_epoch(state, model, data, l2, eval_chunk, autocast(device), steps, patience, spec, total, started)
+        state.epoch += 1
+        state.draws = state.sums = None
+        keep = [row for row, member in enumerate(state.active) if state.members[member].status == "ok"
+                and not state.members[member].stopped_early]
+        if len(keep) < rows:
+            keep_idx = torch.tensor(keep, dtype=torch.long, device=device)
+            model.select(keep_idx)
+            opt.select(list(model.params.values()), keep_idx)
+            state.active = [state.active[row] for row in keep]
+        if state.active:
+            val = [state.members[i].history["val_loss"][-1] for i in state.active]
+            say(f"epoch {state.epoch}/{epochs}: {len(state.active)} of {n_models} runs training, val loss "
+                f"{min(val):.4f}..{max(val):.4f}, {time.perf_counter() - started:.1f}s")
+        if checkpoint is not None and checkpoint_every and state.epoch % checkpoint_every == 0 and state.epoch < epochs and state.active:
+            save()
+    wall = time.perf_counter() - started
+    env = environment(device, precision, "vmap", n_models)
+    for member, r in enumerate(runs):
+        st = state.members[member]
+        if st.status == "diverged":
+            say(f"{r['run_id']} diverged (non-finite loss) after {st.epoch} finished epochs")
+    return [{"format": METRICS_FORMAT, "run_id": r["run_id"], "spec": dict(r["spec"]), "status": st.status,
+             "stopped_early": st.stopped_early, "history": st.history, "summary": summarize(st.history, st.kernel_norm_init),
+             "env": env, "wall_seconds": state.finished_at.get(member, wall)}
+            for member, (r, st) in enumerate(zip(runs, state.members, strict=True))]
+
+
+def _end_epoch(state: PackState, model: PackedModel, data: Tensors, l2: float, eval_chunk: int, autocast,
+               steps: int, patience: int | None, spec: dict, total: int, started: float) -> None:
+    """Evaluate, append each member's history row, and apply divergence and early stopping (one host read)."""
+    val_loss, val_acc = evaluate_packed(model, data.x_val, data.y_val, l2, eval_chunk, autocast)
+    test_loss, test_acc = evaluate_packed(model, data.x_test, data.y_test, l2, eval_chunk, autocast)
+    columns = torch.stack([state.sums["loss"] / state.seen, state.sums["correct"] / state.seen, val_loss, val_acc,
+                           test_loss, test_acc, model.kernel_norms(), state.sums["finite"].double()]).tolist()
+    last_lr = learning_rate(state.epoch * steps + steps - 1, float(spec["lr"]), total, spec["schedule"], float(spec["alpha"]))
+    for row, member in enumerate(state.active):
+        st = state.members[member]
+        train_loss, train_acc, v_loss, v_acc, t_loss, t_acc, norm, finite = (c[row] for c in columns)
+        if not (finite and math.isfinite(v_loss) and math.isfinite(t_loss)):
+            st.status = "diverged"
+            state.finished_at[member] = time.perf_counter() - started
+            continue
+        st.epoch = state.epoch + 1
+        values = {"epoch": st.epoch, "train_loss": train_loss, "train_acc": train_acc, "val_loss": v_loss, "val_acc": v_acc,
+                  "test_loss": t_loss, "test_acc": t_acc, "kernel_norm": norm, "lr": last_lr, **state.clocks}
+        for key in HISTORY_KEYS:
+            st.history[key].append(values[key])
+        if v_loss < st.best_val:  # Keras EarlyStopping(monitor="val_loss", min_delta=0)
+            st.best_val, st.wait = v_loss, 0
+        else:
+            st.wait += 1
+            if patience is not None and st.wait >= patience:
+                st.stopped_early = True
+                state.finished_at[member] = time.perf_counter() - started
