@@ -48,7 +48,8 @@ def tiny_tensors(tiny_splits):
     from initmem.train import Tensors
 
     torch.set_num_threads(1)
-    return Tensors.from_splits(tiny_splits, torch.device("cpu"))
+    # INITMEM_TEST_DEVICE=cuda runs the trainer tests on a GPU (benchmarks/device_check.sh)
+    return Tensors.from_splits(tiny_splits, torch.device(os.environ.get("INITMEM_TEST_DEVICE", "cpu")))
 
 
 @pytest.fixture(scope="session")
