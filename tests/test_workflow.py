@@ -1,6 +1,7 @@
 """Workflow tests: dry runs of both configs, schema errors, the real DAG end to end."""
 
 import copy
+import json
 import os
 import re
 import subprocess
@@ -145,7 +146,9 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     for i in range(1, 9):
         for ext in ("pdf", "png"):
             assert (work / f"figures/fig{i}.{ext}").stat().st_size > 1000
-    assert not list((work / "results").rglob("*.ckpt"))  # checkpoints removed once metrics are written
+    assert not list((work / "results").rglob("*.ckpt*"))  # checkpoints removed once metrics are written
+    record = json.loads((work / "results/runs/main" / f"{runs['main'][0].run_id}.json").read_text())
+    assert (record["env"]["engine"], record["env"]["pack_size"]) == ("vmap", 4)  # trained in a vectorised pack
     beta = pd.read_csv(work / "results/tables/beta.csv")
     assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
     # the self-contained HTML report carries every figure with its caption
