@@ -34,11 +34,11 @@ from initmem.optim import KerasOptimizer, learning_rate
 from initmem.records import METRICS_FORMAT
 from initmem.train import (
     EVAL_BATCH,
-    HISTORY_KEYS,
     Preempted,
     RunState,
     Tensors,
     _StopFlag,
+    advance_clocks,
     apply_augment,
     draw_augment,
     environment,
@@ -258,10 +258,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             sums["loss"] += loss.detach().double() * y.shape[1]
             sums["correct"] += (logits.argmax(-1) == y).sum(1).double()
             state.seen += y.shape[1]
-            state.clocks["T_sgd"] += lr * lr / b
-            state.clocks["T_l2"] += lr * l2
-            state.clocks["T_wd"] += lr * wd
-            state.clocks["T_adapt"] += lr
+            advance_clocks(state.clocks, lr, b, l2, wd)
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
                 save()
@@ -312,12 +309,6 @@ def _end_epoch(state: PackState, model: PackedModel, data: Tensors, l2: float, e
         st.epoch = state.epoch + 1
         values = {"epoch": st.epoch, "train_loss": train_loss, "train_acc": train_acc, "val_loss": v_loss, "val_acc": v_acc,
                   "test_loss": t_loss, "test_acc": t_acc, "kernel_norm": norm, "lr": last_lr, **state.clocks}
-        for key in HISTORY_KEYS:
-            st.history[key].append(values[key])
-        if v_loss < st.best_val:  # Keras EarlyStopping(monitor="val_loss", min_delta=0)
-            st.best_val, st.wait = v_loss, 0
-        else:
-            st.wait += 1
-            if patience is not None and st.wait >= patience:
-                st.stopped_early = True
-                state.finished_at[member] = time.perf_counter() - started
+        st.record_epoch(values, patience)
+        if st.stopped_early:
+            state.finished_at[member] = time.perf_counter() - started

@@ -167,6 +167,25 @@ class RunState:
     kernel_norm_init: float = 0.0
     wall_seconds: float = 0.0
 
+    def record_epoch(self, row: dict, patience: int | None) -> None:
+        """Append a finished epoch's row and apply Keras EarlyStopping(monitor="val_loss", min_delta=0)."""
+        for key in HISTORY_KEYS:
+            self.history[key].append(row[key])
+        if row["val_loss"] < self.best_val:
+            self.best_val, self.wait = row["val_loss"], 0
+        else:
+            self.wait += 1
+            if patience is not None and self.wait >= patience:
+                self.stopped_early = True
+
+
+def advance_clocks(clocks: dict, lr: float, batch_size: int, l2: float, wd: float) -> None:
+    """Add one step with rate ``lr`` to T_sgd = sum eta^2/b, T_l2 = sum eta l2, T_wd = sum eta wd, T_adapt = sum eta."""
+    clocks["T_sgd"] += lr * lr / batch_size
+    clocks["T_l2"] += lr * l2
+    clocks["T_wd"] += lr * wd
+    clocks["T_adapt"] += lr
+
 
 def summarize(history: dict, kernel_norm_init: float) -> dict:
     """tau_best (first epoch of minimal val loss), metrics there, tau_interp and the repair gap."""
@@ -263,10 +282,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             state.loss_sum += float(loss.detach()) * len(y)
             state.correct += float((logits.argmax(1) == y).sum())
             state.seen += len(y)
-            state.clocks["T_sgd"] += lr * lr / b
-            state.clocks["T_l2"] += lr * l2
-            state.clocks["T_wd"] += lr * wd
-            state.clocks["T_adapt"] += lr
+            advance_clocks(state.clocks, lr, b, l2, wd)
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
                 state.wall_seconds = time.perf_counter() - started
@@ -284,15 +300,8 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
         row = {"epoch": state.epoch, "train_loss": state.loss_sum / state.seen, "train_acc": state.correct / state.seen,
                "val_loss": val_loss, "val_acc": val_acc, "test_loss": test_loss, "test_acc": test_acc,
                "kernel_norm": kernel_norm(model), "lr": last_lr, **state.clocks}
-        for key in HISTORY_KEYS:
-            state.history[key].append(row[key])
+        state.record_epoch(row, patience)
         state.perm = None
-        if val_loss < state.best_val:  # Keras EarlyStopping(monitor="val_loss", min_delta=0)
-            state.best_val, state.wait = val_loss, 0
-        else:
-            state.wait += 1
-            if patience is not None and state.wait >= patience:
-                state.stopped_early = True
         if log:
             print(f"[{run_id}] epoch {state.epoch}/{epochs} loss {row['train_loss']:.4f} acc {row['train_acc']:.3f} "
                   f"val {val_loss:.4f}/{val_acc:.3f} test {test_acc:.3f} {time.perf_counter() - started:.1f}s",
