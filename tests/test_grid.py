@@ -1,3 +1,4 @@
+import math
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,17 @@ def test_pack_size_follows_the_memory_budget():
     assert sizes == {16: 64, 32: 32, 64: 16, 128: 8, 256: 4}
     with pytest.raises(ConfigError, match="batch_size 256 .* exceeds pack.max_images = 128"):
         make_packs(runs, 64, 128)
+
+
+def test_runtime_request_is_capped_by_the_cluster_limit():
+    from initmem.targets import pack_runtime_minutes
+
+    pack = make_packs(expand_studies(load("paper.yaml"))["main"], 16, 2048)["sgd_b16-p0"]
+    specs = [r.spec for r in pack]
+    # 16 runs x 300 epochs x (40,000 + 20,000 / 3) images at 2,000 images/s, x 1.5, + 5 minutes
+    assert pack_runtime_minutes(specs, 2000) == math.ceil(1.5 * 16 * 300 * (40_000 + 20_000 / 3) / 2000 / 60) + 5
+    assert pack_runtime_minutes(specs, 2000, max_minutes=1440) == 1440
+    assert pack_runtime_minutes(specs[:1], 1e9, max_minutes=1440) == 6
 
 
 @pytest.mark.parametrize("mutate,message", [

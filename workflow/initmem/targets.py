@@ -31,14 +31,17 @@ def buildable_figures(studies: list[str]) -> list[str]:
     return [f for f in FIGURES if figure_studies(f, studies) is not None]
 
 
-def pack_runtime_minutes(specs: list[dict], images_per_second: float) -> int:
-    """Wall-clock estimate of a pack (runs trained one after another) with a 1.5x safety margin.
+def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minutes: int | None = None) -> int:
+    """Wall-clock estimate of a pack job at ``images_per_second`` (all members together) with a 1.5x
+    safety margin, capped at ``max_minutes`` (a cluster's time limit: a capped job is stopped by
+    SIGTERM, checkpoints, and resumes when Snakemake resubmits it).
 
     Per epoch a run processes n_train training images and evaluates n_val + n_test images (about a
     third of the cost of a training image each).
     """
     images = sum(run_images(s) for s in specs)
-    return int(math.ceil(1.5 * images / images_per_second / 60)) + 5
+    minutes = int(math.ceil(1.5 * images / images_per_second / 60)) + 5
+    return minutes if max_minutes is None else min(minutes, max_minutes)
 
 
 def pack_mem_mb(specs: list[dict]) -> int:

@@ -113,6 +113,6 @@ def train_resources(specs_of):
     ips = config["compute"]["images_per_second"]
     return dict(
         gpu=0,
-        runtime=lambda w: pack_runtime_minutes(specs_of(w), ips),
+        runtime=lambda w: pack_runtime_minutes(specs_of(w), ips, config["compute"].get("max_runtime_minutes")),
         mem_mb=lambda w: pack_mem_mb(specs_of(w)),
     )
