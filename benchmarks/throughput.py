@@ -205,7 +205,7 @@ def main() -> None:
             single = None
             for pack in args.packs:
                 for engine in args.engines:
-                    if pack * batch > args.max_images or (engine != "vmap" and pack == 1 and engine == "grouped"):
+                    if pack * batch > args.max_images or (engine == "grouped" and pack == 1):
                         continue
                     total = images_per_second(engine, pack, args.width, batch, args.steps, device, autocast)
                     if pack == 1 and engine == "loop":

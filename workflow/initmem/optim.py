@@ -17,6 +17,7 @@ pack): the element-wise rules are unchanged and Newton-Schulz runs batched over 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -40,6 +41,12 @@ def learning_rate(k: int, lr0: float, total_steps: int, schedule: str, alpha: fl
         raise ValueError(f"unknown schedule {schedule!r}; choose cosine or constant")
     frac = min(k, total_steps) / total_steps
     return lr0 * (alpha + (1 - alpha) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def lr_schedule(spec: dict, total_steps: int) -> Callable[[int], float]:
+    """eta_k of a run spec's schedule (lr, schedule, alpha) over ``total_steps`` steps."""
+    lr0, kind, alpha = float(spec["lr"]), spec["schedule"], float(spec["alpha"])
+    return lambda k: learning_rate(k, lr0, total_steps, kind, alpha)
 
 
 def newton_schulz5(x: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:

@@ -30,7 +30,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from initmem.models import build_model, init_weights, kernel_layers, kernel_norm
-from initmem.optim import KerasOptimizer, learning_rate
+from initmem.optim import KerasOptimizer, lr_schedule
 from initmem.records import METRICS_FORMAT
 from initmem.train import (
     EVAL_BATCH,
@@ -190,7 +190,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
     order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
     n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
     steps = math.ceil(n / b)
-    total = epochs * steps
+    lr_at = lr_schedule(spec, epochs * steps)
     l2, wd, patience = float(spec["l2"]), opt.weight_decay, spec.get("patience")
     eval_chunk = EVAL_BATCH if max_images is None else max(1, min(EVAL_BATCH, max_images // n_models))
     name = f"pack {runs[0]['run_id']} (+{n_models - 1})"
@@ -239,7 +239,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         sums = state.sums
         while state.step < steps:
             k = state.epoch * steps + state.step
-            lr = learning_rate(k, float(spec["lr"]), total, spec["schedule"], float(spec["alpha"]))
+            lr = lr_at(k)
             batch = slice(state.step * b, (state.step + 1) * b)
             idx = state.draws["perm"][:, batch]
             x, y = data.x_train[idx], data.y_train[idx]
@@ -263,7 +263,8 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             if _StopFlag.requested and checkpoint is not None:
                 save()
                 raise Preempted(f"[{name}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
-        _end_epoch(state, model, data, l2, eval_chunk, autocast(device), steps, patience, spec, total, started)
+        last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
+        _end_epoch(state, model, data, l2, eval_chunk, autocast(device), last_lr, patience, started)
         state.epoch += 1
         state.draws = state.sums = None
         keep = [row for row, member in enumerate(state.active) if state.members[member].status == "ok"
@@ -292,13 +293,12 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
 
 
 def _end_epoch(state: PackState, model: PackedModel, data: Tensors, l2: float, eval_chunk: int, autocast,
-               steps: int, patience: int | None, spec: dict, total: int, started: float) -> None:
+               last_lr: float, patience: int | None, started: float) -> None:
     """Evaluate, append each member's history row, and apply divergence and early stopping (one host read)."""
     val_loss, val_acc = evaluate_packed(model, data.x_val, data.y_val, l2, eval_chunk, autocast)
     test_loss, test_acc = evaluate_packed(model, data.x_test, data.y_test, l2, eval_chunk, autocast)
     columns = torch.stack([state.sums["loss"] / state.seen, state.sums["correct"] / state.seen, val_loss, val_acc,
                            test_loss, test_acc, model.kernel_norms(), state.sums["finite"].double()]).tolist()
-    last_lr = learning_rate(state.epoch * steps + steps - 1, float(spec["lr"]), total, spec["schedule"], float(spec["alpha"]))
     for row, member in enumerate(state.active):
         st = state.members[member]
         train_loss, train_acc, v_loss, v_acc, t_loss, t_acc, norm, finite = (c[row] for c in columns)

@@ -30,7 +30,7 @@ from initmem import __version__
 from initmem.checkpoint import CheckpointError, load_checkpoint, pack_checkpoint_name, remove_checkpoints, save_checkpoint
 from initmem.data import Splits
 from initmem.models import build_model, init_weights, kernel_norm, kernels
-from initmem.optim import KerasOptimizer, learning_rate
+from initmem.optim import KerasOptimizer, lr_schedule
 from initmem.records import METRICS_FORMAT
 
 EVAL_BATCH = 1000
@@ -231,9 +231,8 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     opt = KerasOptimizer(spec["optimizer"], list(model.parameters()), spec["weight_decay"], spec["momentum"])
     n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
     steps = math.ceil(n / b)
-    total = epochs * steps
     l2, wd = float(spec["l2"]), opt.weight_decay
-    lr_at: Callable[[int], float] = lambda k: learning_rate(k, float(spec["lr"]), total, spec["schedule"], float(spec["alpha"]))  # noqa: E731
+    lr_at = lr_schedule(spec, epochs * steps)
 
     state = RunState(kernel_norm_init=kernel_norm(model))
     if checkpoint is not None:
