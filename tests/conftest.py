@@ -31,7 +31,8 @@ def tiny_config(studies: dict, data: dict | None = None, pack: int = 1, checkpoi
     return {"data": data or {"source": "synthetic", "n_train": 64, "n_val": 32, "n_test": 32},
             "defaults": {**base, **defaults}, "studies": studies, "pack": {"max_models": pack, "max_images": 4096, "engine": "vmap"},
             "checkpoint": {"every_epochs": checkpoint_every, "keep": False},
-            "compute": {"device": "cpu", "threads": 1, "precision": "float32", "images_per_second": 1000}}
+            "compute": {"device": "cpu", "threads": 1, "precision": "float32", "compile": False,
+                        "images_per_second": 1000}}
 
 
 @pytest.fixture(scope="session")

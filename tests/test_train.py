@@ -112,3 +112,31 @@ def test_summary_fields(tiny_tensors):
     assert s["repair_gap"] == 0.0 and s["kernel_norm_best"] == 2.0
     h["train_acc"] = [0.1, 0.2, 0.3]
     assert summarize(h, 0.5)["tau_interp"] is None
+
+
+def _count_host_reads(monkeypatch) -> list[int]:
+    """Count the ways a tensor's value reaches Python (each one waits for a GPU to finish its queue)."""
+    count = [0]
+    for name in ("__bool__", "__float__", "__int__", "item", "tolist"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            count[0] += 1
+            return _original(self, *args, **kwargs)
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    return count
+
+
+@pytest.mark.parametrize("engine", ["loop", "vmap"])
+def test_host_reads_do_not_grow_with_steps(tiny_splits, monkeypatch, engine):
+    """No host sync per step: a run with 12 steps per epoch reads the device as often as one with 3."""
+    count = _count_host_reads(monkeypatch)
+    reads = []
+    for batch_size in (32, 8):
+        runs = [{"run_id": f"r{i}", "spec": tiny_spec(batch_size=batch_size, augment=True, l2=1e-4, sigma_w=s)}
+                for i, s in enumerate((1.0, 2.0))]
+        count[0] = 0
+        records = train_pack(runs, tiny_splits, device="cpu", engine=engine, log=None)
+        assert [r["status"] for r in records] == ["ok", "ok"]
+        reads.append(count[0])
+    assert reads[0] == reads[1] > 0

@@ -94,6 +94,7 @@ def test_single_figure_runs_only_its_studies():
     ("pack:\n  max_models: 0\n", "max_models"),
     ("pack:\n  engine: jax\n", "engine"),
     ("compute:\n  precision: fp8\n", "precision"),
+    ("compute:\n  compile: maybe\n", "compile"),
     ("data:\n  colour: red\n", "colour"),
 ])
 def test_schema_errors_name_the_key(tmp_path, override, message):
@@ -149,6 +150,7 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     assert not list((work / "results").rglob("*.ckpt*"))  # checkpoints removed once metrics are written
     record = json.loads((work / "results/runs/main" / f"{runs['main'][0].run_id}.json").read_text())
     assert (record["env"]["engine"], record["env"]["pack_size"]) == ("vmap", 4)  # trained in a vectorised pack
+    assert record["env"]["compile"] is False  # compute.compile reached the trainer
     beta = pd.read_csv(work / "results/tables/beta.csv")
     assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
     # the self-contained HTML report carries every figure with its caption

@@ -65,7 +65,7 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
 
 def train_pack_file(runs: list[dict], data: str | Path, out: str | Path | None, *, run_out: str | Path | None = None,
                     device: str = "auto", threads: int = 1, engine: str = "vmap", precision: str = "float32",
-                    max_images: int | None = None, checkpoint_dir: str | Path | None = None,
+                    compile: bool = False, max_images: int | None = None, checkpoint_dir: str | Path | None = None,
                     checkpoint_every: int = 0, keep_checkpoints: bool = False) -> None:
     """Train a pack and write its pack file (or, for a single run, ``run_out``) atomically;
     checkpoints are removed once the file is written."""
@@ -81,8 +81,8 @@ def train_pack_file(runs: list[dict], data: str | Path, out: str | Path | None, 
     splits = load_prepared(data)
     print(f"training {len(runs)} run(s): {', '.join(r['run_id'] for r in runs)}", file=sys.stderr, flush=True)
     try:
-        records = train_pack(runs, splits, device=device, engine=engine, precision=precision, max_images=max_images,
-                             checkpoint_dir=ckpt_dir, checkpoint_every=int(checkpoint_every))
+        records = train_pack(runs, splits, device=device, engine=engine, precision=precision, compile=compile,
+                             max_images=max_images, checkpoint_dir=ckpt_dir, checkpoint_every=int(checkpoint_every))
     except Preempted as exc:
         print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
         sys.exit(PREEMPTED_EXIT)
@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--threads", type=int, default=1)
     t.add_argument("--engine", default="vmap", choices=["vmap", "loop"], help="vmap: one vectorised model per pack")
     t.add_argument("--precision", default="float32", choices=["float32", "tf32", "bf16"])
+    t.add_argument("--compile", action="store_true", help="torch.compile the forward/backward passes")
     t.add_argument("--max-images", type=int, help="models x images per evaluation chunk (memory bound)")
     g = sub.add_parser("estimate", help="GPU-hours per study of a config at a given throughput")
     g.add_argument("config")
@@ -199,6 +200,6 @@ def main(argv: list[str] | None = None) -> None:
         runs = json.loads(Path(args.runs_json).read_text())
         pack = Path(args.out_dir) / "pack.json"
         train_pack_file(runs, args.data, pack, device=args.device, threads=args.threads, engine=args.engine,
-                        precision=args.precision, max_images=args.max_images)
+                        precision=args.precision, compile=args.compile, max_images=args.max_images)
         for record in json.loads(pack.read_text())["runs"]:
             write_json(Path(args.out_dir) / f"{record['run_id']}.json", record)

@@ -40,7 +40,8 @@ from initmem.train import (
     _StopFlag,
     advance_clocks,
     apply_augment,
-    draw_augment,
+    compile_forward,
+    draw_epoch_augment,
     environment,
     seed_streams,
     set_precision,
@@ -75,6 +76,10 @@ class PackedModel:
         self.kernel_names = [f"{names[id(m)]}.weight" for m in kernel_layers(models[0])]
         self._own = vmap(self._call, in_dims=(0, 0, 0))       # every model its own images
         self._shared = vmap(self._call, in_dims=(0, 0, None))  # every model the same images
+
+    def compile(self) -> None:
+        """Run the vectorised forward passes through :func:`initmem.train.compile_forward`."""
+        self._own, self._shared = compile_forward(self._own, True), compile_forward(self._shared, True)
 
     def _call(self, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
         return functional_call(self.base, (params, buffers), (x,))
@@ -138,11 +143,7 @@ def _draw_epoch(rngs: list[np.random.Generator], gens: list[torch.Generator], n:
     perms = np.stack([rng.permutation(n) for rng in rngs])
     draws = {"perm": torch.from_numpy(perms).to(device)}
     if augment:
-        flips, offsets = [], []
-        for gen in gens:
-            batches = [draw_augment(min(b, n - i), gen) for i in range(0, n, b)]
-            flips.append(torch.cat([f for f, _ in batches]))
-            offsets.append(torch.cat([o for _, o in batches]))
+        flips, offsets = zip(*(draw_epoch_augment(gen, n, b) for gen in gens), strict=True)
         draws.update(flip=torch.stack(flips).to(device), offsets=torch.stack(offsets).to(device))
     return draws
 
@@ -165,12 +166,12 @@ def evaluate_packed(model: PackedModel, x: torch.Tensor, y: torch.Tensor, l2: fl
 
 
 def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None = None, precision: str = "float32",
-                 max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
+                 compile: bool = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
                  log: TextIO | None = sys.stderr) -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, differing only in sigma_w and seed) as one
     vectorised pack; one metrics record per run, in order, as :func:`initmem.train.train_run` returns.
 
-    ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints as ``train_run``.
+    ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints and ``compile`` as ``train_run``.
     """
     check_packable(runs)
     device = device or data.x_train.device
@@ -184,6 +185,8 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         init_weights(m, float(s["sigma_w"]), init_gen)
         models.append(m.to(device))
     model = PackedModel(models)
+    if compile:
+        model.compile()
     state = PackState(members=[RunState(kernel_norm_init=kernel_norm(m)) for m in models], active=list(range(n_models)))
     del models
     opt = KerasOptimizer(spec["optimizer"], list(model.params.values()), spec["weight_decay"], spec["momentum"], stacked=True)
@@ -281,7 +284,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         if checkpoint is not None and checkpoint_every and state.epoch % checkpoint_every == 0 and state.epoch < epochs and state.active:
             save()
     wall = time.perf_counter() - started
-    env = environment(device, precision, "vmap", n_models)
+    env = environment(device, precision, "vmap", n_models, compile)
     for member, r in enumerate(runs):
         st = state.members[member]
         if st.status == "diverged":

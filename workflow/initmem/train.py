@@ -90,6 +90,13 @@ def augment_batch(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return apply_augment(x, *draw_augment(len(x), gen))
 
 
+def draw_epoch_augment(gen: torch.Generator, n: int, b: int, first_step: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The augmentation draws of an epoch's batches ``first_step``.. (flips (m,), offsets (m, 2) for
+    the m images they hold), made batch by batch: the same numbers as drawing at every step."""
+    batches = [draw_augment(min(b, n - i), gen) for i in range(first_step * b, n, b)]
+    return torch.cat([f for f, _ in batches]), torch.cat([o for _, o in batches])
+
+
 PRECISIONS = ("float32", "tf32", "bf16")
 
 
@@ -109,6 +116,24 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
     return lambda device: contextlib.nullcontext()
 
 
+COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation, for every pack size
+
+
+def compile_forward(fn: Callable, compile: bool) -> Callable:
+    """``compute.compile``: the forward pass (a module, or a function of tensors) through
+    ``torch.compile`` (TorchInductor fuses the normalisation and activation arithmetic; the backward
+    pass is compiled with it). Off: ``fn`` itself.
+
+    Shapes are static: every new shape (the last partial batch, evaluation, a pack that shrinks)
+    compiles once more, which costs seconds to a minute each. Dynamic shapes would avoid that, but
+    their symbolic shape analysis of the vectorised convolutions did not finish (torch 2.14, CPU).
+    """
+    if not compile:
+        return fn
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILE_RECOMPILE_LIMIT)
+    return torch.compile(fn, dynamic=False)
+
+
 def l2_penalty(model: torch.nn.Module, l2: float) -> torch.Tensor | float:
     """Keras kernel_regularizer L2: l2 * sum(W^2) over conv and dense kernels."""
     if not l2:
@@ -118,16 +143,20 @@ def l2_penalty(model: torch.nn.Module, l2: float) -> torch.Tensor | float:
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l2: float,
-             autocast: contextlib.AbstractContextManager | None = None) -> tuple[float, float]:
-    """Eval-mode mean loss (cross-entropy + the L2 term, as Keras' evaluate reports) and accuracy."""
+             autocast: contextlib.AbstractContextManager | None = None,
+             net: Callable[[torch.Tensor], torch.Tensor] | None = None) -> tuple[float, float]:
+    """Eval-mode mean loss (cross-entropy + the L2 term, as Keras' evaluate reports) and accuracy;
+    ``net`` (default ``model``) is what computes the logits, e.g. the compiled model."""
     model.eval()
-    total_loss, correct = 0.0, 0
+    net = model if net is None else net
+    total_loss = torch.zeros((), dtype=torch.float64, device=x.device)
+    correct = torch.zeros((), dtype=torch.int64, device=x.device)
     for i in range(0, len(x), EVAL_BATCH):
         with autocast or contextlib.nullcontext():
-            logits = model(x[i:i + EVAL_BATCH])
-        total_loss += float(F.cross_entropy(logits.float(), y[i:i + EVAL_BATCH], reduction="sum"))
-        correct += int((logits.argmax(1) == y[i:i + EVAL_BATCH]).sum())
-    return total_loss / len(x) + float(l2_penalty(model, l2)), correct / len(x)
+            logits = net(x[i:i + EVAL_BATCH])
+        total_loss += F.cross_entropy(logits.float(), y[i:i + EVAL_BATCH], reduction="sum").double()
+        correct += (logits.argmax(1) == y[i:i + EVAL_BATCH]).sum()
+    return float(total_loss) / len(x) + float(l2_penalty(model, l2)), int(correct) / len(x)
 
 
 @dataclass
@@ -155,9 +184,11 @@ class RunState:
     epoch: int = 0                    # finished epochs
     step: int = 0                     # steps taken in the current epoch
     perm: np.ndarray | None = None    # data order of the current epoch
-    loss_sum: float = 0.0
+    loss_sum: float = 0.0             # as of ``step`` (during an epoch the sums live on the device)
     correct: float = 0.0
     seen: int = 0
+    augment: tuple | None = None      # the current epoch's flips and offsets from ``augment_from`` on
+    augment_from: int = 0
     clocks: dict = field(default_factory=lambda: {"T_sgd": 0.0, "T_l2": 0.0, "T_wd": 0.0, "T_adapt": 0.0})
     history: dict = field(default_factory=lambda: {k: [] for k in HISTORY_KEYS})
     best_val: float = math.inf
@@ -205,22 +236,23 @@ def summarize(history: dict, kernel_norm_init: float) -> dict:
     return out
 
 
-def environment(device: torch.device, precision: str = "float32", engine: str = "loop", pack_size: int = 1) -> dict:
-    """Versions, device, precision and pack engine recorded in every metrics file."""
+def environment(device: torch.device, precision: str = "float32", engine: str = "loop", pack_size: int = 1,
+                compile: bool = False) -> dict:
+    """Versions, device, precision, compilation and pack engine recorded in every metrics file."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {"initmem": __version__, "torch": torch.__version__, "numpy": np.__version__,
             "python": sys.version.split()[0], "device": f"{device.type}:{name}", "precision": precision,
-            "threads": torch.get_num_threads(), "engine": engine, "pack_size": pack_size}
+            "threads": torch.get_num_threads(), "engine": engine, "pack_size": pack_size, "compile": compile}
 
 
 def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
               checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32",
-              log: TextIO | None = sys.stderr) -> dict:
+              compile: bool = False, log: TextIO | None = sys.stderr) -> dict:
     """Train one run and return its metrics record (see DESIGN "Outputs"). This is the reference
     trainer; :func:`initmem.packed.train_packed` trains many at once with the same semantics.
 
     With ``checkpoint`` set, resumes from it when present and saves it every ``checkpoint_every``
-    epochs and on SIGTERM (then raises :class:`Preempted`).
+    epochs and on SIGTERM (then raises :class:`Preempted`). ``compile``: see :func:`compile_forward`.
     """
     device = device or data.x_train.device
     autocast = set_precision(precision)
@@ -228,6 +260,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     model = build_model(spec["arch"], int(spec["width"]), spec["norm"], spec["pool"]).to(device)
     init_weights(model, float(spec["sigma_w"]), init_gen)
     model.to(device)
+    net = compile_forward(model, compile)
     opt = KerasOptimizer(spec["optimizer"], list(model.parameters()), spec["weight_decay"], spec["momentum"])
     n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
     steps = math.ceil(n / b)
@@ -260,37 +293,51 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     while state.epoch < epochs and not state.stopped_early and state.status == "ok":
         if state.perm is None:
             state.perm, state.step, state.loss_sum, state.correct, state.seen = order_rng.permutation(n), 0, 0.0, 0.0, 0
+            state.augment = None
+        if spec["augment"] and state.augment is None:
+            state.augment, state.augment_from = draw_epoch_augment(aug_gen, n, b, state.step), state.step
+        # One copy to the device per epoch, sums and the divergence flag kept there: no host sync per step.
+        perm = torch.from_numpy(state.perm).to(device)
+        flips, offsets = (t.to(device) for t in state.augment) if spec["augment"] else (None, None)
+        loss_sum, correct = (torch.tensor(v, dtype=torch.float64, device=device) for v in (state.loss_sum, state.correct))
+        finite = torch.ones((), dtype=torch.bool, device=device)
         model.train()
         while state.step < steps:
             k = state.epoch * steps + state.step
             lr = lr_at(k)
-            idx = torch.from_numpy(state.perm[state.step * b:(state.step + 1) * b]).to(device)
+            batch = slice(state.step * b, (state.step + 1) * b)
+            idx = perm[batch]
             x, y = data.x_train[idx], data.y_train[idx]
             if spec["augment"]:
-                x = augment_batch(x, aug_gen)
+                aug = slice(batch.start - state.augment_from * b, batch.stop - state.augment_from * b)
+                x = apply_augment(x, flips[aug], offsets[aug])
             with autocast(device):
-                logits = model(x)
+                logits = net(x)
             loss = F.cross_entropy(logits.float(), y) + l2_penalty(model, l2)
-            if not torch.isfinite(loss):
-                state.status = "diverged"
-                break
+            finite &= torch.isfinite(loss)
             for p in model.parameters():
                 p.grad = None
             loss.backward()
             opt.step(lr)
-            state.loss_sum += float(loss.detach()) * len(y)
-            state.correct += float((logits.argmax(1) == y).sum())
+            loss_sum += loss.detach().double() * len(y)
+            correct += (logits.argmax(1) == y).sum().double()
             state.seen += len(y)
             advance_clocks(state.clocks, lr, b, l2, wd)
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
+                state.loss_sum, state.correct = float(loss_sum), float(correct)
+                if not finite:
+                    state.status = "diverged"
                 state.wall_seconds = time.perf_counter() - started
                 save()
                 raise Preempted(f"[{run_id}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
+        state.loss_sum, state.correct = float(loss_sum), float(correct)
+        if not finite:  # a non-finite loss anywhere in the epoch: Keras' TerminateOnNaN, read once per epoch
+            state.status = "diverged"
         if state.status != "ok":
             break
-        val_loss, val_acc = evaluate(model, data.x_val, data.y_val, l2, autocast(device))
-        test_loss, test_acc = evaluate(model, data.x_test, data.y_test, l2, autocast(device))
+        val_loss, val_acc = evaluate(model, data.x_val, data.y_val, l2, autocast(device), net)
+        test_loss, test_acc = evaluate(model, data.x_test, data.y_test, l2, autocast(device), net)
         if not (math.isfinite(val_loss) and math.isfinite(test_loss)):
             state.status = "diverged"
             break
@@ -300,7 +347,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
                "val_loss": val_loss, "val_acc": val_acc, "test_loss": test_loss, "test_acc": test_acc,
                "kernel_norm": kernel_norm(model), "lr": last_lr, **state.clocks}
         state.record_epoch(row, patience)
-        state.perm = None
+        state.perm = state.augment = None
         if log:
             print(f"[{run_id}] epoch {state.epoch}/{epochs} loss {row['train_loss']:.4f} acc {row['train_acc']:.3f} "
                   f"val {val_loss:.4f}/{val_acc:.3f} test {test_acc:.3f} {time.perf_counter() - started:.1f}s",
@@ -312,7 +359,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
         print(f"[{run_id}] diverged (non-finite loss) after {state.epoch} finished epochs", file=log, flush=True)
     return {"format": METRICS_FORMAT, "run_id": run_id, "spec": dict(spec), "status": state.status,
             "stopped_early": state.stopped_early, "history": state.history,
-            "summary": summarize(state.history, state.kernel_norm_init), "env": environment(device, precision),
+            "summary": summarize(state.history, state.kernel_norm_init), "env": environment(device, precision, compile=compile),
             "wall_seconds": time.perf_counter() - started}
 
 
@@ -327,7 +374,7 @@ ENGINES = ("vmap", "loop")
 
 
 def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
-               max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
+               compile: bool = False, max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
                log: TextIO | None = sys.stderr) -> list[dict]:
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
@@ -346,13 +393,13 @@ def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine
         from initmem.packed import train_packed
 
         ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
-        return train_packed(runs, data, device=dev, precision=precision, max_images=max_images, checkpoint=ckpt,
+        return train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
                             checkpoint_every=checkpoint_every, log=log)
     records = []
     for r in runs:
         ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
         records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
-                                 precision=precision, log=log))
+                                 precision=precision, compile=compile, log=log))
     return records
 
 

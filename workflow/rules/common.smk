@@ -101,6 +101,7 @@ def figure_inputs(wildcards):
 TRAIN_PARAMS = dict(
     device=config["compute"]["device"],
     precision=config["compute"]["precision"],
+    compile=config["compute"]["compile"],
     engine=config["pack"]["engine"],
     max_images=config["pack"]["max_images"],
     checkpoint_every=config["checkpoint"]["every_epochs"],
