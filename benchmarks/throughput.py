@@ -6,11 +6,17 @@ measured matmul peak on the same device, for three ways to train a pack of ResNe
 - grouped: a hand-written grouped-convolution ResNet-9 (channels of all models side by side, one
            ``groups=N`` conv per layer), forward/backward/SGD only, to check what vmap leaves on the table.
 
+Variants of loop and vmap: ``eager``; ``compile`` (``compute.compile``: torch.compile of the forward
+pass, static shapes; the compile time is excluded, it is paid once per shape and job); ``channels_last``
+(NHWC activations and kernels; for vmap the stacked tensors are laid out so that the grouped
+convolution vmap lowers to sees NHWC; a benchmark-only variant, the trainer does not offer it).
+
 Also prints the activation memory one training image costs (tensors saved for backward, counted on
 this device; the same tensors on any device), from which ``pack.max_images`` follows.
 
 usage: python benchmarks/throughput.py [--device cpu|cuda] [--width 64] [--steps 20] [--packs 1 4 16 64]
               [--batches 16 128] [--engines loop vmap grouped] [--precisions float32 tf32 bf16]
+              [--variants eager compile channels_last]
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import torch.nn.functional as F
 from initmem.models import build_model, init_weights
 from initmem.optim import KerasOptimizer
 from initmem.packed import PackedModel
-from initmem.train import set_precision
+from initmem.train import compile_forward, set_precision
 
 EPOCH_IMAGES, EPOCHS = 40_000, 300  # one paper run: 300 epochs of 40,000 training images
 
@@ -64,15 +70,19 @@ def _models(pack: int, width: int, device: torch.device) -> list[torch.nn.Module
     return models
 
 
-def loop_step(pack: int, width: int, batch: int, device: torch.device, autocast):
+def loop_step(pack: int, width: int, batch: int, device: torch.device, autocast, variant: str = "eager"):
     models = _models(pack, width, device)
     opts = [KerasOptimizer("sgd", list(m.parameters())) for m in models]
     x, y = torch.rand(pack, batch, 3, 32, 32, device=device), torch.randint(0, 10, (pack, batch), device=device)
+    if variant == "channels_last":
+        models = [m.to(memory_format=torch.channels_last) for m in models]
+        x = [xi.contiguous(memory_format=torch.channels_last) for xi in x]
+    nets = [compile_forward(m, variant == "compile") for m in models]
 
     def step() -> None:
-        for i, (m, opt) in enumerate(zip(models, opts, strict=True)):
+        for i, (m, net, opt) in enumerate(zip(models, nets, opts, strict=True)):
             with autocast:
-                logits = m(x[i])
+                logits = net(x[i])
             loss = F.cross_entropy(logits.float(), y[i])
             for p in m.parameters():
                 p.grad = None
@@ -81,11 +91,26 @@ def loop_step(pack: int, width: int, batch: int, device: torch.device, autocast)
     return step
 
 
-def vmap_step(pack: int, width: int, batch: int, device: torch.device, autocast):
+def _stacked_channels_last(t: torch.Tensor) -> torch.Tensor:
+    """A (models, out, in, k, k) kernel stack (or (models, images, C, H, W) batch) stored so that the
+    (out*models, in, k, k) or (images, models*C, H, W) view vmap's grouped convolution takes is NHWC."""
+    if t.dim() != 5:
+        return t
+    order = (0, 1, 3, 4, 2) if t.requires_grad else (1, 3, 4, 0, 2)
+    inverse = [order.index(i) for i in range(5)]
+    return t.detach().permute(order).contiguous().permute(inverse).requires_grad_(t.requires_grad)
+
+
+def vmap_step(pack: int, width: int, batch: int, device: torch.device, autocast, variant: str = "eager"):
     model = PackedModel(_models(pack, width, device))
     model.train()
-    opt = KerasOptimizer("sgd", list(model.params.values()), stacked=True)
+    if variant == "compile":
+        model.compile()
     x, y = torch.rand(pack, batch, 3, 32, 32, device=device), torch.randint(0, 10, (pack, batch), device=device)
+    if variant == "channels_last":
+        model.params = {k: _stacked_channels_last(v) for k, v in model.params.items()}
+        x = _stacked_channels_last(x)
+    opt = KerasOptimizer("sgd", list(model.params.values()), stacked=True)
 
     def step() -> None:
         with autocast:
@@ -98,7 +123,7 @@ def vmap_step(pack: int, width: int, batch: int, device: torch.device, autocast)
     return step
 
 
-def grouped_step(pack: int, width: int, batch: int, device: torch.device, autocast):
+def grouped_step(pack: int, width: int, batch: int, device: torch.device, autocast, variant: str = "eager"):
     """ResNet-9 of ``pack`` models as grouped convolutions on (batch, pack*C, H, W); BN over (batch, H, W)."""
     w = width
     shapes = [(3, w), (w, 2 * w), (2 * w, 2 * w), (2 * w, 2 * w), (2 * w, 4 * w), (4 * w, 8 * w), (8 * w, 8 * w), (8 * w, 8 * w)]
@@ -138,8 +163,9 @@ def grouped_step(pack: int, width: int, batch: int, device: torch.device, autoca
 ENGINES = {"loop": loop_step, "vmap": vmap_step, "grouped": grouped_step}
 
 
-def images_per_second(engine: str, pack: int, width: int, batch: int, steps: int, device: torch.device, autocast) -> float:
-    step = ENGINES[engine](pack, width, batch, device, autocast)
+def images_per_second(engine: str, pack: int, width: int, batch: int, steps: int, device: torch.device, autocast,
+                      variant: str = "eager") -> float:
+    step = ENGINES[engine](pack, width, batch, device, autocast, variant)
     for _ in range(3):
         step()
     sync(device)
@@ -180,6 +206,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 128])
     parser.add_argument("--engines", nargs="+", default=["loop", "vmap", "grouped"], choices=list(ENGINES))
     parser.add_argument("--precisions", nargs="+", default=["float32"], choices=["float32", "tf32", "bf16"])
+    parser.add_argument("--variants", nargs="+", default=["eager"], choices=["eager", "compile", "channels_last"],
+                        help="loop and vmap only; grouped runs eager")
     parser.add_argument("--max-images", type=int, default=1 << 30, help="skip pack x batch above this (memory)")
     args = parser.parse_args()
     device = torch.device(args.device)
@@ -188,7 +216,8 @@ def main() -> None:
     print(f"# Pack throughput: ResNet-9 width {args.width}, SGD, {name}, torch {torch.__version__}\n")
     print(f"Command: `python benchmarks/throughput.py --device {args.device} --width {args.width} --steps {args.steps} "
           f"--packs {' '.join(map(str, args.packs))} --batches {' '.join(map(str, args.batches))} "
-          f"--engines {' '.join(args.engines)} --precisions {' '.join(args.precisions)}`\n")
+          f"--engines {' '.join(args.engines)} --precisions {' '.join(args.precisions)} "
+          f"--variants {' '.join(args.variants)}`\n")
     print("| arch | width | activation MiB per training image (saved for backward) |\n|---|---:|---:|")
     for arch in ("resnet9", "resnet56", "resnet110"):
         print(f"| {arch} | 64 | {saved_mib_per_image(arch, 64):.2f} |", flush=True)
@@ -198,21 +227,21 @@ def main() -> None:
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         peak = matmul_peak_tflops(device, dtype, n)
         print(f"\n## {precision}: measured {dtype} matmul peak {peak:.2f} TFLOP/s ({n}x{n})\n")
-        print("| engine | pack | batch | images/s per job | images/s per run | runs/hour (300 x 40k images) "
+        print("| engine | variant | pack | batch | images/s per job | images/s per run | runs/hour (300 x 40k images) "
               "| x single run | TFLOP/s | % of peak |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for batch in args.batches:
             single = None
             for pack in args.packs:
-                for engine in args.engines:
-                    if pack * batch > args.max_images or (engine == "grouped" and pack == 1):
+                for engine, variant in [(e, v) for e in args.engines for v in args.variants]:
+                    if pack * batch > args.max_images or (engine == "grouped" and (pack == 1 or variant != "eager")):
                         continue
-                    total = images_per_second(engine, pack, args.width, batch, args.steps, device, autocast)
-                    if pack == 1 and engine == "loop":
-                        single = total
+                    total = images_per_second(engine, pack, args.width, batch, args.steps, device, autocast, variant)
+                    if pack == 1 and engine == "loop" and variant == "eager":
+                        single = total  # the baseline: one eager run
                     ratio = f"{total / single:.1f}" if single else "-"
                     tflops = total * flops / 1e12
-                    print(f"| {engine} | {pack} | {batch} | {total:,.0f} | {total / pack:,.0f} | "
+                    print(f"| {engine} | {variant} | {pack} | {batch} | {total:,.0f} | {total / pack:,.0f} | "
                           f"{3600 * total / (EPOCHS * EPOCH_IMAGES):.3f} | {ratio} | {tflops:.3f} | {100 * tflops / peak:.1f} |",
                           flush=True)
     set_precision("float32")
