@@ -189,12 +189,11 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         model.compile()
     state = PackState(members=[RunState(kernel_norm_init=kernel_norm(m)) for m in models], active=list(range(n_models)))
     del models
-    opt = KerasOptimizer(spec["optimizer"], list(model.params.values()), spec["weight_decay"], spec["momentum"], stacked=True)
     order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
     n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
     steps = math.ceil(n / b)
     lr_at = lr_schedule(spec, epochs * steps)
-    l2, wd, patience = float(spec["l2"]), opt.weight_decay, spec.get("patience")
+    l2, patience = float(spec["l2"]), spec.get("patience")
     eval_chunk = EVAL_BATCH if max_images is None else max(1, min(EVAL_BATCH, max_images // n_models))
     name = f"pack {runs[0]['run_id']} (+{n_models - 1})"
 
@@ -203,6 +202,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             print(f"[{name}] {msg}", file=log, flush=True)
 
     ckpt_key = {"runs": [r["run_id"] for r in runs], "specs": specs}
+    resumed = None
     if checkpoint is not None:
         try:
             resumed = load_checkpoint(checkpoint, ckpt_key, report=say)
@@ -211,9 +211,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             resumed = None
         if resumed is not None:
             state = resumed["state"]
-            model.load_state_dict(resumed["model"])
-            opt.load_state_dict(resumed["optimizer"])
-            opt.params = list(model.params.values())
+            model.load_state_dict(resumed["model"])  # possibly fewer members than at the start
             for rng, st in zip(order_rngs, resumed["order_rngs"], strict=True):
                 rng.bit_generator.state = st
             for gen, st in zip(aug_gens, resumed["aug_gens"], strict=True):
@@ -221,6 +219,11 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             state.draws = {k: v.to(device) for k, v in state.draws.items()} if state.draws else None
             state.sums = {k: v.to(device) for k, v in state.sums.items()} if state.sums else None
             say(f"resumed at epoch {state.epoch} step {state.step} with {len(state.active)} of {n_models} runs")
+    # built after a resume, over the tensors the pack trains now
+    opt = KerasOptimizer(spec["optimizer"], list(model.params.values()), spec["weight_decay"], spec["momentum"], stacked=True)
+    if resumed is not None:
+        opt.load_state_dict(resumed["optimizer"])
+    wd = opt.weight_decay
 
     def save() -> None:
         state.wall_seconds = time.perf_counter() - started
