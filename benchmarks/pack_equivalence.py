@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from initmem.data import build_splits
 from initmem.models import build_model, init_weights
 from initmem.packed import PackedModel, train_packed
-from initmem.spec import resolve_momentum, resolve_weight_decay
+from initmem.spec import resolve_spec
 from initmem.train import Tensors, train_run
 
 KEYS = ("train_loss", "val_loss", "test_loss", "kernel_norm")
@@ -30,14 +30,13 @@ CASES = [
 ]
 
 
+BASE = dict(arch="resnet9", width=4, norm="batchnorm", pool="max", optimizer="sgd", lr=0.05, schedule="cosine",
+            alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None, momentum=None, augment=False,
+            patience=None, sigma_w=1.0, seed=0, variant=None, n_train=96, n_val=48, n_test=48)  # tests' tiny_spec
+
+
 def spec(**overrides) -> dict:
-    s = dict(arch="resnet9", width=4, norm="batchnorm", pool="max", optimizer="sgd", lr=0.05, schedule="cosine",
-             alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None, momentum=None, augment=False,
-             patience=None, sigma_w=1.0, seed=0, variant=None, n_train=96, n_val=48, n_test=48)
-    s.update(overrides)
-    s["weight_decay"] = resolve_weight_decay(s["optimizer"], s["weight_decay"])
-    s["momentum"] = resolve_momentum(s["optimizer"], s["momentum"])
-    return s
+    return resolve_spec(BASE | overrides)
 
 
 def max_relative_difference(packed: list[dict], single: list[dict], key: str) -> float:

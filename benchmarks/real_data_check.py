@@ -14,7 +14,7 @@ import time
 import torch
 
 from initmem.data import build_splits
-from initmem.spec import resolve_momentum, resolve_weight_decay
+from initmem.spec import resolve_spec
 from initmem.train import train_pack
 
 
@@ -33,10 +33,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     splits = build_splits({"source": "archive", "archive": args.archive, "verify_md5": not args.no_verify_md5,
                            "n_train": args.n_train, "n_val": 2000, "n_test": 2000})
-    spec = dict(arch="resnet9", width=args.width, norm="batchnorm", pool="max", optimizer=args.optimizer, lr=args.lr,
-                schedule="cosine", alpha=0.01, epochs=args.epochs, batch_size=args.batch_size, l2=0.0,
-                weight_decay=resolve_weight_decay(args.optimizer, None), momentum=resolve_momentum(args.optimizer, None),
-                augment=False, patience=None, sigma_w=1.0, seed=0, variant=None, n_train=args.n_train, n_val=2000, n_test=2000)
+    spec = resolve_spec(dict(
+        arch="resnet9", width=args.width, norm="batchnorm", pool="max", optimizer=args.optimizer, lr=args.lr,
+        schedule="cosine", alpha=0.01, epochs=args.epochs, batch_size=args.batch_size, l2=0.0, weight_decay=None,
+        momentum=None, augment=False, patience=None, sigma_w=1.0, seed=0, variant=None, n_train=args.n_train,
+        n_val=2000, n_test=2000))
     start = time.perf_counter()
     rec = train_pack([{"run_id": "real_check", "spec": spec}], splits, device="cpu", log=sys.stderr)[0]
     h = rec["history"]

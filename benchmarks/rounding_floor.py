@@ -23,7 +23,7 @@ import time
 import torch
 
 from initmem.data import build_splits
-from initmem.spec import resolve_momentum, resolve_weight_decay
+from initmem.spec import resolve_spec
 from initmem.train import train_pack
 
 METRICS = ("test_acc_best", "val_loss_best", "tau_best")
@@ -48,10 +48,10 @@ def main() -> None:
     splits = build_splits({"source": "archive", "archive": args.archive, "verify_md5": not args.no_verify_md5,
                            "n_train": args.n_train, "n_val": n_eval, "n_test": n_eval})
     optimizer = args.optimizer
-    base = dict(arch="resnet9", width=args.width, norm="batchnorm", pool="max", optimizer=optimizer, lr=args.lr,
-                schedule="cosine", alpha=0.01, epochs=args.epochs, batch_size=32, l2=0.0,
-                weight_decay=resolve_weight_decay(optimizer, None), momentum=resolve_momentum(optimizer, None),
-                augment=not args.no_augment, patience=None, variant=None, n_train=args.n_train, n_val=n_eval, n_test=n_eval)
+    base = resolve_spec(dict(
+        arch="resnet9", width=args.width, norm="batchnorm", pool="max", optimizer=optimizer, lr=args.lr, schedule="cosine",
+        alpha=0.01, epochs=args.epochs, batch_size=32, l2=0.0, weight_decay=None, momentum=None,
+        augment=not args.no_augment, patience=None, variant=None, n_train=args.n_train, n_val=n_eval, n_test=n_eval))
     runs = [{"run_id": f"s{sw:g}_seed{seed}", "spec": {**base, "sigma_w": sw, "seed": seed}}
             for sw, seed in itertools.product(args.sigmas, args.seeds)]
     ways = {"loop": dict(engine="loop"), "vmap": dict(engine="vmap"), "compiled": dict(engine="loop", compile=True)}

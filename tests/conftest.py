@@ -13,15 +13,12 @@ SHARED_CIFAR = ROOT.parent / "shared" / "cifar10"
 
 def tiny_spec(**overrides) -> dict:
     """A resolved spec small enough to train in a second on CPU."""
-    from initmem.spec import resolve_momentum, resolve_weight_decay
+    from initmem.spec import resolve_spec
 
-    spec = dict(arch="resnet9", width=4, norm="batchnorm", pool="max", optimizer="sgd", lr=0.05, schedule="cosine",
-                alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None, momentum=None, augment=False,
-                patience=None, sigma_w=1.0, seed=0, variant=None, n_train=96, n_val=48, n_test=48)
-    spec.update(overrides)
-    spec["weight_decay"] = resolve_weight_decay(spec["optimizer"], spec["weight_decay"])
-    spec["momentum"] = resolve_momentum(spec["optimizer"], spec["momentum"])
-    return spec
+    return resolve_spec(dict(arch="resnet9", width=4, norm="batchnorm", pool="max", optimizer="sgd", lr=0.05,
+                             schedule="cosine", alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None,
+                             momentum=None, augment=False, patience=None, sigma_w=1.0, seed=0, variant=None,
+                             n_train=96, n_val=48, n_test=48) | overrides)
 
 
 def tiny_config(studies: dict, data: dict | None = None, pack: int = 1, checkpoint_every: int = 0, **defaults) -> dict:

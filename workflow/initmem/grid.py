@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from initmem.spec import SPEC_KEYS, ConfigError, resolve_momentum, resolve_weight_decay, validate_spec
+from initmem.spec import SPEC_KEYS, ConfigError, resolve_spec, validate_spec
 
 PACKED_AXES = ("sigma_w", "seed")
 _ABBREV = {"batch_size": "b", "sigma_w": "sw", "seed": "s", "weight_decay": "wd", "momentum": "mom",
@@ -72,8 +72,7 @@ def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run
             if unknown:
                 raise ConfigError(f"{where}: unknown keys {unknown}; known keys: {list(SPEC_KEYS)}")
             validate_spec(spec, where)
-            spec["weight_decay"] = resolve_weight_decay(spec["optimizer"], spec["weight_decay"])
-            spec["momentum"] = resolve_momentum(spec["optimizer"], spec["momentum"])
+            spec = resolve_spec(spec)
             spec.update(variant=variant or None, n_train=data["n_train"], n_val=data["n_val"], n_test=data["n_test"])
             config_parts = ([variant] if variant else []) + [_label(k, point[k]) for k in label_keys]
             config_id = "_".join(config_parts) or name

@@ -36,6 +36,12 @@ def resolve_momentum(optimizer: str, momentum: float | None) -> float:
     return float(DEFAULT_MOMENTUM.get(optimizer, 0.0) if momentum is None else momentum)
 
 
+def resolve_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``spec`` with a null weight_decay or momentum replaced by the value the optimizer applies."""
+    return {**spec, "weight_decay": resolve_weight_decay(spec["optimizer"], spec["weight_decay"]),
+            "momentum": resolve_momentum(spec["optimizer"], spec["momentum"])}
+
+
 def _choice(spec: dict, key: str, allowed: tuple[str, ...], where: str) -> None:
     if spec[key] not in allowed:
         raise ConfigError(f"{where}: {key} = {spec[key]!r} is unknown; choose one of {list(allowed)}")
