@@ -1,7 +1,8 @@
 """How far a vectorised pack's metrics are from the same runs trained alone (float rounding only),
-and how accurate a first step is against float64, pack and single run alike.
+how far compiled runs and packs (``compute.compile``) are from eager ones, and how accurate a first
+step is against float64, pack and single run alike.
 
-usage: PYTHONPATH=workflow python benchmarks/pack_equivalence.py   (CPU, 1 thread, ~1 minute)
+usage: PYTHONPATH=workflow python benchmarks/pack_equivalence.py   (CPU, 1 thread, 1-2 minutes)
 Setting: synthetic data, 96/48/48 images, ResNet-9 width 4, 2 epochs, 3 runs per pack (as tests/test_packed.py).
 """
 
@@ -63,6 +64,11 @@ def first_step_errors(arch: str, width: int, sigma: float) -> tuple[float, float
     return err([p.grad for p in single.parameters()]), err([p.grad[0] for p in packed.params.values()])
 
 
+def train_run_records(runs: list[dict], data: Tensors, **kwargs) -> list[dict]:
+    """The runs trained one by one with the reference trainer."""
+    return [train_run(r["spec"], data, r["run_id"], **kwargs) for r in runs]
+
+
 def main() -> None:
     torch.set_num_threads(1)
     data = Tensors.from_splits(build_splits({"source": "synthetic", "n_train": 96, "n_val": 48, "n_test": 48}),
@@ -74,8 +80,17 @@ def main() -> None:
         runs = [{"run_id": f"r{i}", "spec": spec(sigma_w=sw, seed=seed, **overrides)}
                 for i, (sw, seed) in enumerate(((0.5, 0), (1.5, 1), (1.0, 3)))]
         packed = train_packed(runs, data, log=None)
-        single = [train_run(r["spec"], data, r["run_id"], log=None) for r in runs]
+        single = train_run_records(runs, data, log=None)
         print(f"| {label} | " + " | ".join(f"{max_relative_difference(packed, single, k):.1e}" for k in KEYS) + " |", flush=True)
+    print("\n# Compiled vs eager: largest relative difference over 2 epochs (the settings of tests/test_compile.py)\n")
+    print("| setting | " + " | ".join(KEYS) + " |\n|---|" + "---:|" * len(KEYS))
+    one = [{"run_id": "r0", "spec": spec(augment=True, batch_size=40, l2=1e-3, lr=0.01)}]
+    pack = [{"run_id": f"r{i}", "spec": spec(sigma_w=sw, seed=seed, lr=0.01)}
+            for i, (sw, seed) in enumerate(((1.0, 0), (1e30, 1), (0.5, 3)))]  # the second diverges in epoch 1
+    for label, runs, trainer in (("single run, SGD, BN, augment, L2", one, train_run_records),
+                                 ("pack of 3, SGD, BN, one member diverges", pack, train_packed)):
+        eager, compiled = trainer(runs, data, log=None), trainer(runs, data, compile=True, log=None)
+        print(f"| {label} | " + " | ".join(f"{max_relative_difference(compiled, eager, k):.1e}" for k in KEYS) + " |", flush=True)
     print("\n# First-step gradient error against float64 (relative, all gradients with a non-zero exact value)\n")
     print("| model | sigma_w | single run, float32 | pack, float32 |\n|---|---:|---:|---:|")
     for arch, width in (("resnet9", 8), ("resnet56", 16)):
