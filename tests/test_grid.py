@@ -98,3 +98,38 @@ def test_bad_studies_give_messages_naming_the_key(mutate, message):
     mutate(config)
     with pytest.raises(ConfigError, match=message):
         expand_studies(config)
+
+
+def _cfg(grid):
+    return {"defaults": load("config.yaml")["defaults"], "data": {"n_train": 8, "n_val": 4, "n_test": 4},
+            "studies": {"s": {"grid": grid}}}
+
+
+def test_a_grid_list_is_the_union_of_its_cartesian_products():
+    runs = expand_studies(_cfg([
+        {"optimizer": ["sgd", "adam", "muon"], "batch_size": [16], "sigma_w": [0.1, 2.5], "seed": [0, 1]},
+        {"optimizer": ["sgd", "adam"], "batch_size": [16, 64], "sigma_w": [0.1, 2.5], "seed": [0, 1]},
+    ]))["s"]
+    ids = [r.run_id for r in runs]
+    # 3 optimizers at b16 plus 2 optimizers at b64; the sgd/adam b16 runs named twice appear once
+    assert len(ids) == len(set(ids)) == 3 * 4 + 2 * 4
+    assert "muon_b16_sw2.5_s1" in ids and "adam_b64_sw0.1_s0" in ids and "muon_b64_sw0.1_s0" not in ids
+
+
+def test_a_grid_list_with_different_keys_is_refused():
+    with pytest.raises(ConfigError, match=r"grid\[1\]: keys .* differ"):
+        expand_studies(_cfg([{"optimizer": ["sgd"], "sigma_w": [1.0], "seed": [0]},
+                             {"batch_size": [16], "sigma_w": [1.0], "seed": [0]}]))
+
+
+def test_evidence_config_runs_and_scale_criteria():
+    """config/evidence.yaml: the optimizer contrast, the clock collapse and the repair map, and the
+    step criterion C2 of its header (every run >= 750 optimizer steps)."""
+    runs = expand_studies(load("evidence.yaml"))
+    assert {s: len(r) for s, r in runs.items()} == {"main": 81, "lr_l2": 24}
+    main = runs["main"]
+    assert {r.spec["optimizer"] for r in main if r.spec["batch_size"] == 16} == {"sgd", "sgd_momentum", "adam", "adamw", "muon"}
+    for opt in ("sgd", "adam"):
+        assert {r.spec["batch_size"] for r in main if r.spec["optimizer"] == opt} == {16, 32, 64}
+    steps = [r.spec["epochs"] * math.ceil(r.spec["n_train"] / r.spec["batch_size"]) for rs in runs.values() for r in rs]
+    assert min(steps) >= 750
