@@ -20,6 +20,15 @@ DEFAULT_MOMENTUM = {"sgd": 0.0, "sgd_momentum": 0.9, "muon": 0.95, "muon_full": 
 # Keys a run spec has; studies may override any of them ("set", "variants", "grid").
 SPEC_KEYS = ("arch", "width", "norm", "pool", "optimizer", "lr", "schedule", "alpha", "epochs",
              "batch_size", "l2", "weight_decay", "momentum", "augment", "patience", "sigma_w", "seed")
+# Keys a config may leave out, with the value that applies then. A spec holds them only where they
+# differ from it, so adding one changes no existing run's spec (nor, hence, its id or its reruns).
+OPTIONAL_SPEC_KEYS = {"weight_decay_mode": "decoupled"}
+KNOWN_KEYS = SPEC_KEYS + tuple(OPTIONAL_SPEC_KEYS)
+# decoupled: Keras' p <- p - eta_k wd p before the update; coupled: g <- g + wd p (PyTorch's
+# ``weight_decay``), which momentum and Adam's moments then carry
+WEIGHT_DECAY_MODES = ("decoupled", "coupled")
+# Keras' Adam-family defaults (Adam, AdamW and Muon's AdamW branch)
+ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-7
 
 
 class ConfigError(ValueError):
@@ -37,9 +46,14 @@ def resolve_momentum(optimizer: str, momentum: float | None) -> float:
 
 
 def resolve_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``spec`` with a null weight_decay or momentum replaced by the value the optimizer applies."""
-    return {**spec, "weight_decay": resolve_weight_decay(spec["optimizer"], spec["weight_decay"]),
-            "momentum": resolve_momentum(spec["optimizer"], spec["momentum"])}
+    """A copy of ``spec`` with a null weight_decay or momentum replaced by the value the optimizer
+    applies, and optional keys at their default value left out (:data:`OPTIONAL_SPEC_KEYS`)."""
+    out = {**spec, "weight_decay": resolve_weight_decay(spec["optimizer"], spec["weight_decay"]),
+           "momentum": resolve_momentum(spec["optimizer"], spec["momentum"])}
+    for key, default in OPTIONAL_SPEC_KEYS.items():
+        if out.get(key, default) == default:
+            out.pop(key, None)
+    return out
 
 
 def _choice(spec: dict, key: str, allowed: tuple[str, ...], where: str) -> None:
@@ -57,6 +71,9 @@ def validate_spec(spec: dict[str, Any], where: str) -> None:
     _choice(spec, "pool", POOLS, where)
     _choice(spec, "schedule", SCHEDULES, where)
     _choice(spec, "optimizer", OPTIMIZERS, where)
+    if spec.get("weight_decay_mode", "decoupled") not in WEIGHT_DECAY_MODES:
+        raise ConfigError(f"{where}: weight_decay_mode = {spec['weight_decay_mode']!r} is unknown; "
+                          f"choose one of {list(WEIGHT_DECAY_MODES)}")
     positive = {"width": int, "epochs": int, "batch_size": int, "lr": float, "sigma_w": float}
     for key, kind in positive.items():
         value = spec[key]
