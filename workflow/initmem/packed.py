@@ -220,7 +220,8 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             state.sums = {k: v.to(device) for k, v in state.sums.items()} if state.sums else None
             say(f"resumed at epoch {state.epoch} step {state.step} with {len(state.active)} of {n_models} runs")
     # built after a resume, over the tensors the pack trains now
-    opt = KerasOptimizer(spec["optimizer"], list(model.params.values()), spec["weight_decay"], spec["momentum"], stacked=True)
+    opt = KerasOptimizer(spec["optimizer"], list(model.params.values()), spec["weight_decay"], spec["momentum"], stacked=True,
+                         weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
     if resumed is not None:
         opt.load_state_dict(resumed["optimizer"])
     wd = opt.weight_decay

@@ -261,7 +261,8 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     init_weights(model, float(spec["sigma_w"]), init_gen)
     model.to(device)
     net = compile_forward(model, compile)
-    opt = KerasOptimizer(spec["optimizer"], list(model.parameters()), spec["weight_decay"], spec["momentum"])
+    opt = KerasOptimizer(spec["optimizer"], list(model.parameters()), spec["weight_decay"], spec["momentum"],
+                         weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
     n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
     steps = math.ceil(n / b)
     l2, wd = float(spec["l2"]), opt.weight_decay
