@@ -107,3 +107,79 @@ def test_muon_step_has_keras_scale():
 def test_unknown_optimizer_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
         KerasOptimizer("lion", [])
+
+
+def test_coupled_weight_decay_goes_through_the_gradient():
+    # decoupled (Keras): v = -lr g, then p <- p - lr wd p first; coupled (PyTorch): g <- g + wd p
+    wd, lr = 0.1, 0.5
+    p_dec, p_cpl = _param([2.0]), _param([2.0])
+    dec = KerasOptimizer("sgd_momentum", [p_dec], weight_decay=wd)
+    cpl = KerasOptimizer("sgd_momentum", [p_cpl], weight_decay=wd, weight_decay_mode="coupled")
+    for p, opt in ((p_dec, dec), (p_cpl, cpl)):
+        p.grad = torch.zeros(1, dtype=torch.float64)
+        opt.step(lr)
+    # one step: both shrink p by lr * wd * p = 0.1
+    assert p_dec.item() == pytest.approx(1.9) and p_cpl.item() == pytest.approx(1.9)
+    for p, opt in ((p_dec, dec), (p_cpl, cpl)):
+        p.grad = torch.zeros(1, dtype=torch.float64)
+        opt.step(lr)
+    # second step: decoupled 1.9 - 0.095 (+ the velocity of a zero gradient: 0); coupled: the decay
+    # entered the velocity, v = 0.9 * (-0.1) - 0.5 * 0.1 * 1.9 = -0.185
+    assert p_dec.item() == pytest.approx(1.9 - 0.095)
+    assert p_cpl.item() == pytest.approx(1.9 - 0.185)
+
+
+def test_coupled_weight_decay_in_steady_state_is_ten_times_stronger_with_momentum():
+    # the issue-13 claim: with momentum 0.9 coupled decay acts like wd / (1 - 0.9) per step
+    def shrink(mode: str) -> float:
+        p = _param([1.0])
+        opt = KerasOptimizer("sgd_momentum", [p], weight_decay=1e-3, weight_decay_mode=mode)
+        for _ in range(200):
+            p.grad = torch.zeros(1, dtype=torch.float64)
+            opt.step(0.1)
+        return -math.log(p.item()) / 200  # per-step log decay rate
+    assert shrink("decoupled") == pytest.approx(1e-4, rel=1e-3)
+    assert shrink("coupled") == pytest.approx(1e-3, rel=0.05)
+
+
+def test_coupled_weight_decay_is_the_same_for_stacked_packs():
+    torch.manual_seed(0)
+    single = [torch.nn.Parameter(torch.randn(3, 4, dtype=torch.float64)) for _ in range(2)]
+    stacked = torch.nn.Parameter(torch.stack([p.detach().clone() for p in single]))
+    grads = [torch.randn(3, 4, dtype=torch.float64) for _ in range(2)]
+    for p, g in zip(single, grads, strict=True):
+        opt = KerasOptimizer("adamw", [p], weight_decay=0.01, weight_decay_mode="coupled")
+        for _ in range(3):
+            p.grad = g.clone()
+            opt.step(0.1)
+    opt = KerasOptimizer("adamw", [stacked], weight_decay=0.01, weight_decay_mode="coupled", stacked=True)
+    for _ in range(3):
+        stacked.grad = torch.stack(grads)
+        opt.step(0.1)
+    assert torch.allclose(stacked.detach(), torch.stack([p.detach() for p in single]), rtol=0, atol=1e-12)
+
+
+def test_unknown_weight_decay_mode_is_a_clear_error():
+    with pytest.raises(ValueError, match="weight_decay_mode 'l2'"):
+        KerasOptimizer("sgd", [], weight_decay_mode="l2")
+
+
+def test_weight_decay_mode_is_a_spec_option_that_leaves_default_specs_alone():
+    from pathlib import Path
+
+    import yaml
+
+    from initmem.grid import expand_studies
+    from initmem.spec import ConfigError
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+    before = {r.run_id: r.spec for r in expand_studies(config)["best_recipe"]}
+    config["studies"]["best_recipe"]["variants"]["sgd_standard"]["weight_decay_mode"] = "decoupled"  # the default, said
+    assert {r.run_id: r.spec for r in expand_studies(config)["best_recipe"]} == before  # no spec, id or rerun changes
+    config["studies"]["best_recipe"]["grid"]["weight_decay_mode"] = ["decoupled", "coupled"]
+    runs = expand_studies(config)["best_recipe"]
+    coupled = [r for r in runs if r.spec.get("weight_decay_mode") == "coupled"]
+    assert len(coupled) == len(runs) // 2 and coupled[0].run_id.startswith("sgd_standard_b16_coupled_")
+    config["studies"]["best_recipe"]["grid"]["weight_decay_mode"] = ["l2"]
+    with pytest.raises(ConfigError, match="weight_decay_mode = 'l2' is unknown"):
+        expand_studies(config)
