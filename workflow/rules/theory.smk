@@ -1,0 +1,38 @@
+# The theory, runnable: Figure 9 (the deep-linear-network check) and the forgetting clocks of every
+# configuration. Neither needs a training study, so both are built in every config.
+
+localrules:
+    linear_check,
+    clocks_table,
+
+
+rule linear_check:
+    """Figure 9 and results/tables/linear_check.csv: imbalance conservation, leakage and contraction
+    in deep linear networks (float64 numpy, about ten CPU seconds)."""
+    output:
+        pdf="figures/fig9.pdf",
+        png=report("figures/fig9.png", caption="../report/fig9.rst", category="Figures", labels={"figure": "fig9"}),
+        table=report("results/tables/linear_check.csv", caption="../report/table.rst", category="Tables", labels={"table": "linear_check.csv"}),
+    log:
+        "results/logs/figures/fig9.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/linear_check.py"
+
+
+rule clocks_table:
+    """results/tables/clocks.csv: every configuration of the configured studies with its final
+    T_sgd, T_l2, T_wd, T_adapt, summed step by step as the trainer does (torch-free)."""
+    output:
+        "results/tables/clocks.csv",
+    params:
+        studies=config["studies"],
+        defaults=config["defaults"],
+        n_train=config["data"]["n_train"],
+    log:
+        "results/logs/clocks_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/clocks_table.py"

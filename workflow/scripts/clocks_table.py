@@ -1,0 +1,11 @@
+"""Snakemake script: results/tables/clocks.csv, every configuration of the configured studies with its final clocks."""
+
+import _path  # noqa: F401
+
+from initmem.cli import log_to
+from initmem.clocks import write_clocks_table
+from initmem.grid import expand_studies
+
+with log_to(snakemake.log[0]):  # noqa: F821
+    n = write_clocks_table(expand_studies(snakemake.config), snakemake.output[0])  # noqa: F821
+    print(f"wrote {snakemake.output[0]}: {n} configurations")  # noqa: F821

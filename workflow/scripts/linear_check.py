@@ -1,0 +1,11 @@
+"""Snakemake script: Figure 9 (PDF + PNG) and results/tables/linear_check.csv from the linear-network check."""
+
+import _path  # noqa: F401
+
+from initmem.cli import log_to
+from initmem.plots_linear import write_linear_check
+
+with log_to(snakemake.log[0]):  # noqa: F821
+    rows = write_linear_check(snakemake.output.pdf, snakemake.output.png, snakemake.output.table)  # noqa: F821
+    for r in rows:
+        print(f"{r['panel']} {r['check']}: measured {r['measured']:.4g}, predicted {r['predicted']:.4g}")
