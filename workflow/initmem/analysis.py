@@ -1,7 +1,9 @@
-"""From metrics files to the paper's tables: runs, history, spreads, OLS |beta(t)|, clocks, claims.
+"""From metrics files to the paper's tables: runs, history, spreads, OLS |beta(t)|, interpolation,
+the long-run comparison, clocks and the scale a number was measured at.
 
 A *configuration* is every spec key except sigma_w and seed; spreads and beta are per study and
-configuration.
+configuration. The paper's claims are in :mod:`initmem.claims`, their verdicts in
+:mod:`initmem.verdicts`, the Markdown tables in :mod:`initmem.report`.
 """
 
 from __future__ import annotations
@@ -13,27 +15,34 @@ import numpy as np
 import pandas as pd
 
 from initmem.records import load_record
-from initmem.spec import SPEC_KEYS
+from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
+from initmem.verdicts import cell_from_runs, spread_interval
 
 PACKED = ("sigma_w", "seed")
-CONFIG_KEYS = [k for k in SPEC_KEYS if k not in PACKED] + ["variant"]
+CONFIG_KEYS = [k for k in SPEC_KEYS if k not in PACKED] + list(OPTIONAL_SPEC_KEYS) + ["variant"]
 SUMMARY_KEYS = ("tau_best", "tau_interp", "val_loss_best", "val_acc_best", "test_acc_best", "train_acc_best",
                 "kernel_norm_init", "kernel_norm_best", "repair_gap")
 CLOCKS = ("T_sgd", "T_l2", "T_wd", "T_adapt")
 
 
 def collect(files: list[str | Path], study: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A row per run (spec + summary) and a row per (run, epoch) for one study's metrics files."""
+    """A row per run (spec + summary) and a row per (run, epoch) for one study's metrics files.
+
+    In the history the spec's eta0 is ``lr`` (a configuration key, as in runs.csv) and the rate of
+    the epoch's last step, recorded by the trainer, is ``lr_epoch``; ``status`` and
+    ``stopped_early`` say how the run ended.
+    """
     rows, hist = [], []
     for f in files:
         rec = load_record(f)
-        spec = {k: rec["spec"].get(k) for k in [*CONFIG_KEYS, *PACKED, "n_train", "n_val", "n_test"]}
+        spec = {k: rec["spec"].get(k, OPTIONAL_SPEC_KEYS.get(k)) for k in [*CONFIG_KEYS, *PACKED, "n_train", "n_val", "n_test"]}
         base = {"study": study, "run_id": rec["run_id"], **spec}
-        rows.append({**base, "status": rec["status"], "stopped_early": rec.get("stopped_early", False),
-                     **{k: rec["summary"][k] for k in SUMMARY_KEYS}, "epochs_run": len(rec["history"]["epoch"]),
-                     "wall_seconds": rec["wall_seconds"], "device": rec["env"].get("device")})
-        h = pd.DataFrame(rec["history"])
-        for k, v in base.items():
+        ended = {"status": rec["status"], "stopped_early": bool(rec.get("stopped_early", False))}
+        rows.append({**base, **ended, **{k: rec["summary"][k] for k in SUMMARY_KEYS},
+                     "epochs_run": len(rec["history"]["epoch"]), "wall_seconds": rec["wall_seconds"],
+                     "device": rec["env"].get("device")})
+        h = pd.DataFrame(rec["history"]).rename(columns={"lr": "lr_epoch"})
+        for k, v in {**base, **ended}.items():
             h[k] = v
         hist.append(h)
     runs = pd.DataFrame(rows)
@@ -41,33 +50,68 @@ def collect(files: list[str | Path], study: str) -> tuple[pd.DataFrame, pd.DataF
     return runs, history
 
 
-def _group_keys(df: pd.DataFrame) -> list[str]:
+def group_keys(df: pd.DataFrame) -> list[str]:
     """Study + configuration columns present in ``df`` (NaN-safe grouping needs dropna=False)."""
     return ["study"] + [k for k in CONFIG_KEYS if k in df.columns]
 
 
+def _diverged(df: pd.DataFrame) -> pd.Series:
+    return df["status"].eq("diverged") if "status" in df else pd.Series(False, index=df.index)
+
+
+# --- spreads -----------------------------------------------------------------------------------
+
 def spreads(runs: pd.DataFrame) -> pd.DataFrame:
     """Per study, configuration and sigma_w: seed-mean test/train accuracy at tau_best and the
-    configuration's spread (max - min over sigma_w of the seed mean, percentage points)."""
-    keys = _group_keys(runs)
-    ok = runs[runs["test_acc_best"].notna()]
-    per_sigma = (ok.groupby(keys + ["sigma_w"], dropna=False)
+    configuration's spread (max - min over sigma_w of the seed mean, percentage points) with its
+    95% seed-bootstrap interval (``spread_ci_low/high``; NaN with one seed).
+
+    Diverged runs are counted (``n_diverged``) and enter with their best epoch before diverging;
+    a run that diverged in its first epoch has no value (``n_runs`` - ``n_seeds`` per sigma_w).
+    """
+    if runs.empty:
+        return pd.DataFrame()
+    keys = group_keys(runs)
+    runs = runs.assign(diverged=_diverged(runs))
+    per_sigma = (runs.groupby(keys + ["sigma_w"], dropna=False)
                  .agg(test_acc=("test_acc_best", "mean"), test_acc_seed_std=("test_acc_best", "std"),
-                      train_acc=("train_acc_best", "mean"), n_seeds=("seed", "count"))
+                      train_acc=("train_acc_best", "mean"), n_seeds=("test_acc_best", "count"),
+                      n_runs=("seed", "size"), n_diverged=("diverged", "sum"))
                  .reset_index())
-    def config_stats(g: pd.DataFrame) -> pd.Series:
-        hi, lo = g.loc[g["test_acc"].idxmax()], g.loc[g["test_acc"].idxmin()]
-        return pd.Series({"spread_pp": 100 * (hi["test_acc"] - lo["test_acc"]), "argmax_sigma_w": hi["sigma_w"],
-                          "argmin_sigma_w": lo["sigma_w"], "seed_std_pp": 100 * g["test_acc_seed_std"].mean()})
-    stats = per_sigma.groupby(keys, dropna=False)[["sigma_w", "test_acc", "test_acc_seed_std"]].apply(config_stats).reset_index()
-    return per_sigma.merge(stats, on=keys, how="left")
+    stats = []
+    for group, g in runs.groupby(keys, dropna=False, sort=False):
+        means = per_sigma_means(g)
+        if means.empty:
+            continue
+        hi, lo = means.idxmax(), means.idxmin()
+        low, high = spread_interval(cell_from_runs(g))
+        stats.append({**dict(zip(keys, group, strict=True)), "spread_pp": 100 * (means[hi] - means[lo]),
+                      "spread_ci_low": low, "spread_ci_high": high, "argmax_sigma_w": hi, "argmin_sigma_w": lo,
+                      "seed_std_pp": 100 * g.groupby("sigma_w")["test_acc_best"].std().mean(),
+                      "n_diverged_config": int(g["diverged"].sum())})
+    if not stats:
+        return per_sigma
+    return per_sigma.merge(pd.DataFrame(stats), on=keys, how="left")
+
+
+def per_sigma_means(g: pd.DataFrame, metric: str = "test_acc_best") -> pd.Series:
+    """Seed mean of ``metric`` per sigma_w (sigma_w values without any value left out)."""
+    return g.groupby("sigma_w")[metric].mean().dropna()
 
 
 def config_spreads(spread_table: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration (the spread columns of :func:`spreads`)."""
-    keys = _group_keys(spread_table)
-    return spread_table.drop_duplicates(keys)[keys + ["spread_pp", "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp"]]
+    if spread_table.empty or "spread_pp" not in spread_table:
+        return pd.DataFrame(columns=["study", "spread_pp"])
+    keys = group_keys(spread_table)
+    cols = ["spread_pp", "spread_ci_low", "spread_ci_high", "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp",
+            "n_diverged_config"]
+    out = spread_table.drop_duplicates(keys)[keys + cols]
+    n = spread_table.groupby(keys, dropna=False).agg(n_runs=("n_runs", "sum"), n_seeds=("n_seeds", "max")).reset_index()
+    return out.merge(n, on=keys, how="left")
 
+
+# --- |beta(t)| ---------------------------------------------------------------------------------
 
 def ols_slope(x: np.ndarray, y: np.ndarray) -> dict:
     """OLS of y on (1, x) with statsmodels: slope, its SE, 95% CI, n (NaN where it cannot be fitted)."""
@@ -81,17 +125,108 @@ def ols_slope(x: np.ndarray, y: np.ndarray) -> dict:
     return {"beta": float(fit.params[1]), "se": float(fit.bse[1]), "ci_low": float(low), "ci_high": float(high), "n": n}
 
 
+def carry_forward(history: pd.DataFrame) -> pd.DataFrame:
+    """The history with each early-stopped run's last epoch repeated up to its spec's ``epochs``
+    (``carried`` = True on the added rows): its selected predictor does not change after it stops,
+    so the per-epoch fits keep the same runs along the curve. Clocks stay where the run stopped.
+    Diverged runs are not carried (their predictor after diverging is undefined)."""
+    history = history.assign(carried=False)
+    if history.empty or "stopped_early" not in history:
+        return history
+    last = history[history["stopped_early"].astype(bool)].sort_values("epoch").groupby("run_id", sort=False).tail(1)
+    last = last[last["epoch"] < last["epochs"]]
+    if last.empty:
+        return history
+    reps = (last["epochs"] - last["epoch"]).astype(int).to_numpy()
+    added = last.loc[last.index.repeat(reps)].copy()
+    added["epoch"] = added["epoch"].to_numpy() + np.concatenate([np.arange(1, r + 1) for r in reps])
+    added["carried"] = True
+    return pd.concat([history, added], ignore_index=True)
+
+
 def beta_table(history: pd.DataFrame) -> pd.DataFrame:
     """|beta(t)| = |d ValAcc / d sigma_w| per study, configuration and epoch, by OLS over every
-    (sigma_w, seed) run present at that epoch, with the cumulative clocks at that epoch."""
-    keys = _group_keys(history)
+    (sigma_w, seed) run at that epoch, with the cumulative clocks at that epoch.
+
+    Early-stopped runs are carried forward (:func:`carry_forward`; ``n_carried`` of the ``n`` runs
+    of a fit); runs that diverged before an epoch are missing from its fit and counted in
+    ``n_diverged``. Clocks are the mean over the runs still training."""
+    if history.empty:
+        return pd.DataFrame()
+    history = carry_forward(history)
+    keys = group_keys(history)
     rows = []
-    for group, g in history.groupby(keys + ["epoch"], dropna=False, sort=True):
-        fit = ols_slope(g["sigma_w"].to_numpy(float), g["val_acc"].to_numpy(float))
-        rows.append({**dict(zip(keys + ["epoch"], group, strict=True)), **fit, "abs_beta": abs(fit["beta"]),
-                     **{c: float(g[c].mean()) for c in CLOCKS}})
+    for config, c in history.groupby(keys, dropna=False, sort=True):
+        div = c[_diverged(c)]
+        div_last = div.groupby("run_id")["epoch"].max() if "run_id" in div else pd.Series(dtype=float)
+        for epoch, g in c.groupby("epoch", sort=True):
+            fit = ols_slope(g["sigma_w"].to_numpy(float), g["val_acc"].to_numpy(float))
+            live = g[~g["carried"]] if (~g["carried"]).any() else g
+            rows.append({**dict(zip(keys, config, strict=True)), "epoch": epoch, **fit, "abs_beta": abs(fit["beta"]),
+                         "n_carried": int(g["carried"].sum()), "n_diverged": int((div_last < epoch).sum()),
+                         **{k: float(live[k].mean()) for k in CLOCKS}})
     return pd.DataFrame(rows)
 
+
+# --- interpolation, long run -------------------------------------------------------------------
+
+def interpolation_table(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per group: how many runs reached 99.5% train accuracy and what the checkpoint did.
+
+    ``frac_interp``: the share of runs with a tau_interp; ``tau_interp`` and ``repair_gap_pp``:
+    means over those runs only (NaN when none did: "no run interpolated"); ``tau_best``: mean
+    over all runs; ``share_best_after_interp``: the share of *all* runs whose selected checkpoint
+    comes after interpolation (tau_best > tau_interp; a run that never interpolates counts as not).
+    """
+    if runs.empty:
+        return pd.DataFrame()
+    r = runs.assign(interp=runs["tau_interp"].notna(),
+                    after=runs["tau_interp"].notna() & (runs["tau_best"] > runs["tau_interp"]))
+    out = (r.groupby(by, dropna=False)
+           .agg(n_runs=("run_id" if "run_id" in r else "seed", "size"), frac_interp=("interp", "mean"),
+                tau_interp=("tau_interp", "mean"), tau_best=("tau_best", "mean"),
+                share_best_after_interp=("after", "mean"), repair_gap_pp=("repair_gap", "mean"))
+           .reset_index())
+    out["repair_gap_pp"] *= 100
+    return out
+
+
+def matched_long_runs(runs: pd.DataFrame, batch_size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The long study's runs at ``batch_size`` and the main grid's SGD runs there, both restricted
+    to the sigma_w values and seeds the two studies share (the paper's long run: 5 sigma_w, 1 seed)."""
+    lg = runs[(runs["study"] == "long") & (runs["batch_size"] == batch_size)]
+    mb = runs[(runs["study"] == "main") & (runs["optimizer"] == "sgd") & (runs["batch_size"] == batch_size)]
+    sig, seeds = set(lg["sigma_w"]) & set(mb["sigma_w"]), set(lg["seed"]) & set(mb["seed"])
+    keep = lambda d: d[d["sigma_w"].isin(sig) & d["seed"].isin(seeds)]  # noqa: E731
+    return keep(lg), keep(mb)
+
+
+def long_run_comparison(runs: pd.DataFrame) -> pd.DataFrame:
+    """The long constant-LR control against the main grid's SGD on the same sigma_w values and seeds.
+
+    Per batch size of ``long``: its spread and the main grid's SGD spread, both on the sigma_w values
+    and seeds the two studies share (``spread_long``, ``spread_main_matched``), and the main grid's
+    spread over all of its runs (``spread_main_full``)."""
+    rows = []
+    for b in sorted(set(runs.loc[runs["study"] == "long", "batch_size"])):
+        lg, mm = matched_long_runs(runs, b)
+        full = runs[(runs["study"] == "main") & (runs["optimizer"] == "sgd") & (runs["batch_size"] == b)]
+        long_all = runs[(runs["study"] == "long") & (runs["batch_size"] == b)]
+        rows.append({"batch_size": b, "epochs_long": int(long_all["epochs"].max()),
+                     "epochs_main": int(full["epochs"].max()) if not full.empty else math.nan,
+                     "sigma_w": "/".join(f"{s:g}" for s in sorted(set(lg["sigma_w"]))),
+                     "seeds": "/".join(map(str, sorted(set(lg["seed"])))),
+                     "spread_long": _spread_of(lg), "spread_main_matched": _spread_of(mm),
+                     "spread_main_full": _spread_of(full), "n_long": len(lg), "n_main_matched": len(mm)})
+    return pd.DataFrame(rows)
+
+
+def _spread_of(df: pd.DataFrame) -> float:
+    m = per_sigma_means(df) if not df.empty else pd.Series(dtype=float)
+    return float(100 * (m.max() - m.min())) if len(m) else math.nan
+
+
+# --- clocks ------------------------------------------------------------------------------------
 
 def clock_values(batch_size: int, epochs: int, n_train: int, lr: float, l2: float = 0.0,
                  schedule: str = "cosine", alpha: float = 0.01, steps: str = "ceil") -> dict:
@@ -111,160 +246,44 @@ def clock_values(batch_size: int, epochs: int, n_train: int, lr: float, l2: floa
     return {"K": total, "T_sgd": s2 / batch_size, "T_l2": s1 * l2, "T_adapt": s1}
 
 
-def scale_label(runs: pd.DataFrame) -> str:
-    """The scale a number was measured at, e.g. 'n_train=1000, width 8, 8 epochs (paper: 40000, 64, 300)'."""
+# --- the scale a number was measured at --------------------------------------------------------
+
+# describe_scale() of each study of config/paper.yaml (tests/test_analysis.py checks they agree)
+PAPER_SCALE = {
+    "main": "n_train=40000, ResNet-9 width 64, 300 epochs, 25 sigma_w, 10 seeds",
+    "long": "n_train=40000, ResNet-9 width 64, 5000 epochs, 5 sigma_w, 1 seed",
+    "lr_l2": "n_train=40000, ResNet-9 width 64, 300 epochs, 5 sigma_w, 1 seed",
+    "norm_aug": "n_train=40000, ResNet-9 width 64, 300 epochs, 5 sigma_w, 5 seeds",
+    "best_recipe": "n_train=40000, ResNet-9 width 64, 200 epochs, 2 sigma_w, 10 seeds",
+    "depth": "n_train=40000, ResNet-9 width 64 + ResNet-56/110 base width 16, 300 epochs, 5 sigma_w, 10 seeds",
+}
+
+
+def describe_scale(runs: pd.DataFrame) -> str:
+    """E.g. 'n_train=512, ResNet-9 width 8, 6 epochs, 3 sigma_w, 2 seeds' for one study's runs."""
+    archs = []
+    if (runs["arch"] == "resnet9").any():
+        archs.append("ResNet-9 width " + "/".join(str(w) for w in sorted(set(runs.loc[runs["arch"] == "resnet9", "width"]))))
+    deep = runs[runs["arch"] != "resnet9"]
+    if not deep.empty:
+        names = "/".join(sorted((a.replace("resnet", "") for a in set(deep["arch"])), key=lambda d: int(d) if d.isdigit() else 0))
+        archs.append(f"ResNet-{names} base width " + "/".join(str(int(w) // 4 or 1) for w in sorted(set(deep["width"]))))
+    seeds = runs["seed"].nunique()
+    return (f"n_train={'/'.join(str(int(n)) for n in sorted(set(runs['n_train'])))}, {' + '.join(archs)}, "
+            f"{'/'.join(str(int(e)) for e in sorted(set(runs['epochs'])))} epochs, {runs['sigma_w'].nunique()} sigma_w, "
+            f"{seeds} seed{'s' if seeds != 1 else ''}")
+
+
+def scale_label(runs: pd.DataFrame, studies: str | list[str] | None = None) -> str:
+    """Our scale beside the paper's, per study: 'main: n_train=512, ... (paper: n_train=40000, ...)'."""
     if runs.empty:
         return "no runs"
-    widths = sorted(set(runs["width"]))
-    epochs = sorted(set(runs["epochs"]))
-    return (f"n_train={int(runs['n_train'].iloc[0])}, width {'/'.join(map(str, widths))}, "
-            f"epochs {'/'.join(map(str, epochs))}, seeds {runs['seed'].nunique()} "
-            "(paper: n_train=40000, width 64, 300 epochs, 10 seeds)")
-
-
-# --- claims: the paper's headline numbers beside ours -------------------------------------------
-
-def _match(df: pd.DataFrame, **filters) -> pd.DataFrame:
-    for k, v in filters.items():
-        if k not in df.columns:
-            return df.iloc[0:0]
-        df = df[np.isclose(df[k].astype(float), v)] if isinstance(v, float) else df[df[k] == v]
-    return df
-
-
-def _spread(cs: pd.DataFrame, study: str, **filters) -> float:
-    m = _match(cs[cs["study"] == study], **filters)
-    return float(m["spread_pp"].iloc[0]) if len(m) == 1 else math.nan
-
-
-def _acc_at(st: pd.DataFrame, study: str, sigma_w: float, **filters) -> float:
-    m = _match(st[st["study"] == study], sigma_w=sigma_w, **filters)
-    return float(100 * m["test_acc"].iloc[0]) if len(m) == 1 else math.nan
-
-
-# (id, quantity, paper value, how to read ours from the spread tables)
-SPREAD_CLAIMS = [
-    ("sgd_b128_spread", "SGD b=128 sigma_w spread (pp)", 26.5, ("main", dict(optimizer="sgd", batch_size=128))),
-    ("sgd_b128_acc_0.1", "SGD b=128 test acc at sigma_w=0.1 (%)", 85.0, ("main@0.1", dict(optimizer="sgd", batch_size=128))),
-    ("sgd_b128_acc_2.5", "SGD b=128 test acc at sigma_w=2.5 (%)", 58.6, ("main@2.5", dict(optimizer="sgd", batch_size=128))),
-    ("adam_b128_spread", "Adam b=128 spread (pp)", 4.3, ("main", dict(optimizer="adam", batch_size=128))),
-    ("adamw_b128_spread", "AdamW b=128 spread (pp)", 4.7, ("main", dict(optimizer="adamw", batch_size=128))),
-    ("muon_b128_spread", "Muon b=128 spread (pp)", 4.0, ("main", dict(optimizer="muon", batch_size=128))),
-    ("adam_b16_spread", "Adam b=16 spread (pp)", 1.6, ("main", dict(optimizer="adam", batch_size=16))),
-    ("sgd_b16_spread", "SGD b=16 spread (pp)", 22.8, ("main", dict(optimizer="sgd", batch_size=16))),
-    ("momentum_b16_spread", "SGD-momentum b=16 spread (pp)", 10.9, ("main", dict(optimizer="sgd_momentum", batch_size=16))),
-    ("sgd_b256_spread", "SGD b=256 spread (pp)", 25.7, ("main", dict(optimizer="sgd", batch_size=256))),
-    ("adam_b256_spread", "Adam b=256 spread (pp)", 5.3, ("main", dict(optimizer="adam", batch_size=256))),
-    ("lr1e-2_b16_spread", "SGD eta=1e-2 b=16 spread (pp)", 9.7, ("lr_l2", dict(lr=1e-2, l2=0.0, batch_size=16))),
-    ("lr1e-1_b16_spread", "SGD eta=1e-1 b=16 spread (pp)", 4.5, ("lr_l2", dict(lr=1e-1, l2=0.0, batch_size=16))),
-    ("lr1e-2_b128_spread", "SGD eta=1e-2 b=128 spread (pp)", 23.8, ("lr_l2", dict(lr=1e-2, l2=0.0, batch_size=128))),
-    ("lr1e-1_b128_spread", "SGD eta=1e-1 b=128 spread (pp)", 8.1, ("lr_l2", dict(lr=1e-1, l2=0.0, batch_size=128))),
-    ("l2_1e-2_b16_spread", "SGD eta=1e-2 L2=1e-2 b=16 spread (pp)", 0.3, ("lr_l2", dict(lr=1e-2, l2=1e-2, batch_size=16))),
-    ("l2_1e-2_b128_spread", "SGD eta=1e-2 L2=1e-2 b=128 spread (pp)", 0.3, ("lr_l2", dict(lr=1e-2, l2=1e-2, batch_size=128))),
-    ("l2_1e-3_b128_spread", "SGD eta=1e-2 L2=1e-3 b=128 spread (pp)", 17.4, ("lr_l2", dict(lr=1e-2, l2=1e-3, batch_size=128))),
-    ("resnet56_sgd_b128_spread", "ResNet-56 SGD b=128 spread (pp)", 24.2, ("depth", dict(variant="resnet56", optimizer="sgd", batch_size=128))),
-    ("resnet110_sgd_b128_spread", "ResNet-110 SGD b=128 spread (pp)", 20.4, ("depth", dict(variant="resnet110", optimizer="sgd", batch_size=128))),
-    ("recipe_b128_spread", "standard SGD recipe b=128 abs Delta (pp)", 0.0, ("best_recipe", dict(variant="sgd_standard", batch_size=128))),
-    ("recipe_b128_acc", "standard SGD recipe b=128 test acc, sigma_w=0.1 (%)", 94.2, ("best_recipe@0.1", dict(variant="sgd_standard", batch_size=128))),
-]
-
-# (id, quantity, paper value, clock, batch size, epochs, lr, l2, schedule of the paper's run)
-TIMESCALE_CLAIMS = [
-    ("T_sgd_b128_300", "T_SGD, SGD b=128 eta=1e-3, 300 epochs", 7.3e-4, "T_sgd", 128, 300, 1e-3, 0.0, "cosine"),
-    ("T_sgd_b128_5000", "T_SGD, SGD b=128 eta=1e-3, 5000 epochs", 1.2e-2, "T_sgd", 128, 5000, 1e-3, 0.0, "constant"),
-    ("T_sgd_b16_lr1e-2", "T_SGD, SGD b=16 eta=1e-2, 300 epochs", 4.7, "T_sgd", 16, 300, 1e-2, 0.0, "cosine"),
-    ("T_l2_b128_1e-3", "T_L2, SGD b=128 eta=1e-2 L2=1e-3", 0.94, "T_l2", 128, 300, 1e-2, 1e-3, "cosine"),
-    ("T_l2_b128_5e-3", "T_L2, SGD b=128 eta=1e-2 L2=5e-3", 4.7, "T_l2", 128, 300, 1e-2, 5e-3, "cosine"),
-]
-
-
-def claims(runs: pd.DataFrame, spread_table: pd.DataFrame) -> pd.DataFrame:
-    """Each headline number of the paper beside ours, with the scale ours was measured at.
-
-    Timescales: ``reproduced`` is the paper's constant-LR arithmetic (K = E n/b, n = 40,000),
-    ``reproduced_cosine`` the same sum under the schedule the paper's run actually used.
-    """
-    cs = config_spreads(spread_table) if not spread_table.empty else spread_table
-    rows = []
-    for cid, quantity, paper, (where, filters) in SPREAD_CLAIMS:
-        study, _, sigma = where.partition("@")
-        value = math.nan
-        if not cs.empty:
-            value = _acc_at(spread_table, study, float(sigma), **filters) if sigma else _spread(cs, study, **filters)
-        scale = scale_label(runs[runs["study"] == study]) if not math.isnan(value) else f"not in this config (study {study})"
-        rows.append({"id": cid, "quantity": quantity, "paper": paper, "reproduced": value,
-                     "reproduced_cosine": math.nan, "scale": scale})
-    for cid, quantity, paper, clock, b, e, lr, l2, schedule in TIMESCALE_CLAIMS:
-        const = clock_values(b, e, 40_000, lr, l2, "constant", steps="paper")[clock]
-        actual = clock_values(b, e, 40_000, lr, l2, schedule)[clock]
-        rows.append({"id": cid, "quantity": quantity, "paper": paper, "reproduced": const,
-                     "reproduced_cosine": actual,
-                     "scale": f"arithmetic at the paper's scale (n_train=40000); cosine column: exact sum under the {schedule} schedule"})
-    return pd.DataFrame(rows)
-
-
-# --- Markdown tables ---------------------------------------------------------------------------
-
-def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f") -> str:
-    """A plain GitHub Markdown table (no extra dependency)."""
-    if df.empty:
-        return "_no data in this config_\n"
-    def cell(v) -> str:
-        if isinstance(v, float):
-            return "" if math.isnan(v) else format(v, floatfmt)
-        return str(v)
-    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
-
-
-def claims_markdown(table: pd.DataFrame) -> str:
-    """claims.csv rendered for reading."""
-    df = table.copy()
-    for col in ("paper", "reproduced", "reproduced_cosine"):
-        df[col] = [("" if (isinstance(v, float) and math.isnan(v)) else f"{v:.3g}") for v in df[col]]
-    return "# The paper's headline numbers beside ours\n\n" + to_markdown(df)
-
-
-def paper_tables(runs: pd.DataFrame, spread_table: pd.DataFrame) -> str:
-    """Markdown copies of the paper's tables (1, 4, 7, depth, checkpoint) from this config's runs."""
-    out = [f"# Paper tables at this config's scale\n\nScale: {scale_label(runs)}\n"]
-    main = runs[runs["study"] == "main"]
-    t1 = main.drop_duplicates("optimizer")[["optimizer", "lr", "schedule", "alpha", "epochs", "momentum", "weight_decay"]]
-    out += ["## Table 1: main-grid optimizer settings\n", to_markdown(t1, ".4g")]
-    cs = config_spreads(spread_table) if not spread_table.empty else spread_table
-    lr_l2 = cs[cs["study"] == "lr_l2"] if not cs.empty else cs
-    t4 = (lr_l2.pivot_table(index=["lr", "l2"], columns="batch_size", values="spread_pp").reset_index()
-          if not lr_l2.empty else pd.DataFrame())
-    t4.columns = [f"spread b={c} (pp)" if isinstance(c, (int, np.integer)) else c for c in t4.columns]
-    out += ["## Table 4: SGD LR x L2 sigma_w spreads\n", to_markdown(t4, ".3g")]
-    best = spread_table[spread_table["study"] == "best_recipe"] if not spread_table.empty else spread_table
-    if not best.empty:
-        t7 = best.pivot_table(index=["variant", "batch_size"], columns="sigma_w", values="test_acc").reset_index()
-        sig = [c for c in t7.columns if isinstance(c, float)]
-        t7["abs Delta (pp)"] = 100 * (t7[max(sig)] - t7[min(sig)]).abs()
-        t7 = t7.rename(columns={s: f"test acc sigma_w={s:g} (%)" for s in sig})
-        for c in t7.columns:
-            if str(c).startswith("test acc"):
-                t7[c] = 100 * t7[c]
-    else:
-        t7 = pd.DataFrame()
-    out += ["## Table 7: best recipe vs Adam\n", to_markdown(t7)]
-    depth = runs[runs["study"] == "depth"]
-    if not depth.empty:
-        td = (depth.groupby(["variant", "optimizer", "batch_size", "sigma_w"])
-              .agg(test_acc=("test_acc_best", "mean"), train_acc=("train_acc_best", "mean"), tau_interp=("tau_interp", "mean"))
-              .reset_index())
-        td[["test_acc", "train_acc"]] *= 100
-    else:
-        td = pd.DataFrame()
-    out += ["## Depth tables: test/train accuracy (%) and interpolation epoch\n", to_markdown(td)]
-    if not main.empty:
-        tc = (main.groupby(["optimizer", "batch_size"])
-              .agg(tau_interp=("tau_interp", "mean"), tau_best=("tau_best", "mean"), repair_gap_pp=("repair_gap", "mean"))
-              .reset_index())
-        tc["repair_gap_pp"] *= 100
-    else:
-        tc = pd.DataFrame()
-    out += ["## Checkpoint table: interpolation, selected checkpoint, repair gap\n", to_markdown(tc)]
-    return "\n".join(out)
+    studies = [studies] if isinstance(studies, str) else (studies or sorted(set(runs["study"])))
+    parts = []
+    for s in studies:
+        sub = runs[runs["study"] == s]
+        if sub.empty:
+            parts.append(f"not in this config (study {s})")
+            continue
+        parts.append(f"{s}: {describe_scale(sub)} (paper: {PAPER_SCALE.get(s, 'no such study in the paper')})")
+    return "; ".join(parts)

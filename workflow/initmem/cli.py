@@ -146,6 +146,11 @@ def figure_file(name: str, table_files: list[str], pdf: str | Path, png: str | P
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m initmem``: prepare data or train runs without Snakemake."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["clocks"]:  # its own parser: one-line errors that name the bad value
+        from initmem.clocks import main as clocks_main
+
+        sys.exit(clocks_main(argv[1:]))
     parser = argparse.ArgumentParser(prog="initmem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="write a prepared split file")
@@ -170,6 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("config")
     g.add_argument("--images-per-second", type=float, required=True,
                    help="training images/s of one job on your GPU (measure it: benchmarks/throughput.py --device cuda)")
+    sub.add_parser("clocks", help="exact forgetting clocks of a recipe against the paper's points (clocks -h)")
     e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
     e.add_argument("pack")
     e.add_argument("run_id")

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from initmem.clocks import CLOCK_KEYS, advance_clocks
+from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS  # Keras Adam, eps-hat form (as initmem.optim)
 
 OPTIMIZERS = ("sgd", "adam")
-ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-7  # Keras Adam, eps-hat form (as initmem.optim)
 
 
 @dataclass(frozen=True)

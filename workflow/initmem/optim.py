@@ -17,10 +17,10 @@ pack): the element-wise rules are unchanged and Newton-Schulz runs batched over 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 
+from initmem.clocks import learning_rate, lr_schedule  # noqa: F401  (the schedule lives in the torch-free clocks module)
 from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, OPTIMIZERS, WEIGHT_DECAY_MODES, resolve_momentum, resolve_weight_decay
 
 NS_COEFFS, NS_STEPS, MUON_RMS_RATE = (3.4445, -4.7750, 2.0315), 5, 0.2
@@ -30,22 +30,6 @@ def check_optimizer(name: str) -> None:
     """Raise a clear error for an optimizer name the library does not know."""
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; choose one of {list(OPTIMIZERS)}")
-
-
-def learning_rate(k: int, lr0: float, total_steps: int, schedule: str, alpha: float) -> float:
-    """eta_k for 0-based step k: Keras CosineDecay(lr0, K, alpha), or constant."""
-    if schedule == "constant":
-        return lr0
-    if schedule != "cosine":
-        raise ValueError(f"unknown schedule {schedule!r}; choose cosine or constant")
-    frac = min(k, total_steps) / total_steps
-    return lr0 * (alpha + (1 - alpha) * 0.5 * (1 + math.cos(math.pi * frac)))
-
-
-def lr_schedule(spec: dict, total_steps: int) -> Callable[[int], float]:
-    """eta_k of a run spec's schedule (lr, schedule, alpha) over ``total_steps`` steps."""
-    lr0, kind, alpha = float(spec["lr"]), spec["schedule"], float(spec["alpha"])
-    return lambda k: learning_rate(k, lr0, total_steps, kind, alpha)
 
 
 def newton_schulz5(x: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:

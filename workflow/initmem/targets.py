@@ -26,9 +26,13 @@ def figure_studies(figure: str, studies: list[str]) -> list[str] | None:
     return list(required) + [s for s in optional if s in studies]
 
 
+# Figures built from the library alone, in every config (rule linear_check in workflow/rules/theory.smk).
+STANDALONE_FIGURES = ("fig9",)
+
+
 def buildable_figures(studies: list[str]) -> list[str]:
-    """Figures whose required studies the config has."""
-    return [f for f in FIGURES if figure_studies(f, studies) is not None]
+    """Figures whose required studies the config has, and the standalone ones."""
+    return [f for f in FIGURES if figure_studies(f, studies) is not None] + list(STANDALONE_FIGURES)
 
 
 def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minutes: int | None = None) -> int:

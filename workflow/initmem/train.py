@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from initmem import __version__
 from initmem.checkpoint import CheckpointError, load_checkpoint, pack_checkpoint_name, remove_checkpoints, save_checkpoint
+from initmem.clocks import advance_clocks
 from initmem.data import Splits
 from initmem.models import build_model, init_weights, kernel_norm, kernels
 from initmem.optim import KerasOptimizer, lr_schedule
@@ -208,14 +209,6 @@ class RunState:
             self.wait += 1
             if patience is not None and self.wait >= patience:
                 self.stopped_early = True
-
-
-def advance_clocks(clocks: dict, lr: float, batch_size: int, l2: float, wd: float) -> None:
-    """Add one step with rate ``lr`` to T_sgd = sum eta^2/b, T_l2 = sum eta l2, T_wd = sum eta wd, T_adapt = sum eta."""
-    clocks["T_sgd"] += lr * lr / batch_size
-    clocks["T_l2"] += lr * l2
-    clocks["T_wd"] += lr * wd
-    clocks["T_adapt"] += lr
 
 
 def summarize(history: dict, kernel_norm_init: float) -> dict:

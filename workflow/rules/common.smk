@@ -44,6 +44,7 @@ DATA = "results/data/cifar10.npz"
 TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
 REPORT_TABLES = ["spreads.csv", "claims.csv", "claims.md", "paper_tables.md", "runs.csv"]
 ALL_TABLES = [f"results/tables/{name}" for name in TABLES] + ["results/config.resolved.yaml"]
+ALL_TABLES += ["results/tables/linear_check.csv", "results/tables/clocks.csv"]  # workflow/rules/theory.smk
 ALL_FIGURES = [f"figures/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
 
 
