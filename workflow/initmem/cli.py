@@ -118,13 +118,15 @@ def _read_tables(files: list[str]):
 
 def write_tables(runs_files: list[str], history_files: list[str], outputs: dict[str, str]) -> None:
     """runs.csv, history.csv.gz, spreads.csv, beta.csv, claims.csv/.md, paper_tables.md."""
-    from initmem.analysis import beta_table, claims, claims_markdown, paper_tables, spreads
+    from initmem.analysis import beta_table, spreads
+    from initmem.claims import claims, claims_markdown
     from initmem.io import atomic_path
+    from initmem.report import paper_tables
 
     runs, history = _read_tables(list(runs_files)), _read_tables(list(history_files))
     spread_table = spreads(runs)
     frames = {"runs": runs, "history": history, "spreads": spread_table, "beta": beta_table(history),
-              "claims": claims(runs, spread_table)}
+              "claims": claims(runs, history)}
     for key, df in frames.items():
         with atomic_path(outputs[key]) as tmp:
             df.to_csv(tmp, index=False, compression="gzip" if outputs[key].endswith(".gz") else None)
