@@ -27,9 +27,17 @@ def _rows(table: list[dict]) -> dict[str, float]:
     return {r["check"]: r["measured"] for r in table}
 
 
+STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7, "figure.dpi": 120,
+         "axes.grid": True, "grid.alpha": 0.3}  # as initmem.plots
+
+
 def fig9(results: dict, table: list[dict]) -> plt.Figure:
     """Build Figure 9 from :func:`initmem.linear.run_checks` and :func:`initmem.linear.check_table`."""
-    measured = _rows(table)
+    with plt.rc_context(STYLE):
+        return _fig9(results, _rows(table))
+
+
+def _fig9(results: dict, measured: dict[str, float]) -> plt.Figure:
     fig, axes = plt.subplots(2, 2, figsize=(8.5, 7.0))
     ax = axes[0, 0]
     so = results["step_order"]
@@ -64,7 +72,7 @@ def fig9(results: dict, table: list[dict]) -> plt.Figure:
     ax.semilogy(t, np.exp(-2 * t), "k:", lw=0.8, label=r"$e^{-2T_{wd}}$")
     ax.set(xlabel=r"$T_{L2} = \sum_k \eta_k \lambda$  or  $T_{wd} = \sum_k \eta_k\,wd$", ylabel=r"$\|D(T)\|_F / \|D(0)\|_F$",
            title="(c) explicit decay contracts the imbalance", ylim=(1e-3, 1.5))
-    ax.legend()
+    ax.legend(loc="upper right")
 
     ax = axes[1, 1]
     s = results["scalar"]
