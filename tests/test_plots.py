@@ -61,7 +61,8 @@ def tables(tmp_path_factory):
 
 
 # panels: the axes a figure shows (fig2 adds one colorbar axis)
-PANELS = {"fig1": 6, "fig2": 5 + 1, "fig3": 3, "fig4": 3, "fig5": 4, "fig6": 6, "fig7": 8, "fig8": 4}
+# fig5/fig7: architectures x (metrics x both batch sizes); fig8: the main-grid baseline + BN/LN with augmentation
+PANELS = {"fig1": 6, "fig2": 5 + 1, "fig3": 4, "fig4": 3, "fig5": 4 * 2, "fig6": 6, "fig7": 4 * 4, "fig8": 3 * 2}
 
 
 @pytest.mark.parametrize("name", sorted(PANELS))
@@ -71,9 +72,13 @@ def test_figure_has_the_papers_panels(tables, tmp_path, name):
     assert len(fig.axes) == PANELS[name]
     drawn = [ax for ax in fig.axes if ax.lines or ax.images]
     assert len(drawn) >= PANELS[name] - 1  # every data panel has something on it
+    fig.canvas.draw()  # final layout: panel positions
+    column = lambda ax: round(ax.get_position().x0, 3)  # noqa: E731
+    row = lambda ax: round(ax.get_position().y0, 3)  # noqa: E731
     for ax in fig.axes:
-        if ax.lines:
-            assert ax.get_xlabel() and ax.get_ylabel()
+        if ax.lines:  # labelled itself, or on the outer panel of its column / row (shared axes)
+            assert ax.get_xlabel() or any(a.get_xlabel() for a in fig.axes if column(a) == column(ax))
+            assert ax.get_ylabel() or any(a.get_ylabel() for a in fig.axes if row(a) == row(ax))
     save_figure(fig, tmp_path / f"{name}.pdf", tmp_path / f"{name}.png")
     assert (tmp_path / f"{name}.pdf").stat().st_size > 5000 and (tmp_path / f"{name}.png").stat().st_size > 5000
 
@@ -94,3 +99,93 @@ def test_fig1_sgd_panel_shows_the_sigma_trend(tables):
     sgd_line = next(line for line in fig.axes[0].lines if line.get_label() == "SGD")
     y = sgd_line.get_ydata()
     assert y[0] > y[-1]  # test accuracy falls with sigma_w in the synthetic data
+
+
+def _texts(fig) -> str:
+    return "\n".join(t.get_text() for t in fig.texts + [t for ax in fig.axes for t in ax.texts]
+                     + ([fig._supxlabel] if fig._supxlabel else []))
+
+
+def test_fig3_says_no_run_interpolated_instead_of_a_blank_panel(tables):
+    runs, history = tables
+    never = runs.assign(tau_interp=np.nan, repair_gap=np.nan)
+    fig = make_figure("fig3", never, history)
+    assert "no run interpolated" in "".join(t.get_text() for t in fig.axes[0].texts)
+    assert "no run interpolated" in "".join(t.get_text() for t in fig.axes[2].texts)
+    # (d): no run has its checkpoint after an interpolation that never happened
+    assert all(np.nanmax(line.get_ydata()) == 0 for line in fig.axes[3].lines)
+
+
+def test_fig3_shows_the_share_of_checkpoints_after_interpolation(tables):
+    runs, history = tables
+    runs = runs.copy()
+    main = runs["study"] == "main"
+    runs.loc[main, "tau_interp"], runs.loc[main, "tau_best"] = 2.0, 4.0  # every selected checkpoint after interpolation
+    runs.loc[main & (runs["optimizer"] == "sgd"), "tau_best"] = 1.0  # SGD's before
+    fig = make_figure("fig3", runs, history)
+    share = {line.get_label(): line.get_ydata() for line in fig.axes[3].lines}
+    assert list(share["SGD"]) == [0, 0] and list(share["Adam"]) == [100, 100]
+
+
+def test_fig4a_compares_the_long_run_on_matched_sigma_and_seed(tables):
+    from initmem.analysis import long_run_comparison
+
+    runs, history = tables
+    long_ = runs[(runs["study"] == "long") & (runs["seed"] == 0)]  # the paper's long run: one seed
+    extra = long_[long_["sigma_w"] == 2.5].assign(sigma_w=3.0, test_acc_best=0.1, run_id="extra")  # no main partner
+    runs = pd.concat([runs[runs["study"] != "long"], long_, extra], ignore_index=True)
+    expected = long_run_comparison(runs).set_index("batch_size")
+    fig = make_figure("fig4", runs, history)
+    lines = {c.get_label(): c.lines[0] for c in fig.axes[0].containers}  # errorbar containers
+    for b in (16, 128):
+        y = lines[f"b={b}"].get_ydata()  # main (fewer epochs) first, then long
+        assert y[0] == pytest.approx(expected.loc[b, "spread_main_matched"])
+        assert y[1] == pytest.approx(expected.loc[b, "spread_long"])
+        assert expected.loc[b, "seeds"] == "0" and expected.loc[b, "sigma_w"] == "0.1/1/2.5"
+    assert "seed(s) 0" in _texts(fig)
+
+
+def test_fig6_says_what_it_leaves_out_on_the_figure_and_in_the_log(tables, capsys):
+    runs, history = tables
+    h = history[~((history["study"] == "lr_l2") & (history["sigma_w"] != 0.1))]  # one sigma_w: no OLS fit
+    fig = make_figure("fig6", runs, h)
+    assert not any("SGD+L2" in line.get_label() for line in fig.axes[0].lines)
+    note = "SGD+L2 b=16 ((a) SGD): not drawn, too few runs for an OLS fit"
+    assert note in _texts(fig) and note in capsys.readouterr().err
+
+
+def test_fig6_draws_the_ols_band(tables):
+    runs, history = tables
+    fig = make_figure("fig6", runs, history)
+    assert len(fig.axes[0].collections) >= 2  # one confidence band per drawn curve
+
+
+def test_fig8_has_the_no_augmentation_baseline_from_main(tables):
+    runs, history = tables
+    fig = make_figure("fig8", runs, history)
+    assert "no aug. (main)" in fig.axes[0].get_title()
+    sgd = next(line for line in fig.axes[0].lines if line.get_label() == "SGD")
+    main = runs[(runs["study"] == "main") & (runs["optimizer"] == "sgd") & (runs["batch_size"] == 16)]
+    assert sgd.get_ydata() == pytest.approx(100 * main.groupby("sigma_w")["test_acc_best"].mean().to_numpy())
+    no_main = make_figure("fig8", runs[runs["study"] != "main"], history)
+    assert "main grid not in this config" in "".join(t.get_text() for t in no_main.axes[0].texts)
+
+
+def test_fig1_kernel_norm_panels_show_the_initial_norm(tables):
+    runs, history = tables
+    fig = make_figure("fig1", runs, history)
+    ref = next(line for line in fig.axes[2].lines if "W_{init}" in line.get_label())
+    main = runs[(runs["study"] == "main") & (runs["batch_size"] == 16)]
+    assert ref.get_ydata() == pytest.approx(main.groupby("sigma_w")["kernel_norm_init"].mean().to_numpy())
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0.1", "1", "2.5"]  # ticks at the grid values
+
+
+def test_fig2_cells_are_annotated_and_diverged_runs_marked(tables):
+    runs, history = tables
+    runs = runs.copy()
+    hit = (runs["study"] == "main") & (runs["optimizer"] == "sgd") & (runs["batch_size"] == 16) & (runs["sigma_w"] == 2.5)
+    runs.loc[hit & (runs["seed"] == 1), "status"] = "diverged"
+    fig = make_figure("fig2", runs, history)
+    cells = [t.get_text() for t in fig.axes[0].texts]
+    assert len(cells) == 2 * 3 and sum(c.endswith("†") for c in cells) == 1
+    assert "diverged" in _texts(fig)

@@ -91,7 +91,8 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
                       "n_diverged_config": int(g["diverged"].sum())})
     if not stats:
         return per_sigma
-    return per_sigma.merge(pd.DataFrame(stats), on=keys, how="left")
+    stats = pd.DataFrame(stats).astype({k: per_sigma[k].dtype for k in keys})  # all-NaN keys come back as float
+    return per_sigma.merge(stats, on=keys, how="left")
 
 
 def per_sigma_means(g: pd.DataFrame, metric: str = "test_acc_best") -> pd.Series:
