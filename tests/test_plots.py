@@ -189,3 +189,11 @@ def test_fig2_cells_are_annotated_and_diverged_runs_marked(tables):
     cells = [t.get_text() for t in fig.axes[0].texts]
     assert len(cells) == 2 * 3 and sum(c.endswith("†") for c in cells) == 1
     assert "diverged" in _texts(fig)
+
+
+def test_fig6_falls_back_to_the_configs_strongest_l2_and_says_so(tables):
+    runs, history = tables
+    h = history[~((history["study"] == "lr_l2") & np.isclose(history["lr"], 1e-2))]  # only eta=1e-3 left
+    fig = make_figure("fig6", runs, h)
+    assert any(line.get_label().startswith("SGD+L2") for line in fig.axes[0].lines)
+    assert "SGD+L2 ablation at eta=0.001, L2=0.01 (the paper's eta=1e-2, L2=1e-2 is not in this config)" in _texts(fig)

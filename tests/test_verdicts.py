@@ -166,3 +166,26 @@ def test_claims_at_the_paper_layout_have_verdict_columns():
     assert t.loc["lr_reduces_sgd_b16_0.001_to_0.01", "note"] == "1 seed: no interval"  # the paper's lr_l2 has one seed
     assert set(table.loc[table["kind"] == "direction", "verdict"]) <= {"reproduced", "not reproduced", "inconclusive"}
     assert "300 epochs, 25 sigma_w, 10 seeds" in t.loc["sgd_b128_spread", "scale"]
+
+
+def test_claims_follow_the_configs_own_layout():
+    """An evidence-like layout: momentum, AdamW and Muon only at b=16, SGD and Adam also at b=8 and
+    b=32, the lr_l2 study at eta 1e-3/1e-1 with L2 0/1e-2 (not the paper's eta=1e-2 ablation)."""
+    rows = []
+    layout = [(o, 16) for o in ("sgd", "sgd_momentum", "adam", "adamw", "muon")] + [(o, b) for o in ("sgd", "adam") for b in (8, 32)]
+    for opt, b in layout:
+        rows.append(curve_history(opt, (b,), clock_collapse=True, epochs=10).assign(study="main", lr=1e-3, l2=0.0))
+    for lr in (1e-3, 1e-1):
+        for l2 in (0.0, 1e-2):
+            h = curve_history("sgd", (16,), clock_collapse=l2 > 0, epochs=10)
+            rows.append(h.assign(study="lr_l2", lr=lr, l2=l2, run_id=h["run_id"] + f"_lr{lr}_l2{l2}"))
+    history = pd.concat(rows, ignore_index=True)
+    runs = history.drop_duplicates(["study", "run_id"]).assign(arch="resnet9", width=8, n_train=2048, norm="batchnorm",
+                                                                augment=False, train_acc_best=1.0, status="ok",
+                                                                test_acc_best=lambda d: 0.8 - 0.05 * d["sigma_w"])
+    t = claims(runs, history).set_index("id")
+    assert "momentum_lt_sgd_b16" in t.index  # the smallest b where both SGD and SGD-momentum ran
+    assert {"beta_decay_adamw_b16", "beta_decay_muon_b16", "beta_decay_adam_b8", "beta_decay_adam_b32"} <= set(t.index)
+    assert t.loc["beta_decay_sgd_l2_b16", "quantity"].startswith("SGD eta=0.1 L2=0.01")  # the config's strongest L2
+    assert t.loc["beta_decay_adam_b8", "verdict"] == "reproduced"  # exp(-T/0.5) over 10 epochs: several orders
+    assert "over 3 pair(s) of b=8/16/32" in t.loc["collapse_adam_T_adapt", "note"]

@@ -227,6 +227,18 @@ def _spread_of(df: pd.DataFrame) -> float:
     return float(100 * (m.max() - m.min())) if len(m) else math.nan
 
 
+def l2_ablation(df: pd.DataFrame) -> tuple[float, float] | None:
+    """(lr, l2) of the lr_l2 study's SGD + L2 ablation: the paper's eta=1e-2, L2=1e-2 where the
+    config has it, else its largest L2 at its largest learning rate; None without an L2 > 0."""
+    cells = df.loc[(df["study"] == "lr_l2") & (df["l2"] > 0), ["lr", "l2"]].drop_duplicates() if "l2" in df else pd.DataFrame()
+    if cells.empty:
+        return None
+    if (np.isclose(cells["lr"], 1e-2) & np.isclose(cells["l2"], 1e-2)).any():
+        return 1e-2, 1e-2
+    lr = float(cells["lr"].max())
+    return lr, float(cells.loc[cells["lr"] == lr, "l2"].max())
+
+
 # --- clocks ------------------------------------------------------------------------------------
 
 def clock_values(batch_size: int, epochs: int, n_train: int, lr: float, l2: float = 0.0,

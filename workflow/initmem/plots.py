@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
-from initmem.analysis import beta_table, config_spreads, interpolation_table, matched_long_runs, spreads  # noqa: E402
+from initmem.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
 from initmem.io import atomic_path  # noqa: E402
 
 OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"]
@@ -404,11 +404,14 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     beta = beta_table(history[history["study"].isin(["main", "lr_l2"])])
     main = beta[beta["study"] == "main"] if not beta.empty else beta
     abl = beta[(beta["study"] == "lr_l2")] if not beta.empty else beta
-    abl = abl[np.isclose(abl["lr"], 1e-2) & np.isclose(abl["l2"], 1e-2)] if not abl.empty else abl
-    if (history["study"] == "lr_l2").any() and abl.empty:
-        notes.add("SGD+L2 ablation (eta=1e-2, L2=1e-2) not in this config's lr_l2 study")
-    elif "lr_l2" not in set(history["study"]):
-        notes.add("no lr_l2 study in this config: no SGD+L2 ablation")
+    ablation = l2_ablation(abl) if not abl.empty else None
+    if ablation is None:
+        abl = abl.iloc[0:0]
+        notes.add("no SGD+L2 ablation: no lr_l2 study with L2 > 0 in this config")
+    else:
+        abl = abl[np.isclose(abl["lr"], ablation[0]) & np.isclose(abl["l2"], ablation[1])]
+        if ablation != (1e-2, 1e-2):
+            notes.add(f"SGD+L2 ablation at eta={ablation[0]:g}, L2={ablation[1]:g} (the paper's eta=1e-2, L2=1e-2 is not in this config)")
     fig, axes = plt.subplots(2, 3, figsize=(10, 5.6), layout="constrained")
     ax = axes.flat
     bs = sorted(set(main["batch_size"])) if not main.empty else []
