@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 
 from initmem.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
 from initmem.io import atomic_path  # noqa: E402
@@ -321,9 +321,10 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
         group = [ax for (m, _), row in zip(panel_rows, axes, strict=True) if m == metric for ax in row if ax.lines]
         if group:
             lo, hi = min(ax.dataLim.y0 for ax in group), max(ax.dataLim.y1 for ax in group)
-            pad = 0.05 * ((hi - lo) or 1)
+            pad = 0.05 * (hi - lo) if hi > lo else max(1.0, 0.02 * abs(hi))  # a flat metric still gets a readable range
             for ax in group:
                 ax.set_ylim(lo - pad, hi + pad)
+                ax.ticklabel_format(axis="y", useOffset=False)
     for ax in axes.flat:  # labels and tick labels on the outer panels only (the ranges are shared)
         ax.label_outer()
     if any(a == "resnet9" for a, _ in frames):
@@ -436,6 +437,7 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             for b in abl_bs:
                 curve(ax[i], abl[abl["batch_size"] == b], "epoch", f"SGD+L2 b={b}", ls="--", color=abl_color[b])
         _finish_log_panel(ax[i], xlog=False)
+        ax[i].xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax[4].set(title="(e) SGD vs $T_{SGD}$, SGD+L2 vs $T_{L2}$", xlabel="cumulative clock", ylabel="$|\\beta|$")
     ax[5].set(title="(f) Adam vs $T_{adapt}$", xlabel="$T_{adapt} = \\sum_k \\eta_k$", ylabel="$|\\beta|$")
     for b in bs:
