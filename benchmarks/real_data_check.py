@@ -15,7 +15,7 @@ import torch
 
 from initmem.data import build_splits
 from initmem.spec import resolve_spec
-from initmem.train import train_pack
+from initmem.jobs import train_pack
 
 
 def main() -> None:

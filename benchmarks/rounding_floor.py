@@ -24,7 +24,7 @@ import torch
 
 from initmem.data import build_splits
 from initmem.spec import resolve_spec
-from initmem.train import train_pack
+from initmem.jobs import train_pack
 
 METRICS = ("test_acc_best", "val_loss_best", "tau_best")
 

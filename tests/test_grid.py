@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from initmem.grid import expand_studies, make_packs
+from initmem.grid import expand_studies
+from initmem.planning import make_packs
 from initmem.spec import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def test_pack_size_follows_the_memory_budget():
 def test_runtime_request_is_capped_by_the_cluster_limit():
     from initmem.targets import pack_runtime_minutes
 
-    pack = make_packs(expand_studies(load("paper.yaml"))["main"], 16, 2048)["sgd_b16-p0"]
+    pack = next(iter(make_packs(expand_studies(load("paper.yaml"))["main"], 16, 2048).values()))  # sgd, b=16
     specs = [r.spec for r in pack]
     # 16 runs x 300 epochs x (40,000 + 20,000 / 3) images at 2,000 images/s, x 1.5, + 5 minutes
     assert pack_runtime_minutes(specs, 2000) == math.ceil(1.5 * 16 * 300 * (40_000 + 20_000 / 3) / 2000 / 60) + 5
@@ -101,7 +102,7 @@ def test_bad_studies_give_messages_naming_the_key(mutate, message):
 
 
 def _cfg(grid):
-    return {"defaults": load("config.yaml")["defaults"], "data": {"n_train": 8, "n_val": 4, "n_test": 4},
+    return {"defaults": load("config.yaml")["defaults"], "data": {"n_train": 64, "n_val": 4, "n_test": 4},
             "studies": {"s": {"grid": grid}}}
 
 
@@ -133,3 +134,50 @@ def test_evidence_config_runs_and_scale_criteria():
         assert {r.spec["batch_size"] for r in main if r.spec["optimizer"] == opt} == {8, 16, 32}
     steps = [r.spec["epochs"] * math.ceil(r.spec["n_train"] / r.spec["batch_size"]) for rs in runs.values() for r in rs]
     assert min(steps) >= 750
+
+
+def test_packs_fit_the_runtime_cap_and_runs_that_cannot_are_refused():
+    config = load("paper.yaml")
+    runs = expand_studies(config)
+    main = make_packs(runs["main"], 16, 2048, config["compute"])
+    from initmem.targets import pack_runtime_minutes
+
+    assert max(pack_runtime_minutes([r.spec for r in p], 2000) for p in main.values()) <= 1440
+    long_ = make_packs(runs["long"], 16, 2048, config["compute"])
+    # one 5,000-epoch run needs ~49 h: a pack each, resuming across the 3 attempts of 24 h
+    assert {len(p) for p in long_.values()} == {1}
+    with pytest.raises(ConfigError, match="one run needs ~49 h .* compute.attempts = 2"):
+        make_packs(runs["long"], 16, 2048, {**config["compute"], "attempts": 2})
+
+
+def test_new_runs_form_new_packs_and_trained_packs_keep_their_runs():
+    from initmem.planning import Pack, plan_packs
+
+    def runs_for(seeds):
+        return expand_studies(_cfg({"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": seeds}))["s"]
+
+    def size(_):
+        return 3
+
+    first, pack_of = plan_packs(runs_for([0, 1]), [], size)
+    trained = [Pack(p.name, p.members, bound=True) for p in first.values()]
+    second, pack_of2 = plan_packs(runs_for([0, 1, 2]), trained, size)
+    assert all(pack_of2[r] == pack_of[r] for r in pack_of)  # finished runs stay where they were trained
+    new = {pack_of2[r.run_id] for r in runs_for([2])}
+    assert len(new) == 1 and not new & set(first)  # the two new runs form one new pack
+    # and the grouping of untrained runs is stable while other packs finish
+    untrained, _ = plan_packs(runs_for([0, 1, 2]), [], size)
+    done = [Pack(p.name, p.members, bound=True) for p in list(untrained.values())[:1]]
+    assert set(plan_packs(runs_for([0, 1, 2]), done, size)[0]) == set(untrained)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda c: c["studies"].update({"bad name": c["studies"]["s"]}), "study name 'bad name'"),
+    (lambda c: c["studies"]["s"].update(variants={"a|b": {}}), "variant name 'a|b'"),
+    (lambda c: c["studies"]["s"]["grid"].update(batch_size=[128]), "batch_size 128 exceeds data.n_train = 64"),
+])
+def test_names_and_batch_sizes_are_checked(mutate, message):
+    cfg = _cfg({"sigma_w": [1.0], "seed": [0], "batch_size": [4]})
+    mutate(cfg)
+    with pytest.raises(ConfigError, match=message):
+        expand_studies(cfg)

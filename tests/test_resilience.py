@@ -43,8 +43,14 @@ def _start(work: Path) -> subprocess.Popen:
 
 
 def _trainer_pid(work: Path) -> int | None:
-    out = subprocess.run(["pgrep", "-f", f"{work}/.snakemake/scripts/.*train.py"], capture_output=True, text=True).stdout.split()
-    return int(out[0]) if out else None
+    """The training process of this work folder (python -m initmem train-plan, run from ``work``)."""
+    for pid in subprocess.run(["pgrep", "-f", "-m initmem train-plan"], capture_output=True, text=True).stdout.split():
+        try:
+            if Path(f"/proc/{pid}/cwd").resolve() == work.resolve():
+                return int(pid)
+        except OSError:
+            continue
+    return None
 
 
 def _wait_for(condition, timeout=120.0):
@@ -57,8 +63,8 @@ def _wait_for(condition, timeout=120.0):
 
 
 def _log(work: Path) -> str:
-    path = work / "results/logs/train/main/main_sw1_s3.log"
-    return path.read_text() if path.exists() else ""
+    paths = list((work / "results/logs/train/main").glob("*.log"))
+    return paths[0].read_text() if paths else ""
 
 
 @pytest.mark.slow

@@ -28,10 +28,12 @@ def test_profile_dry_run_without_slurm(tmp_path):
     counts = job_counts(proc.stdout)
     # main + lr_l2 at paper scale in packs: the profile selects config/paper.yaml
     assert counts["run_metrics"] == 6250 + 120
-    from initmem.grid import expand_studies, make_packs
+    from initmem.grid import expand_studies
+    from initmem.planning import make_packs
 
     runs = expand_studies(yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
-    assert counts["train"] == sum(len(make_packs(runs[s], 16, 2048)) for s in ("main", "lr_l2"))
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    assert counts["train"] == sum(len(make_packs(runs[s], 16, 2048, config["compute"])) for s in ("main", "lr_l2"))
 
 
 def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):

@@ -7,7 +7,8 @@ import torch
 from conftest import tiny_spec
 
 from initmem.optim import learning_rate
-from initmem.train import augment_batch, train_pack, train_run
+from initmem.jobs import train_pack
+from initmem.train import augment_batch, train_run
 
 
 def _strip_timing(record: dict) -> dict:

@@ -44,11 +44,13 @@ def test_default_dry_run_lists_every_study_and_figure():
     out = snakemake("-n", "--cores", "2", "--quiet", "rules").stdout
     counts = job_counts(out)
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    from initmem.grid import expand_studies, make_packs
+    from initmem.grid import expand_studies
+    from initmem.planning import make_packs
 
     runs = expand_studies(config)
     assert counts["run_metrics"] == sum(len(r) for r in runs.values())
-    assert counts["train"] == sum(len(make_packs(r, config["pack"]["max_models"], config["pack"]["max_images"])) for r in runs.values())
+    assert counts["train"] == counts["plan_pack"] == sum(
+        len(make_packs(r, config["pack"]["max_models"], config["pack"]["max_images"])) for r in runs.values())
     assert counts["figure"] == 8 and counts["collect_study"] == 6
 
 
@@ -58,13 +60,17 @@ def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs():
     assert counts["run_metrics"] == 8200
     # main: 25 configurations of 250 runs; max_images 2048 allows 16 models up to b=128, 8 at b=256
     # (4 batch sizes x 5 optimizers x 16 packs + 5 x 32); the other studies' counts follow the same rule
-    from initmem.grid import expand_studies, make_packs
+    from initmem.grid import expand_studies
+    from initmem.planning import make_packs
 
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    main = make_packs(expand_studies(config)["main"], 16, 2048)
-    assert len(main) == 20 * 16 + 5 * 32
+    main = make_packs(expand_studies(config)["main"], 16, 2048, config["compute"])
+    # 16 runs of 300 epochs would need ~47 h at the assumed 2,000 images/s, over the 1,440-minute
+    # cap: packs of 8 (31 per configuration, and one of the remaining 2)
+    assert len(main) == 25 * 32 and {len(p) for p in main.values()} == {8, 2}
     assert max(len(p) * p[0].spec["batch_size"] for p in main.values()) <= 2048
-    assert counts["train"] == sum(len(make_packs(r, 16, 2048)) for r in expand_studies(config).values())
+    assert counts["train"] == counts["plan_pack"] == sum(len(make_packs(r, 16, 2048, config["compute"]))
+                                                         for r in expand_studies(config).values())
 
 
 def test_paper_config_replaces_the_default_entirely(tmp_path):

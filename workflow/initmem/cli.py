@@ -2,6 +2,8 @@
 
     python -m initmem prepare --source synthetic --n-train 512 --n-val 256 --n-test 256 data.npz
     python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
+    python -m initmem estimate config/paper.yaml --images-per-second 2000
+    python -m initmem clocks --optimizer sgd --lr 1e-2 --batch-size 16 --epochs 300
 """
 
 from __future__ import annotations
@@ -9,12 +11,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint; rerun to resume
 
 
 class _Tee:
@@ -33,16 +34,39 @@ class _Tee:
 
 
 @contextlib.contextmanager
-def log_to(path: str | Path) -> Iterator[None]:
-    """Copy stdout and stderr into ``path`` (progress stays visible on the console too)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
+def log_to(path: str | Path, attempts: bool = False) -> Iterator[None]:
+    """Copy stdout and stderr into ``path`` (progress stays visible on the console too).
+
+    ``attempts``: Snakemake empties a job's log before every attempt, so the log is also appended
+    to ``<path>.attempts`` (not a Snakemake log) and ``path`` starts with the earlier attempts'
+    text: after a preemption and resume the log still shows the epochs before it and why it stopped.
+    """
+    import datetime
+    import platform
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    history = path.with_name(path.name + ".attempts")
+    earlier = history.read_text() if attempts and history.is_file() else ""
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(open(path, "w"))
+        streams = [fh]
+        if attempts:
+            fh.write(earlier)
+            streams.append(stack.enter_context(open(history, "a")))
+            n = earlier.count("=== attempt ") + 1
+            header = (f"=== attempt {n}: {datetime.datetime.now().isoformat(timespec='seconds')} on "
+                      f"{platform.node()} (pid {os.getpid()}) ===\n")
+            for s in streams:
+                s.write(header)
+                s.flush()
         old_out, old_err = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = _Tee(old_out, fh), _Tee(old_err, fh)
+        sys.stdout, sys.stderr = _Tee(old_out, *streams), _Tee(old_err, *streams)
         try:
             yield
-        except Exception as exc:  # the job's error belongs in its log too
-            print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        except BaseException as exc:  # the job's error (or exit status) belongs in its log too
+            if not (isinstance(exc, SystemExit) and exc.code in (0, None)):
+                print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             raise
         finally:
             sys.stdout, sys.stderr = old_out, old_err
@@ -61,38 +85,6 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
     save_prepared(splits, out)
     print(f"prepared {out}: train {len(splits.x_train)}, val {len(splits.x_val)}, test {len(splits.x_test)} "
           f"from {splits.meta['source']} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
-
-
-def train_pack_file(runs: list[dict], data: str | Path, out: str | Path | None, *, run_out: str | Path | None = None,
-                    device: str = "auto", threads: int = 1, engine: str = "vmap", precision: str = "float32",
-                    compile: bool = False, max_images: int | None = None, checkpoint_dir: str | Path | None = None,
-                    checkpoint_every: int = 0, keep_checkpoints: bool = False) -> None:
-    """Train a pack and write its pack file (or, for a single run, ``run_out``) atomically;
-    checkpoints are removed once the file is written."""
-    import torch
-
-    from initmem.data import load_prepared
-    from initmem.records import write_pack
-    from initmem.train import Preempted, finish_pack, install_sigterm_handler, train_pack
-
-    torch.set_num_threads(int(threads))
-    install_sigterm_handler()
-    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else None
-    splits = load_prepared(data)
-    print(f"training {len(runs)} run(s): {', '.join(r['run_id'] for r in runs)}", file=sys.stderr, flush=True)
-    try:
-        records = train_pack(runs, splits, device=device, engine=engine, precision=precision, compile=compile,
-                             max_images=max_images, checkpoint_dir=ckpt_dir, checkpoint_every=int(checkpoint_every))
-    except Preempted as exc:
-        print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
-        sys.exit(PREEMPTED_EXIT)
-    if run_out is not None:
-        from initmem.io import write_json
-
-        write_json(run_out, records[0])
-    else:
-        write_pack(out, records)
-    finish_pack(runs, ckpt_dir, keep_checkpoints)
 
 
 def collect_study(files: list[str], study: str, runs_out: str | Path, history_out: str | Path) -> None:
@@ -146,6 +138,14 @@ def figure_file(name: str, table_files: list[str], pdf: str | Path, png: str | P
     save_figure(make_figure(name, runs, history), pdf, png)
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    from initmem.data import DataError
+    from initmem.records import RecordError
+    from initmem.spec import ConfigError
+
+    return (ConfigError, RecordError, DataError, ValueError, FileNotFoundError)
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m initmem``: prepare data or train runs without Snakemake."""
     argv = sys.argv[1:] if argv is None else argv
@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n-train", type=int, default=40000)
     p.add_argument("--n-val", type=int, default=10000)
     p.add_argument("--n-test", type=int, default=10000)
+    p.add_argument("--config-json", help="the config's whole data section as JSON (what the workflow passes)")
+    p.add_argument("--log", help="also write the output to this log")
     t = sub.add_parser("train", help="train runs (a pack) from a JSON list of {run_id, spec}")
     t.add_argument("data")
     t.add_argument("runs_json")
@@ -173,6 +175,14 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--precision", default="float32", choices=["float32", "tf32", "bf16"])
     t.add_argument("--compile", action="store_true", help="torch.compile the forward/backward passes")
     t.add_argument("--max-images", type=int, help="models x images per evaluation chunk (memory bound)")
+    tp = sub.add_parser("train-plan", help="train a pack plan into its pack file (what the workflow's train jobs run)")
+    tp.add_argument("plan")
+    tp.add_argument("data")
+    tp.add_argument("out")
+    tp.add_argument("--settings", required=True, help="JSON: device, engine, precision, compile, max_images, checkpoint_every, keep_checkpoints")
+    tp.add_argument("--threads", type=int, default=1)
+    tp.add_argument("--checkpoint-dir")
+    tp.add_argument("--log")
     g = sub.add_parser("estimate", help="GPU-hours per study of a config at a given throughput")
     g.add_argument("config")
     g.add_argument("--images-per-second", type=float, required=True,
@@ -183,14 +193,25 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("run_id")
     e.add_argument("out")
     e.add_argument("log", nargs="?")
+    e.add_argument("--key", help="the run's identity key: the pack's record must carry it")
     args = parser.parse_args(argv)
+    try:
+        _run(args, parser)
+    except _user_errors() as exc:  # bad input: one line naming the value, exit status 2
+        parser.exit(2, f"initmem {args.cmd}: error: {exc}\n")
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.cmd == "estimate":
         import yaml
 
         from initmem.grid import expand_studies
         from initmem.targets import study_gpu_hours
 
-        hours = study_gpu_hours(expand_studies(yaml.safe_load(Path(args.config).read_text())), args.images_per_second)
+        if not args.images_per_second > 0:
+            raise ValueError(f"--images-per-second {args.images_per_second:g} must be > 0 (a measured training throughput)")
+        config = yaml.safe_load(Path(args.config).read_text())
+        hours = study_gpu_hours(expand_studies(config), args.images_per_second)
         print(f"| study | runs | GPU-hours at {args.images_per_second:g} images/s per job |\n|---|---:|---:|")
         for study, (n, h) in hours.items():
             print(f"| {study} | {n:,} | {h:,.0f} |")
@@ -198,16 +219,44 @@ def main(argv: list[str] | None = None) -> None:
     elif args.cmd == "extract-run":
         from initmem.records import extract_run
 
-        extract_run(args.pack, args.run_id, args.out, args.log)
+        extract_run(args.pack, args.run_id, args.out, args.log, key=args.key)
     elif args.cmd == "prepare":
-        prepare_data({"source": args.source, "archive": args.archive, "verify_md5": not args.no_verify_md5,
-                      "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test}, args.out)
-    else:
-        from initmem.io import write_json
+        cfg = json.loads(args.config_json) if args.config_json else {
+            "source": args.source, "archive": args.archive, "verify_md5": not args.no_verify_md5,
+            "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test}
+        with log_to(args.log) if args.log else contextlib.nullcontext():
+            prepare_data(cfg, args.out)
+    elif args.cmd == "train-plan":
+        from initmem.jobs import train_plan_file
 
-        runs = json.loads(Path(args.runs_json).read_text())
-        pack = Path(args.out_dir) / "pack.json"
-        train_pack_file(runs, args.data, pack, device=args.device, threads=args.threads, engine=args.engine,
-                        precision=args.precision, compile=args.compile, max_images=args.max_images)
-        for record in json.loads(pack.read_text())["runs"]:
-            write_json(Path(args.out_dir) / f"{record['run_id']}.json", record)
+        with log_to(args.log, attempts=True) if args.log else contextlib.nullcontext():
+            train_plan_file(args.plan, args.data, args.out, json.loads(args.settings), threads=args.threads,
+                            checkpoint_dir=args.checkpoint_dir)
+    else:
+        _train_runs_json(args)
+
+
+def _train_runs_json(args: argparse.Namespace) -> None:
+    """``python -m initmem train``: a JSON list of complete, valid specs -> one metrics file each."""
+    import torch
+
+    from initmem.data import load_prepared
+    from initmem.io import write_json
+    from initmem.jobs import train_pack
+    from initmem.spec import validate_spec
+
+    runs = json.loads(Path(args.runs_json).read_text())
+    if not isinstance(runs, list) or not runs:
+        raise ValueError(f"{args.runs_json}: expected a non-empty JSON list of {{run_id, spec}}")
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict) or not isinstance(run.get("run_id"), str) or not isinstance(run.get("spec"), dict):
+            raise ValueError(f"{args.runs_json}[{i}]: expected {{\"run_id\": str, \"spec\": {{...}}}}, got {run!r:.80}")
+        validate_spec(run["spec"], f"{args.runs_json}[{i}] ({run['run_id']})")
+        missing = [k for k in ("n_train", "n_val", "n_test") if k not in run["spec"]]
+        if missing:
+            raise ValueError(f"{args.runs_json}[{i}] ({run['run_id']}): spec lacks {missing}")
+    torch.set_num_threads(args.threads)
+    records = train_pack(runs, load_prepared(args.data), device=args.device, engine=args.engine, precision=args.precision,
+                         compile=args.compile, max_images=args.max_images)
+    for record in records:
+        write_json(Path(args.out_dir) / f"{record['run_id']}.json", record)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from initmem.guards import NAME
 from initmem.spec import KNOWN_KEYS, ConfigError, resolve_spec, validate_spec
 
 PACKED_AXES = ("sigma_w", "seed")
@@ -93,6 +94,9 @@ def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run
                 if unknown:
                     raise ConfigError(f"{where}: unknown keys {unknown}; known keys: {list(KNOWN_KEYS)}")
                 validate_spec(spec, where)
+                if spec["batch_size"] > data["n_train"]:
+                    raise ConfigError(f"{where}: batch_size {spec['batch_size']} exceeds data.n_train = {data['n_train']} "
+                                      "(every step would see the whole training set); lower it or raise n_train")
                 spec = resolve_spec(spec)
                 spec.update(variant=variant or None, n_train=data["n_train"], n_val=data["n_val"], n_test=data["n_test"])
                 config_parts = ([variant] if variant else []) + [_label(k, point[k]) for k in label_keys]
@@ -112,6 +116,11 @@ def expand_studies(config: dict) -> dict[str, list[Run]]:
     studies = config.get("studies") or {}
     if not studies:
         raise ConfigError("config has no studies; add at least one under 'studies:'")
+    for name, study in studies.items():
+        for kind, label in [("study", name)] + [("variant", v) for v in (study or {}).get("variants") or {}]:
+            if not isinstance(label, str) or not NAME.match(label):
+                raise ConfigError(f"{kind} name {label!r} (studies.{name}): use letters, digits and '_', starting "
+                                  "with a letter (names become paths and Snakemake wildcard patterns)")
     return {name: expand_study(name, study, config["defaults"], config["data"]) for name, study in studies.items()}
 
 
@@ -119,22 +128,3 @@ def pack_size(batch_size: int, max_models: int, max_images: int) -> int:
     """Models per pack: at most ``max_models``, and at most ``max_images`` training images per step
     (models x batch size), the memory budget of one job."""
     return max(1, min(max_models, max_images // batch_size))
-
-
-def make_packs(runs: list[Run], max_models: int, max_images: int) -> dict[str, list[Run]]:
-    """Group one study's runs into packs that share a configuration and fit the memory budget."""
-    if max_models < 1:
-        raise ConfigError(f"pack.max_models = {max_models} must be >= 1")
-    by_config: dict[str, list[Run]] = {}
-    for run in runs:
-        by_config.setdefault(run.config_id, []).append(run)
-    packs: dict[str, list[Run]] = {}
-    for config_id, members in by_config.items():
-        b = int(members[0].spec["batch_size"])
-        if b > max_images:
-            raise ConfigError(f"studies.{members[0].study}: batch_size {b} of {members[0].run_id} exceeds pack.max_images "
-                              f"= {max_images} (the images one job may hold in a step); raise pack.max_images")
-        size = pack_size(b, max_models, max_images)
-        for i in range(0, len(members), size):
-            packs[f"{config_id}-p{i // size}"] = members[i:i + size]
-    return packs

@@ -1,6 +1,6 @@
 """Metrics records on disk: pack files, per-run files, and checks of what is read back.
 
-Torch-free: the Snakefile's ``run_metrics`` rule calls :func:`extract_run` in-process.
+Torch-free: the Snakefile's ``run_metrics`` rule calls :func:`extract_run`.
 """
 
 from __future__ import annotations
@@ -34,19 +34,41 @@ def write_pack(path: str | Path, records: list[dict]) -> None:
     write_json(path, {"format": METRICS_FORMAT, "runs": records})
 
 
-def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path, log_path: str | Path | None = None) -> None:
-    """Write one run's metrics file from its pack file (and a one-line summary to ``log_path``)."""
-    pack = read_json(pack_path)
-    for record in pack.get("runs", []):
-        if record.get("run_id") == run_id:
-            write_json(out_path, check_record(record, str(pack_path)))
-            if log_path is not None:
-                Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-                s = record["summary"]
-                Path(log_path).write_text(f"{run_id}: {record['status']}, tau_best {s['tau_best']}, "
-                                          f"test_acc_best {s['test_acc_best']}\n")
-            return
-    raise RecordError(f"{pack_path} holds no run {run_id}; delete it and run snakemake again")
+def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path, log_path: str | Path | None = None,
+                key: str | None = None) -> None:
+    """Write one run's metrics file from its pack file, and a one-line summary (or the error, which
+    names the file and the command that repairs it) to ``log_path``. With ``key``, the pack's record
+    must carry that identity key (a pack file left from another version of the run is refused)."""
+    try:
+        record = _pack_record(pack_path, run_id, key)
+        write_json(out_path, record)
+        message = (f"{run_id}: {record['status']}, tau_best {record['summary']['tau_best']}, "
+                   f"test_acc_best {record['summary']['test_acc_best']}\n")
+    except RecordError as exc:
+        message = f"ERROR: {exc}\n"
+        raise
+    finally:
+        if log_path is not None:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(log_path).write_text(message)
+
+
+def _pack_record(pack_path: str | Path, run_id: str, key: str | None) -> dict:
+    retrain = f"its runs must be retrained: rm {pack_path} and run snakemake again"
+    try:
+        pack = read_json(pack_path)
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{pack_path}: damaged pack file ({type(exc).__name__}: {exc}); {retrain}") from exc
+    if not isinstance(pack, dict) or not isinstance(pack.get("runs"), list):
+        raise RecordError(f"{pack_path}: not a pack file (no list of runs); {retrain}")
+    for record in pack["runs"]:
+        if isinstance(record, dict) and record.get("run_id") == run_id:
+            check_record(record, str(pack_path))
+            if key is not None and record.get("key") != key:
+                raise RecordError(f"{pack_path}: run {run_id} was trained as {record.get('key')!r}, the config now "
+                                  f"defines it as {key!r}; {retrain}")
+            return record
+    raise RecordError(f"{pack_path} holds no run {run_id}; {retrain}")
 
 
 def load_record(path: str | Path) -> dict:
@@ -56,4 +78,5 @@ def load_record(path: str | Path) -> dict:
     except ValueError as exc:
         if isinstance(exc, RecordError):
             raise
-        raise RecordError(f"{path}: not valid JSON ({exc}); delete it and run snakemake again") from exc
+        raise RecordError(f"{path}: not valid JSON ({exc}); repair it from its pack: rm {path} && snakemake {path}, "
+                          "then run snakemake again") from exc

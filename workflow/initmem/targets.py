@@ -67,3 +67,30 @@ def study_gpu_hours(runs_by_study: dict, images_per_second: float) -> dict[str, 
     """
     return {study: (len(runs), sum(run_images(r.spec) for r in runs) / images_per_second / 3600)
             for study, runs in runs_by_study.items()}
+
+
+def fitting_pack_size(specs: list[dict], size: int, compute: dict, where: str) -> int:
+    """Runs per pack for one configuration's ``specs``: at most ``size`` (the memory budget), and
+    few enough that the job's runtime estimate fits one ``compute.max_runtime_minutes`` attempt.
+
+    A single run longer than one attempt is allowed when it fits ``compute.attempts`` of them (it
+    checkpoints at SIGTERM and resumes on the next attempt); longer than that it can never finish,
+    and the config is refused here, at DAG time, not after days of failed jobs.
+    """
+    from initmem.spec import ConfigError
+
+    cap = compute.get("max_runtime_minutes")
+    if cap is None:
+        return size
+    ips = compute["images_per_second"]
+    while size > 1 and pack_runtime_minutes(specs[:size], ips) > cap:
+        size -= 1
+    one = pack_runtime_minutes(specs[:1], ips)
+    attempts = int(compute.get("attempts", 1))
+    if one > cap * attempts:
+        raise ConfigError(
+            f"{where}: one run needs ~{one / 60:.0f} h at compute.images_per_second = {ips:g} "
+            f"(1.5x margin), more than compute.attempts = {attempts} x compute.max_runtime_minutes = {cap} "
+            "can give; raise max_runtime_minutes or attempts (the profile's retries + 1), or measure "
+            "a higher images_per_second")
+    return size

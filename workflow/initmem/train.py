@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from initmem import __version__
-from initmem.checkpoint import CheckpointError, load_checkpoint, pack_checkpoint_name, remove_checkpoints, save_checkpoint
+from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from initmem.clocks import advance_clocks
 from initmem.data import Splits
 from initmem.models import build_model, init_weights, kernel_norm, kernels
@@ -362,43 +362,3 @@ def pick_device(name: str = "auto") -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
-
-
-ENGINES = ("vmap", "loop")
-
-
-def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
-               compile: bool = False, max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
-               log: TextIO | None = sys.stderr) -> list[dict]:
-    """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
-
-    Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
-    one vectorised model (:mod:`initmem.packed`); "loop" trains the runs one after another with the
-    reference trainer. Either way a run's result does not depend on its pack up to float rounding.
-    """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
-    dev = pick_device(device)
-    data = Tensors.from_splits(splits, dev)
-    for r in runs:
-        if r["spec"]["n_train"] != len(splits.x_train):
-            raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
-    if engine == "vmap" and len(runs) > 1:
-        from initmem.packed import train_packed
-
-        ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
-        return train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
-                            checkpoint_every=checkpoint_every, log=log)
-    records = []
-    for r in runs:
-        ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
-        records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
-                                 precision=precision, compile=compile, log=log))
-    return records
-
-
-def finish_pack(runs: list[dict], checkpoint_dir: Path | None, keep_checkpoints: bool) -> None:
-    """Remove the runs' (and the vectorised pack's) checkpoints once their metrics are safely written (unless kept)."""
-    if checkpoint_dir is not None and not keep_checkpoints:
-        for name in [f"{r['run_id']}.ckpt" for r in runs] + [pack_checkpoint_name(runs)]:
-            remove_checkpoints(checkpoint_dir / name)

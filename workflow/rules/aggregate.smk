@@ -10,6 +10,8 @@ rule collect_study:
     output:
         runs="results/tables/studies/{study}.runs.csv",
         history="results/tables/studies/{study}.history.csv.gz",
+    params:
+        analysis=ANALYSIS,  # the analysis code's version: an edit there reruns tables, never training
     log:
         "results/logs/collect/{study}.log",
     conda:
@@ -32,6 +34,8 @@ rule tables:
             )
             for name in TABLES
         },
+    params:
+        analysis=ANALYSIS,
     log:
         "results/logs/tables.log",
     conda:

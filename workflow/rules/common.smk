@@ -1,4 +1,5 @@
 # Shared helpers: expand the config's studies into runs and packs (all logic lives in initmem).
+import json
 import sys
 from pathlib import Path
 
@@ -8,38 +9,61 @@ LIBRARY_DIR = str(Path(workflow.basedir) / "workflow")
 PYTHON = sys.executable
 sys.path.insert(0, LIBRARY_DIR)
 
-from initmem.grid import expand_studies, make_packs  # noqa: E402
+from initmem.grid import expand_studies  # noqa: E402
+from initmem.guards import InvocationError, check_profile_configfiles, check_workflow_profile  # noqa: E402
+from initmem.identity import analysis_version, code_version, data_identity, run_key, trainer_version  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
+from initmem.planning import plan_path, plan_studies, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes  # noqa: E402
 
+PACKS_DIR = "results/packs"
+PLANS_DIR = "results/plans"
+
+try:
+    _warning = check_profile_configfiles(sys.argv, [Path.cwd(), Path(workflow.basedir)])
+    if _warning:
+        print(_warning, file=sys.stderr)
+    check_workflow_profile(sys.argv, [Path.cwd(), Path(workflow.basedir)])
+except InvocationError as exc:
+    raise WorkflowError(str(exc))
+
+
 try:
     RUNS = expand_studies(config)
-    PACKS = {study: make_packs(runs, config["pack"]["max_models"], config["pack"]["max_images"]) for study, runs in RUNS.items()}
+    PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR)
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
+PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
+PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
+
+# What a run's result depends on (README, "What makes a run retrain"): its spec, the prepared data's
+# content, the trainer's code, the precision. Bookkeeping settings reach the jobs through the shell
+# command (formatted per job: not a rerun trigger), never through params.
+DATA_ID = data_identity(config["data"])
+DATA_CODE = code_version(("data.py",))
+PRECISION = config["compute"]["precision"]
+TRAINER = trainer_version()
+ANALYSIS = analysis_version()
+DATA_CONFIG_JSON = json.dumps(config["data"])
+TRAIN_SETTINGS_JSON = json.dumps(dict(
+    device=config["compute"]["device"],
+    precision=PRECISION,
+    compile=config["compute"]["compile"],
+    engine=config["pack"]["engine"],
+    max_images=config["pack"]["max_images"],
+    checkpoint_every=config["checkpoint"]["every_epochs"],
+    keep_checkpoints=config["checkpoint"]["keep"],
+))
 
 
-def check_no_workflow_profile_override(argv):
-    """A workflow profile (profiles/default/) silently overrides a --profile's resources key by
-    key; refuse that combination instead of submitting GPU jobs with the wrong resources."""
-    if "--profile" not in argv or "--workflow-profile" in argv:
-        return
-    for base in (Path.cwd(), Path(workflow.basedir)):
-        if (base / "profiles" / "default" / "config.yaml").is_file():
-            raise WorkflowError(
-                f"{base / 'profiles/default'} would override the resources of --profile "
-                f"{argv[argv.index('--profile') + 1]} (a workflow profile wins key by key). "
-                "Remove or merge it, or add --workflow-profile none."
-            )
+def key_of(spec):
+    """A run's identity key under this config."""
+    return run_key(spec, DATA_ID, TRAINER, PRECISION)
 
-
-check_no_workflow_profile_override(sys.argv)
 
 STUDIES = list(RUNS)
-PACKED = config["pack"]["max_models"] > 1
 RUN_BY_ID = {(study, r.run_id): r for study, runs in RUNS.items() for r in runs}
-PACK_OF = {(study, r.run_id): pack for study, packs in PACKS.items() for pack, members in packs.items() for r in members}
 DATA = "results/data/cifar10.npz"
 TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
 REPORT_TABLES = ["spreads.csv", "claims.csv", "claims.md", "paper_tables.md", "runs.csv"]
@@ -60,22 +84,18 @@ def run_files(study):
     return [f"results/runs/{study}/{r.run_id}.json" for r in RUNS[study]]
 
 
-def trainer_runs(runs):
-    """Runs as the dicts the trainer takes."""
-    return [{"run_id": r.run_id, "spec": r.spec} for r in runs]
-
-
-def pack_members(wildcards):
-    """The runs of one pack, as dicts the trainer takes."""
-    return trainer_runs(PACKS[wildcards.study][wildcards.pack])
-
-
-def single_run(wildcards):
-    """The one run of an unpacked training job, as the trainer takes it."""
-    key = (wildcards.study, wildcards.run_id)
-    if key not in RUN_BY_ID:
-        raise WorkflowError(f"run {wildcards.run_id} is not part of study {wildcards.study} in this config")
-    return trainer_runs([RUN_BY_ID[key]])
+def plan_members(wildcards):
+    """A pack's members with their identity keys now. A pack this parse did not plan (a cluster
+    node re-reading the workflow while its own pack trains) is read from its plan file."""
+    pack = PACKS.get(wildcards.study, {}).get(wildcards.pack)
+    if pack is not None:
+        members = pack.members
+    else:
+        path = plan_path(PLANS_DIR, wildcards.study, wildcards.pack)
+        if not path.is_file():
+            raise WorkflowError(f"pack {wildcards.pack} is not part of study {wildcards.study} in this config")
+        members = [(m["run_id"], m["spec"]) for m in json.loads(path.read_text())["members"]]
+    return [{"run_id": run_id, "spec": spec, "key": key_of(spec)} for run_id, spec in members]
 
 
 def pack_of_run(wildcards):
@@ -83,7 +103,12 @@ def pack_of_run(wildcards):
     key = (wildcards.study, wildcards.run_id)
     if key not in PACK_OF:
         raise WorkflowError(f"run {wildcards.run_id} is not part of study {wildcards.study} in this config")
-    return f"results/packs/{wildcards.study}/{PACK_OF[key]}.json"
+    return f"{PACKS_DIR}/{wildcards.study}/{PACK_OF[key]}.json"
+
+
+def run_key_of(wildcards):
+    """The identity key of one configured run."""
+    return key_of(RUN_BY_ID[(wildcards.study, wildcards.run_id)].spec)
 
 
 def study_tables(studies):
@@ -99,22 +124,15 @@ def figure_inputs(wildcards):
     return study_tables(studies)
 
 
-TRAIN_PARAMS = dict(
-    device=config["compute"]["device"],
-    precision=config["compute"]["precision"],
-    compile=config["compute"]["compile"],
-    engine=config["pack"]["engine"],
-    max_images=config["pack"]["max_images"],
-    checkpoint_every=config["checkpoint"]["every_epochs"],
-    keep_checkpoints=config["checkpoint"]["keep"],
-)
-
-
-def train_resources(specs_of):
+def train_resources():
     """runtime (minutes) and mem_mb of a training job, estimated from the size of its runs."""
     ips = config["compute"]["images_per_second"]
+
+    def specs(w):
+        return [m["spec"] for m in plan_members(w)]
+
     return dict(
         gpu=0,
-        runtime=lambda w: pack_runtime_minutes(specs_of(w), ips, config["compute"].get("max_runtime_minutes")),
-        mem_mb=lambda w: pack_mem_mb(specs_of(w)),
+        runtime=lambda w: pack_runtime_minutes(specs(w), ips, config["compute"].get("max_runtime_minutes")),
+        mem_mb=lambda w: pack_mem_mb(specs(w)),
     )

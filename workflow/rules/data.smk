@@ -3,17 +3,20 @@ localrules:
 
 
 rule prepare_data:
-    """Read CIFAR-10 once (torchvision, local archive, or synthetic) into one compact split file."""
+    """Read CIFAR-10 once (torchvision, local archive, or synthetic) into one compact split file.
+    Reruns only when what decides the split's content changes (not the archive's path, not a key
+    added at its default), or the data code does."""
     output:
         DATA,
     params:
-        data=config["data"],
+        identity=DATA_ID,
+        code=DATA_CODE,
     log:
         "results/logs/prepare_data.log",
     conda:
         "../../envs/train.yaml"
-    script:
-        "../scripts/prepare_data.py"
+    shell:
+        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem prepare {output:q} --config-json {DATA_CONFIG_JSON:q} --log {log:q}"
 
 
 localrules:

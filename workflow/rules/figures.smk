@@ -10,6 +10,8 @@ rule figure:
     output:
         pdf="figures/{fig}.pdf",
         png=report("figures/{fig}.png", caption="../report/figure.rst", category="Figures", labels={"figure": "{fig}"}),
+    params:
+        analysis=ANALYSIS,
     log:
         "results/logs/figures/{fig}.log",
     conda:

@@ -1,66 +1,64 @@
-if PACKED:
+# Training: a plan per pack (which runs train together, with their identity keys), one job per
+# pack, one metrics file per run cut from the pack file. What triggers a retrain, and what never
+# does, is the README's "What makes a run retrain".
 
-    rule train:
-        """One job per pack: runs that differ only in sigma_w and seed, one metrics record each."""
-        input:
-            data=DATA,
-        output:
-            pack="results/packs/{study}/{pack}.json",
-        params:
-            runs=pack_members,
-            checkpoint_dir=lambda w: f"results/checkpoints/{w.study}",
-            **TRAIN_PARAMS,
-        threads: config["compute"]["threads"]
-        resources:
-            **train_resources(lambda w: [r["spec"] for r in pack_members(w)]),
-        log:
-            "results/logs/train/{study}/{pack}.log",
-        conda:
-            "../../envs/train.yaml"
-        script:
-            "../scripts/train.py"
 
-    localrules:
-        run_metrics,
+localrules:
+    plan_pack,
+    run_metrics,
 
-    rule run_metrics:
-        """One metrics file per run, cut from its pack's file."""
-        input:
-            pack_of_run,
-        output:
-            "results/runs/{study}/{run_id}.json",
-        params:
-            python=PYTHON,
-            library=LIBRARY_DIR,
-        log:
-            "results/logs/runs/{study}/{run_id}.log",
-        conda:
-            "../../envs/analysis.yaml"
-        # a shell job runs in a thread; a `run:` job would re-parse the whole workflow per run
-        shell:
-            "PYTHONPATH={params.library:q} {params.python:q} -m initmem extract-run {input:q} {wildcards.run_id:q} {output:q} {log:q}"
 
-else:
+rule plan_pack:
+    """A pack's members and each run's identity key: rewritten (and so retrained) exactly when a
+    key changes (spec, data content, trainer code, precision)."""
+    output:
+        "results/plans/{study}/{pack}.json",
+    params:
+        members=plan_members,
+    log:
+        "results/logs/plans/{study}/{pack}.log",
+    run:
+        write_plan(output[0], params.members)
+        Path(log[0]).write_text(f"planned {len(params.members)} run(s)\n")
 
-    rule train:
-        """One job per run (pack.max_models: 1), writing its metrics file directly."""
-        input:
-            data=DATA,
-        output:
-            run="results/runs/{study}/{run_id}.json",
-        params:
-            runs=single_run,
-            checkpoint_dir=lambda w: f"results/checkpoints/{w.study}",
-            **TRAIN_PARAMS,
-        threads: config["compute"]["threads"]
-        resources:
-            **train_resources(lambda w: [r["spec"] for r in single_run(w)]),
-        log:
-            "results/logs/train/{study}/{run_id}.log",
-        conda:
-            "../../envs/train.yaml"
-        script:
-            "../scripts/train.py"
+
+rule train:
+    """One job per pack: runs that differ only in sigma_w and seed, one metrics record each."""
+    input:
+        # ancient: a copied or touched file is no reason to retrain; a rewritten one (its job ran) is
+        plan=ancient("results/plans/{study}/{pack}.json"),
+        data=ancient(DATA),
+    output:
+        pack="results/packs/{study}/{pack}.json",
+    threads: config["compute"]["threads"]
+    resources:
+        **train_resources(),
+    log:
+        "results/logs/train/{study}/{pack}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem train-plan {input.plan:q} {input.data:q} {output.pack:q} "
+        "--settings {TRAIN_SETTINGS_JSON:q} --threads {threads} --checkpoint-dir results/checkpoints/{wildcards.study} "
+        "--log {log:q}"
+
+
+rule run_metrics:
+    """One metrics file per run, cut from its pack's file (checked against the run's key)."""
+    input:
+        ancient(pack_of_run),
+    output:
+        "results/runs/{study}/{run_id}.json",
+    params:
+        key=run_key_of,
+    log:
+        "results/logs/runs/{study}/{run_id}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    # a shell job runs in a thread; a `run:` job would re-parse the whole workflow per run
+    shell:
+        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem extract-run {input:q} {wildcards.run_id:q} {output:q} {log:q} "
+        "--key {params.key:q}"
 
 
 rule runs:

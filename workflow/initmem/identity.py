@@ -1,0 +1,103 @@
+"""What a result depends on, as short stable hashes: the trainer's code, the analysis code, the
+prepared data, and each run's identity key. Torch-free: the Snakefile calls these on every parse.
+
+A run retrains exactly when its key changes: its resolved spec, the prepared data's content, the
+trainer's code (its syntax tree: comments and docstrings do not count) or the arithmetic precision.
+Never because of its neighbours in a pack, resources, paths or bookkeeping settings (README, "What
+makes a run retrain").
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+LIBRARY = Path(__file__).resolve().parent
+
+# Modules whose code decides a run's numbers. Editing any of them (beyond comments and docstrings)
+# changes every run's key, so every training job is planned again.
+TRAINER_MODULES = ("train.py", "packed.py", "models.py", "optim.py", "spec.py", "data.py")
+# Modules whose code decides the tables and figures (never a reason to retrain).
+ANALYSIS_MODULES = ("analysis.py", "plots.py", "records.py", "verdicts.py", "claims.py", "report.py")
+
+# Sources whose prepared split is CIFAR-10 itself: torchvision's md5-checked download and a local
+# archive whose md5 was verified give the same pixels, so switching between them retrains nothing.
+OFFICIAL_CIFAR10 = "cifar10-official"
+
+
+def _digest(obj: Any, n: int = 16) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:n]
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
+    """Hash of the syntax trees of ``files`` (under ``base``; absent ones are skipped), without
+    comments, docstrings or formatting: a bug fix changes it, a reworded comment does not."""
+    parts = []
+    for name in sorted(files):
+        path = base / name
+        if path.is_file():
+            tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
+            parts.append([name, ast.dump(tree, annotate_fields=False, include_attributes=False)])
+    return _digest(parts)
+
+
+@functools.cache
+def trainer_version() -> str:
+    """The training code's version (see :data:`TRAINER_MODULES`)."""
+    return code_version(TRAINER_MODULES)
+
+
+@functools.cache
+def analysis_version() -> str:
+    """The analysis code's version (see :data:`ANALYSIS_MODULES`)."""
+    return code_version(ANALYSIS_MODULES)
+
+
+@functools.cache
+def _file_md5(path: str) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def data_identity(data_cfg: dict) -> dict:
+    """What determines the prepared split's content, nothing else: not the archive's path (moving
+    the project or the archive changes nothing), not keys left at their defaults.
+
+    An unverified local archive (a re-packed copy) is identified by its md5, computed here once per
+    process; a missing one by its path, until it exists (``prepare_data`` then reports it).
+    """
+    source = data_cfg.get("source", "torchvision")
+    archive = data_cfg.get("archive")
+    if source == "synthetic":
+        origin = f"synthetic:{int(data_cfg.get('seed', 0))}"
+    elif source == "torchvision" and not archive:
+        origin = OFFICIAL_CIFAR10
+    elif data_cfg.get("verify_md5", True):
+        origin = OFFICIAL_CIFAR10  # prepare_data refuses an archive whose md5 is not the official one
+    elif archive and Path(archive).is_file():
+        origin = f"archive-md5:{_file_md5(str(Path(archive).resolve()))}"
+    else:
+        origin = f"archive:{archive}"  # an extracted folder or a missing file: the path is all we have
+    return {"origin": origin, "n_train": int(data_cfg["n_train"]), "n_val": int(data_cfg["n_val"]),
+            "n_test": int(data_cfg["n_test"])}
+
+
+def run_key(spec: dict, data_id: dict, trainer: str, precision: str) -> str:
+    """A run's identity: it retrains exactly when this changes."""
+    return _digest({"spec": spec, "data": data_id, "trainer": trainer, "precision": precision})

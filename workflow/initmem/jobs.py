@@ -1,0 +1,89 @@
+"""The job layer: one training job = one pack of runs. It picks the trainer (the reference
+single-run trainer in :mod:`initmem.train`, or the vectorised one in :mod:`initmem.packed`), names
+checkpoints, stamps each record with its run's identity key and writes the pack file.
+
+Data flows one way: cli -> jobs -> trainers (train, packed) -> models/optim -> spec.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from initmem.checkpoint import pack_checkpoint_name, remove_checkpoints
+from initmem.data import Splits, load_prepared
+from initmem.planning import read_plan
+from initmem.records import write_pack
+from initmem.train import Preempted, Tensors, install_sigterm_handler, pick_device, train_run
+
+ENGINES = ("vmap", "loop")
+PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint; rerun to resume
+
+
+def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
+               compile: bool = False, max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
+               log: TextIO | None = sys.stderr) -> list[dict]:
+    """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
+
+    Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
+    one vectorised model (:mod:`initmem.packed`); "loop" trains the runs one after another with the
+    reference trainer. Either way a run's result does not depend on its pack up to float rounding.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
+    dev = pick_device(device)
+    data = Tensors.from_splits(splits, dev)
+    for r in runs:
+        if r["spec"]["n_train"] != len(splits.x_train):
+            raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
+    if engine == "vmap" and len(runs) > 1:
+        from initmem.packed import train_packed
+
+        ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
+        return train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
+                            checkpoint_every=checkpoint_every, log=log)
+    records = []
+    for r in runs:
+        ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
+        records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
+                                 precision=precision, compile=compile, log=log))
+    return records
+
+
+def finish_pack(runs: list[dict], checkpoint_dir: Path | None, keep_checkpoints: bool) -> None:
+    """Remove the runs' (and the vectorised pack's) checkpoints once their metrics are safely written (unless kept)."""
+    if checkpoint_dir is not None and not keep_checkpoints:
+        for name in [f"{r['run_id']}.ckpt" for r in runs] + [pack_checkpoint_name(runs)]:
+            remove_checkpoints(checkpoint_dir / name)
+
+
+def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, settings: dict, threads: int = 1,
+                    checkpoint_dir: str | Path | None = None) -> None:
+    """Train the runs of a pack plan and write its pack file atomically, each record stamped with
+    its run's identity ``key``; checkpoints are removed once the file is written.
+
+    ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
+    max_images, checkpoint_every, keep_checkpoints) and ``precision``, which is part of the key.
+    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM (a checkpoint was saved: rerun to resume).
+    """
+    import torch
+
+    members = read_plan(plan)
+    torch.set_num_threads(int(threads))
+    install_sigterm_handler()
+    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else None
+    splits = load_prepared(data)
+    print(f"training {len(members)} run(s): {', '.join(m['run_id'] for m in members)}", file=sys.stderr, flush=True)
+    try:
+        records = train_pack(members, splits, device=settings["device"], engine=settings["engine"],
+                             precision=settings["precision"], compile=settings["compile"],
+                             max_images=settings.get("max_images"), checkpoint_dir=ckpt_dir,
+                             checkpoint_every=int(settings.get("checkpoint_every", 0)))
+    except Preempted as exc:
+        print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
+        sys.exit(PREEMPTED_EXIT)
+    for member, record in zip(members, records, strict=True):
+        record["key"] = member["key"]
+    write_pack(out, records)
+    finish_pack(members, ckpt_dir, bool(settings.get("keep_checkpoints", False)))
