@@ -14,8 +14,8 @@ import time
 import torch
 
 from initmem.data import build_splits
-from initmem.spec import resolve_spec
 from initmem.jobs import train_pack
+from initmem.spec import resolve_spec
 
 
 def main() -> None:

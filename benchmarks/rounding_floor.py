@@ -23,8 +23,8 @@ import time
 import torch
 
 from initmem.data import build_splits
-from initmem.spec import resolve_spec
 from initmem.jobs import train_pack
+from initmem.spec import resolve_spec
 
 METRICS = ("test_acc_best", "val_loss_best", "tau_best")
 

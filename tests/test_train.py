@@ -6,8 +6,8 @@ import pytest
 import torch
 from conftest import tiny_spec
 
-from initmem.optim import learning_rate
 from initmem.jobs import train_pack
+from initmem.optim import learning_rate
 from initmem.train import augment_batch, train_run
 
 
