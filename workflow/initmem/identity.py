@@ -20,7 +20,7 @@ LIBRARY = Path(__file__).resolve().parent
 
 # Modules whose code decides a run's numbers. Editing any of them (beyond comments and docstrings)
 # changes every run's key, so every training job is planned again.
-TRAINER_MODULES = ("train.py", "packed.py", "models.py", "optim.py", "spec.py", "data.py")
+TRAINER_MODULES = ("train.py", "packed.py", "models.py", "optim.py", "spec.py", "data.py", "clocks.py")
 # Modules whose code decides the tables and figures (never a reason to retrain).
 ANALYSIS_MODULES = ("analysis.py", "plots.py", "records.py", "verdicts.py", "claims.py", "report.py")
 
