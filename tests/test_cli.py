@@ -1,0 +1,38 @@
+"""``python -m initmem`` refuses bad input with one line that names the value, exit status 2."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import tiny_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def initmem(*args, cwd=ROOT):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    return subprocess.run([sys.executable, "-m", "initmem", *args], cwd=cwd, capture_output=True, text=True, env=env)
+
+
+def test_estimate_refuses_a_zero_throughput():
+    proc = initmem("estimate", "config/paper.yaml", "--images-per-second", "0")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == "initmem estimate: error: --images-per-second 0 must be > 0 (a measured training throughput)"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda spec: spec.pop("epochs"), "keys ['epochs'] are missing"),
+    (lambda spec: spec.update(lr=-0.1), "lr = -0.1 must be a positive float"),
+    (lambda spec: spec.update(optimizer="lion"), "optimizer = 'lion' is unknown"),
+    (lambda spec: spec.pop("n_train"), "spec lacks ['n_train']"),
+])
+def test_train_refuses_partial_or_bad_specs_before_training(tmp_path, change, message):
+    spec = {**tiny_config({})["defaults"], "sigma_w": 1.0, "seed": 0, "n_train": 64, "n_val": 32, "n_test": 32}
+    change(spec)
+    (tmp_path / "runs.json").write_text(json.dumps([{"run_id": "r", "spec": spec}]))
+    proc = initmem("train", "missing.npz", str(tmp_path / "runs.json"), str(tmp_path / "out"))
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
