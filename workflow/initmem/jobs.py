@@ -79,7 +79,8 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
         records = train_pack(members, splits, device=settings["device"], engine=settings["engine"],
                              precision=settings["precision"], compile=settings["compile"],
                              max_images=settings.get("max_images"), checkpoint_dir=ckpt_dir,
-                             checkpoint_every=int(settings.get("checkpoint_every", 0)))
+                             checkpoint_every=int(settings.get("checkpoint_every", 0)),
+                             log=sys.stderr)  # read now: the job's log may have replaced it
     except Preempted as exc:
         print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
         sys.exit(PREEMPTED_EXIT)

@@ -106,6 +106,11 @@ def pack_of_run(wildcards):
     return f"{PACKS_DIR}/{wildcards.study}/{PACK_OF[key]}.json"
 
 
+def plan_of_run(wildcards):
+    """The plan of the pack that holds one run."""
+    return f"{PLANS_DIR}/{wildcards.study}/{PACK_OF[(wildcards.study, wildcards.run_id)]}.json"
+
+
 def run_key_of(wildcards):
     """The identity key of one configured run."""
     return key_of(RUN_BY_ID[(wildcards.study, wildcards.run_id)].spec)

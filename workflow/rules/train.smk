@@ -25,8 +25,9 @@ rule plan_pack:
 rule train:
     """One job per pack: runs that differ only in sigma_w and seed, one metrics record each."""
     input:
-        # ancient: a copied or touched file is no reason to retrain; a rewritten one (its job ran) is
-        plan=ancient("results/plans/{study}/{pack}.json"),
+        # the plan is rewritten exactly when a member's key changes, and its new mtime retrains the
+        # pack; the data's mtime is no reason (a content change changes every key, hence the plans)
+        plan="results/plans/{study}/{pack}.json",
         data=ancient(DATA),
     output:
         pack="results/packs/{study}/{pack}.json",
@@ -46,7 +47,10 @@ rule train:
 rule run_metrics:
     """One metrics file per run, cut from its pack's file (checked against the run's key)."""
     input:
-        ancient(pack_of_run),
+        # a damaged or touched pack file is no reason to cut its runs again (a failed job would
+        # delete the good run file first); a rewritten plan is (the pack retrains before this runs)
+        pack=ancient(pack_of_run),
+        plan=plan_of_run,
     output:
         "results/runs/{study}/{run_id}.json",
     params:
@@ -57,7 +61,7 @@ rule run_metrics:
         "../../envs/analysis.yaml"
     # a shell job runs in a thread; a `run:` job would re-parse the whole workflow per run
     shell:
-        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem extract-run {input:q} {wildcards.run_id:q} {output:q} {log:q} "
+        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem extract-run {input.pack:q} {wildcards.run_id:q} {output:q} {log:q} "
         "--key {params.key:q}"
 
 
