@@ -35,6 +35,12 @@ def _runs(sigmas=(0.5, 1.5, 1.0), seeds=(0, 1, 3), **overrides) -> list[dict]:
             for i, (sw, seed) in enumerate(zip(sigmas, seeds, strict=True))]
 
 
+# Grouped (pack) and plain (single-run) convolutions sum in different orders, and oneDNN picks its
+# kernels per CPU: after two epochs of SGD over BatchNorm the losses differed by <= 4e-5 relative on
+# the machine these tests were written on and by up to 2.1e-4 on an AMD EPYC (2026-11-30).
+PACK_RTOL = 5e-4
+
+
 def assert_same_records(packed: list[dict], single: list[dict], rtol: float | None, n_eval: int = 48) -> None:
     """Same ids, statuses, early stopping and exact fields; with ``rtol``, losses and accuracies too."""
     for p, s in zip(packed, single, strict=True):
@@ -63,7 +69,7 @@ def test_vectorised_pack_matches_single_runs(tiny_tensors, overrides):
     runs = _runs(**overrides)
     packed = train_packed(runs, tiny_tensors, log=None)
     single = [train_run(r["spec"], tiny_tensors, r["run_id"], log=None) for r in runs]
-    assert_same_records(packed, single, rtol=1e-4)
+    assert_same_records(packed, single, rtol=PACK_RTOL)
     assert packed[0]["env"]["engine"] == "vmap" and packed[0]["env"]["pack_size"] == 3
 
 
@@ -109,7 +115,7 @@ def test_diverged_member_leaves_the_pack_and_the_others_go_on(tiny_tensors):
     packed = train_packed(runs, tiny_tensors, log=None)
     single = [train_run(r["spec"], tiny_tensors, r["run_id"], log=None) for r in runs]
     assert [r["status"] for r in packed] == ["ok", "diverged", "ok"]
-    assert_same_records(packed, single, rtol=1e-4)
+    assert_same_records(packed, single, rtol=PACK_RTOL)
     json.dumps(packed, allow_nan=False)
 
 
