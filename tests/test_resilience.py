@@ -44,7 +44,7 @@ def _start(work: Path) -> subprocess.Popen:
 
 def _trainer_pid(work: Path) -> int | None:
     """The training process of this work folder (python -m initmem train-plan, run from ``work``)."""
-    for pid in subprocess.run(["pgrep", "-f", "-m initmem train-plan"], capture_output=True, text=True).stdout.split():
+    for pid in subprocess.run(["pgrep", "-f", "initmem train-plan"], capture_output=True, text=True).stdout.split():
         try:
             if Path(f"/proc/{pid}/cwd").resolve() == work.resolve():
                 return int(pid)
