@@ -318,7 +318,8 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
                 ax.text(0.03, 0.03, "no run interpolated:\n" + ", ".join(never), transform=ax.transAxes, fontsize=6,
                         color="dimgray", va="bottom")
     for metric in rows:  # one y range per metric over every architecture and batch size (bands included)
-        group = [ax for (m, _), row in zip(panel_rows, axes, strict=True) if m == metric for ax in row if ax.lines]
+        group = [ax for (m, _), row in zip(panel_rows, axes, strict=True) if m == metric for ax in row
+                 if ax.lines and np.isfinite([ax.dataLim.y0, ax.dataLim.y1]).all()]  # an empty line leaves inf limits
         if group:
             lo, hi = min(ax.dataLim.y0 for ax in group), max(ax.dataLim.y1 for ax in group)
             pad = 0.05 * (hi - lo) if hi > lo else max(1.0, 0.02 * abs(hi))  # a flat metric still gets a readable range

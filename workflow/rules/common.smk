@@ -1,5 +1,6 @@
 # Shared helpers: expand the config's studies into runs and packs (all logic lives in initmem).
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -55,6 +56,13 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
     checkpoint_every=config["checkpoint"]["every_epochs"],
     keep_checkpoints=config["checkpoint"]["keep"],
 ))
+
+
+# What the jobs' shell commands need but must never be a rerun trigger (the project's paths, the
+# bookkeeping settings) reaches them through the environment: Snakemake neither compares it nor
+# takes it for an undeclared input. A job on a cluster node re-parses this file and sets it there.
+os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
+                  INITMEM_DATA_CONFIG=DATA_CONFIG_JSON)
 
 
 def key_of(spec):

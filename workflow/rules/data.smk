@@ -16,7 +16,7 @@ rule prepare_data:
     conda:
         "../../envs/train.yaml"
     shell:
-        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem prepare {output:q} --config-json {DATA_CONFIG_JSON:q} --log {log:q}"
+        'PYTHONPATH="$INITMEM_LIBRARY" "$INITMEM_PYTHON" -m initmem prepare {output:q} --config-json "$INITMEM_DATA_CONFIG" --log {log:q}'
 
 
 localrules:

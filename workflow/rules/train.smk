@@ -39,8 +39,8 @@ rule train:
     conda:
         "../../envs/train.yaml"
     shell:
-        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem train-plan {input.plan:q} {input.data:q} {output.pack:q} "
-        "--settings {TRAIN_SETTINGS_JSON:q} --threads {threads} --checkpoint-dir results/checkpoints/{wildcards.study} "
+        'PYTHONPATH="$INITMEM_LIBRARY" "$INITMEM_PYTHON" -m initmem train-plan {input.plan:q} {input.data:q} {output.pack:q} '
+        '--settings "$INITMEM_TRAIN_SETTINGS" --threads {threads} --checkpoint-dir results/checkpoints/{wildcards.study} '
         "--log {log:q}"
 
 
@@ -61,7 +61,8 @@ rule run_metrics:
         "../../envs/analysis.yaml"
     # a shell job runs in a thread; a `run:` job would re-parse the whole workflow per run
     shell:
-        "PYTHONPATH={LIBRARY_DIR:q} {PYTHON:q} -m initmem extract-run {input.pack:q} {wildcards.run_id:q} {output:q} {log:q} "
+        'PYTHONPATH="$INITMEM_LIBRARY" "$INITMEM_PYTHON" -m initmem extract-run {input.pack:q} {wildcards.run_id:q} {output:q} {log:q} '
+        
         "--key {params.key:q}"
 
 
