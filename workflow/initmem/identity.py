@@ -68,11 +68,9 @@ def analysis_version() -> str:
 
 @functools.cache
 def _file_md5(path: str) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from initmem.data import md5sum  # numpy only, no torch
+
+    return md5sum(Path(path))
 
 
 def data_identity(data_cfg: dict) -> dict:

@@ -14,7 +14,7 @@ from initmem.grid import expand_studies  # noqa: E402
 from initmem.guards import InvocationError, check_profile_configfiles, check_workflow_profile  # noqa: E402
 from initmem.identity import analysis_version, code_version, data_identity, run_key, trainer_version  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
-from initmem.planning import plan_path, plan_studies, write_plan  # noqa: E402
+from initmem.planning import plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes  # noqa: E402
 
@@ -101,7 +101,7 @@ def plan_members(wildcards):
         path = plan_path(PLANS_DIR, wildcards.study, wildcards.pack)
         if not path.is_file():
             raise WorkflowError(f"pack {wildcards.pack} is not part of study {wildcards.study} in this config")
-        members = [(m["run_id"], m["spec"]) for m in json.loads(path.read_text())["members"]]
+        members = [(m["run_id"], m["spec"]) for m in read_plan(path)]
     return [{"run_id": run_id, "spec": spec, "key": key_of(spec)} for run_id, spec in members]
 
 
