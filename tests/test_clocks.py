@@ -6,7 +6,8 @@ import math
 import pytest
 from conftest import tiny_config, tiny_spec
 
-from initmem.clocks import CLOCK_KEYS, paper_points, recipe, run_clocks, write_clocks_table
+from initmem.calculator import paper_points, recipe, write_clocks_table
+from initmem.clocks import CLOCK_KEYS, learning_rate, run_clocks, schedule_clocks, schedule_moments
 from initmem.grid import expand_studies
 
 
@@ -20,7 +21,52 @@ def test_calculator_equals_the_trainers_recorded_clocks(tiny_tensors, overrides)
     clocks = run_clocks(spec)
     assert clocks["total_steps"] == spec["epochs"] * math.ceil(96 / spec["batch_size"])
     for key in CLOCK_KEYS:
-        assert clocks[key] == history[key][-1]  # the same function, the same order: bit for bit
+        assert clocks[key] == history[key][-1]  # the same function: bit for bit
+    # and every epoch's record is the exact step-by-step sum of the schedule's rates, to float rounding
+    steps = math.ceil(96 / spec["batch_size"])
+    for epoch in range(spec["epochs"]):
+        rates = [learning_rate(k, spec["lr"], spec["epochs"] * steps, spec["schedule"], spec["alpha"]) for k in range((epoch + 1) * steps)]
+        assert history["T_adapt"][epoch] == pytest.approx(math.fsum(rates), rel=1e-13)
+        assert history["T_sgd"][epoch] == pytest.approx(math.fsum(r * r for r in rates) / spec["batch_size"], rel=1e-13)
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "constant"])
+@pytest.mark.parametrize("total", [1, 2, 3, 7, 100, 4999])
+def test_closed_form_moments_equal_the_step_sums(schedule, total):
+    for done in sorted({0, 1, total // 2, total - 1, total}):
+        rates = [learning_rate(k, 0.3, total, schedule, 0.01) for k in range(done)]
+        s1, s2 = schedule_moments(0.3, schedule, 0.01, total, done)
+        assert s1 == pytest.approx(math.fsum(rates), rel=1e-12, abs=1e-15), (total, done)
+        assert s2 == pytest.approx(math.fsum(r * r for r in rates), rel=1e-12, abs=1e-15), (total, done)
+
+
+def test_a_wrong_closed_form_would_fail():
+    # the test above must be able to fail: drop the cos sum term (S1 = lr0 a m) and a 3-step cosine is off by far more than rounding
+    rates = [learning_rate(k, 1.0, 3, "cosine", 0.0) for k in range(3)]
+    assert abs(0.5 * 3 - math.fsum(rates)) > 0.1
+    assert schedule_moments(1.0, "cosine", 0.0, 3, 3)[0] == pytest.approx(math.fsum(rates), rel=1e-14)
+
+
+def test_any_recipe_costs_constant_time_and_memory():
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    c = run_clocks(recipe(lr=1e-2, batch_size=1, epochs=5000, n_train=40000))  # 2e8 steps
+    elapsed = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert c["total_steps"] == 200_000_000
+    assert c["T_adapt"] == pytest.approx(1e-2 * (0.505 * 2e8 + 0.495), rel=1e-12)  # lr0 (a K + c sum cos), sum cos = 1
+    assert elapsed < 0.5 and peak < 1_000_000
+
+
+def test_schedule_clocks_refuse_steps_outside_the_schedule():
+    with pytest.raises(ValueError, match="steps_done = 11"):
+        schedule_clocks(recipe(), 10, 11, 0.0)
+    with pytest.raises(ValueError, match="unknown schedule 'step'"):
+        schedule_moments(1.0, "step", 0.0, 10, 5)
 
 
 def test_paper_quoted_clocks_are_the_constant_lr_arithmetic():

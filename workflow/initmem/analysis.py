@@ -239,26 +239,6 @@ def l2_ablation(df: pd.DataFrame) -> tuple[float, float] | None:
     return lr, float(cells.loc[cells["lr"] == lr, "l2"].max())
 
 
-# --- clocks ------------------------------------------------------------------------------------
-
-def clock_values(batch_size: int, epochs: int, n_train: int, lr: float, l2: float = 0.0,
-                 schedule: str = "cosine", alpha: float = 0.01, steps: str = "ceil") -> dict:
-    """Cumulative clocks after a whole run, under ``schedule`` (exact per-step sum).
-
-    ``steps='ceil'`` uses K = E ceil(n/b) as training does; ``steps='paper'`` uses the paper's
-    K = E n / b (Sec. 4.2), for its constant-LR arithmetic.
-    """
-    per_epoch = math.ceil(n_train / batch_size) if steps == "ceil" else n_train / batch_size
-    total = epochs * per_epoch
-    if schedule == "constant":
-        s1, s2 = total * lr, total * lr * lr
-    else:
-        k = np.arange(int(round(total)))
-        eta = lr * (alpha + (1 - alpha) * 0.5 * (1 + np.cos(np.pi * k / total)))
-        s1, s2 = float(eta.sum()), float((eta * eta).sum())
-    return {"K": total, "T_sgd": s2 / batch_size, "T_l2": s1 * l2, "T_adapt": s1}
-
-
 # --- the scale a number was measured at --------------------------------------------------------
 
 # describe_scale() of each study of config/paper.yaml (tests/test_analysis.py checks they agree)

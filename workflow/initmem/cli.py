@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m initmem``: prepare data or train runs without Snakemake."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["clocks"]:  # its own parser: one-line errors that name the bad value
-        from initmem.clocks import main as clocks_main
+        from initmem.calculator import main as clocks_main
 
         sys.exit(clocks_main(argv[1:]))
     parser = argparse.ArgumentParser(prog="initmem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

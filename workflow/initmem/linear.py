@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from initmem.clocks import CLOCK_KEYS, advance_clocks
+from initmem.clocks import CLOCK_KEYS, clocks_from_moments
 from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS  # Keras Adam, eps-hat form (as initmem.optim)
 
 OPTIMIZERS = ("sgd", "adam")
@@ -164,6 +164,7 @@ def train_chain(ws: list[np.ndarray], data: Regression, *, optimizer: str = "sgd
     rng = np.random.default_rng(seed)
     b = data.n if batch_size is None else int(batch_size)
     clocks = dict.fromkeys(CLOCK_KEYS, 0.0)
+    s1 = s2 = 0.0  # the rate moments sum eta, sum eta^2 (arbitrary per-step rates here, so summed as we go)
     moments = [(np.zeros_like(w), np.zeros_like(w)) for w in ws]
     trace = Trace()
 
@@ -193,7 +194,8 @@ def train_chain(ws: list[np.ndarray], data: Regression, *, optimizer: str = "sgd
                 v += (g * g - v) * (1 - ADAM_BETA2)
                 alpha = eta * math.sqrt(1 - ADAM_BETA2 ** (k + 1)) / (1 - ADAM_BETA1 ** (k + 1))
                 ws[i] = w - alpha * m / (np.sqrt(v) + ADAM_EPS)
-        advance_clocks(clocks, eta, b, l2, weight_decay)
+        s1, s2 = s1 + eta, s2 + eta * eta
+        clocks = clocks_from_moments(s1, s2, b, l2, weight_decay)
         if (k + 1) % record_every == 0 or k + 1 == steps:
             record(k + 1)
     trace.ws = ws

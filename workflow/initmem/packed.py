@@ -29,6 +29,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from initmem.clocks import schedule_clocks
 from initmem.models import build_model, init_weights, kernel_layers, kernel_norm
 from initmem.optim import KerasOptimizer, lr_schedule
 from initmem.records import METRICS_FORMAT
@@ -38,7 +39,6 @@ from initmem.train import (
     RunState,
     Tensors,
     _StopFlag,
-    advance_clocks,
     apply_augment,
     compile_forward,
     draw_epoch_augment,
@@ -265,12 +265,12 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             sums["loss"] += loss.detach().double() * y.shape[1]
             sums["correct"] += (logits.argmax(-1) == y).sum(1).double()
             state.seen += y.shape[1]
-            advance_clocks(state.clocks, lr, b, l2, wd)
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
                 save()
                 raise Preempted(f"[{name}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
         last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
+        state.clocks = schedule_clocks(spec, epochs * steps, (state.epoch + 1) * steps, wd)  # closed form, as the calculator
         _end_epoch(state, model, data, l2, eval_chunk, autocast(device), last_lr, patience, started)
         state.epoch += 1
         state.draws = state.sums = None

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from initmem import __version__
 from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from initmem.clocks import advance_clocks
+from initmem.clocks import schedule_clocks
 from initmem.data import Splits
 from initmem.models import build_model, init_weights, kernel_norm, kernels
 from initmem.optim import KerasOptimizer, lr_schedule
@@ -316,7 +316,6 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             loss_sum += loss.detach().double() * len(y)
             correct += (logits.argmax(1) == y).sum().double()
             state.seen += len(y)
-            advance_clocks(state.clocks, lr, b, l2, wd)
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
                 state.loss_sum, state.correct = float(loss_sum), float(correct)
@@ -337,6 +336,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             break
         last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
         state.epoch += 1
+        state.clocks = schedule_clocks(spec, epochs * steps, state.epoch * steps, wd)  # closed form, as the calculator
         row = {"epoch": state.epoch, "train_loss": state.loss_sum / state.seen, "train_acc": state.correct / state.seen,
                "val_loss": val_loss, "val_acc": val_acc, "test_loss": test_loss, "test_acc": test_acc,
                "kernel_norm": kernel_norm(model), "lr": last_lr, **state.clocks}

@@ -2,8 +2,8 @@
 
 import _path  # noqa: F401
 
+from initmem.calculator import write_clocks_table
 from initmem.cli import log_to
-from initmem.clocks import write_clocks_table
 from initmem.grid import expand_studies
 
 with log_to(snakemake.log[0]):  # noqa: F821
