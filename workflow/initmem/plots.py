@@ -498,6 +498,10 @@ def make_figure(name: str, runs: pd.DataFrame, history: pd.DataFrame) -> plt.Fig
     """Build figure ``name`` (fig1 ... fig8)."""
     if runs.empty:
         raise ValueError(f"{name}: no runs to plot")
+    if name == "fig10":  # its own module (it reads this one's helpers)
+        from initmem.plots_clock import fig10
+
+        return fig10(runs, history)
     return FIGURE_FUNCTIONS[name](runs, history)
 
 

@@ -15,6 +15,7 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "fig6": (("main",), ("lr_l2",)),
     "fig7": (("depth",), ("main",)),
     "fig8": (("norm_aug",), ("main",)),  # main: the no-augmentation BatchNorm baseline
+    "fig10": (("clock",), ("main", "lr_l2")),  # the clock-matched tier: forgetting vs epochs, steps, clock
 }
 
 
