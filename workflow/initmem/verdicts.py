@@ -80,7 +80,7 @@ class Side:
     hi: float = math.inf
 
     def text(self) -> str:
-        return {">": f"> {self.lo:g}", "<": f"< {self.hi:g}"}.get(self.op, f"in [{self.lo:g}, {self.hi:g}]")
+        return {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
 
 
 def greater(x: float = 0.0) -> Side:
