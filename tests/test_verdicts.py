@@ -190,12 +190,17 @@ def test_a_one_order_fall_is_a_decay_and_rising_or_flat_curves_are_not():
     assert _decay(beta_cell(np.full(100, -0.1), noise=1e-6)) == "not reproduced"  # flat
 
 
-def test_a_fall_the_noise_floor_hides_cannot_be_decided_and_a_zero_crossing_is_not_a_decay():
+def test_a_fall_the_noise_floor_hides_cannot_be_decided():
     noisy_fall = beta_cell(-0.1 * 10 ** (-2 * T), noise=0.04)  # two orders, but the floor is ~0.4 orders below the peak
     shape = V.beta_shape(*noisy_fall.fits([]), noisy_fall.epochs)
     assert shape.observable[0] < V.DECAY_ORDERS and shape.last[0] <= shape.floor[0]
     assert _decay(noisy_fall) == V.BELOW_FLOOR  # not "not reproduced"
     assert _decay(noisy_fall, floor_is_enough=True) == "reproduced"  # "reaches the noise floor" is what it did
+    clear_fall = beta_cell(-0.1 * 10 ** (-2 * T), noise=1e-4)
+    assert _decay(clear_fall) == "reproduced" and _shape_estimate(clear_fall, "fall").effect > 1.5
+
+
+def test_a_zero_crossing_is_not_a_decay():
     # beta = -0.05 until the last tenth, where it crosses zero: |beta| ~ 3e-4 there would read as 2 orders of decay
     crossing = np.full(100, -0.05)
     crossing[90:] = np.linspace(-4e-4, 3e-4, 10)
@@ -204,7 +209,11 @@ def test_a_fall_the_noise_floor_hides_cannot_be_decided_and_a_zero_crossing_is_n
     assert old > 1.5  # what |beta| alone says
     shape = V.beta_shape(*cell.fits([]), cell.epochs)
     assert shape.last[0] <= shape.floor[0] and 0.3 < shape.observable[0] < V.DECAY_ORDERS
+    assert V.sign_changes(cell.slopes([]), cell.epochs)
     assert _decay(cell) == V.BELOW_FLOOR  # the crossing is at the floor, which lies < 0.8 orders below the peak
+    flipped = np.full(100, -0.05)
+    flipped[90:] = 0.05  # a reversed slope as large as before: initialization still matters, no decay
+    assert _decay(beta_cell(flipped, noise=1e-4)) == "not reproduced"
 
 
 def test_slopes_and_standard_errors_equal_statsmodels_ols():

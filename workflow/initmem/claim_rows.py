@@ -168,6 +168,8 @@ def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough
     fall = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
     floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
     decided = V.decay_verdict(fall, obs, bool(shape0.last[0] <= floor), floor_is_enough)
+    if V.sign_changes(cell.slopes([]), cell.epochs):
+        note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
     side = V.greater(V.DECAY_ORDERS)
     return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE,
                note=f"{note}; >= {V.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "

@@ -334,20 +334,24 @@ def noise_floor(se: np.ndarray) -> np.ndarray:
         return FLOOR_SE * np.nanmedian(se, axis=1)
 
 
-def orientation(slopes: np.ndarray, epochs: np.ndarray) -> float:
-    """The sign of the full sample's beta over the second half of the run (the paper's beta is
-    negative; early in training it may have either sign, e.g. while small-sigma_w runs sit at chance)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        s = np.sign(np.nanmean(slopes[0][epochs > (epochs.min() + epochs.max()) / 2]))
-    return float(s) if np.isfinite(s) and s != 0 else 1.0
+def sign_changes(slopes: np.ndarray, epochs: np.ndarray) -> bool:
+    """Whether the full sample's beta takes the other sign after its largest window (by |mean|):
+    somewhere there it passes zero, where its |beta| sits at the noise floor."""
+    w = window_means(slopes[:1], epochs)[0]
+    if not np.isfinite(w).any():
+        return False
+    edges = np.linspace(epochs.min(), epochs.max(), len(w) + 1)
+    peak = int(np.nanargmax(np.abs(w)))
+    after = slopes[0][epochs > edges[peak + 1]]
+    return bool(np.any(np.sign(after) * np.sign(w[peak]) < 0))
 
 
 @dataclass
 class Shape:
-    """Per-replicate |beta(t)| shape: window means of the oriented slope (:func:`orientation`; a
-    slope of the other sign, e.g. where beta crosses zero, counts as 0 there, i.e. at the floor, never
-    as a |beta|), the noise floor, the peak, first settled and last windows, and the statistics built from them."""
+    """Per-replicate |beta(t)| shape: window means of |beta| (the paper's |d ValAcc / d sigma_w|),
+    the noise floor, the peak, first settled and last windows, and the statistics built from them.
+    Every window enters the statistics floored at the noise floor: where beta crosses zero its |beta|
+    is small but not a decay, so a fall counts only down to the floor (:func:`sign_changes` flags it)."""
 
     windows: np.ndarray
     floor: np.ndarray
@@ -392,8 +396,7 @@ class Shape:
 
 def beta_shape(slopes: np.ndarray, se: np.ndarray, epochs: np.ndarray) -> Shape:
     """The :class:`Shape` of replicate slope curves (rows) with their standard errors."""
-    oriented = np.maximum(orientation(slopes, epochs) * slopes, 0.0)
-    return Shape(window_means(oriented, epochs), noise_floor(se))
+    return Shape(window_means(np.abs(slopes), epochs), noise_floor(se))
 
 
 def decay_verdict(fall: Estimate, observable: float, reached_floor: bool, floor_is_enough: bool) -> tuple[str, str]:
