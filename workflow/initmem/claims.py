@@ -42,6 +42,7 @@ from initmem.claim_rows import (
     to_cell,
 )
 from initmem.claims_clock import clock_claims
+from initmem.claims_report import claims_markdown  # noqa: F401  (claims.md is rendered there; re-exported)
 from initmem.clocks import paper_constant_lr_clocks, run_clocks
 from initmem.verdicts import between, greater, less
 
@@ -374,10 +375,3 @@ def claims(runs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFr
         rows += beta_claims(runs, history) + clock_claims(runs, history)
     rows += timescale_claims()
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def claims_markdown(table: pd.DataFrame) -> str:
-    """claims.csv rendered for reading (:func:`initmem.claims_report.claims_markdown`)."""
-    from initmem.claims_report import claims_markdown as render
-
-    return render(table)
