@@ -110,8 +110,10 @@ def test_spreads_count_diverged_runs_and_give_a_seed_interval():
     assert (row["n_runs"], row["n_seeds"], row["n_diverged"]) == (4, 3, 1)  # counted, not silently dropped
     cs = config_spreads(st).iloc[0]
     assert cs["spread_pp"] == pytest.approx(20.0) and cs["n_diverged_config"] == 1
-    # seed 3 has no runs at sigma_w=0.1 and none with a value at 2.5: the resamples stay around 20 pp
-    assert 18.0 < cs["spread_ci_low"] <= 20.0 <= cs["spread_ci_high"] < 22.0
+    # seed 3 has no value at all: not a replicate; the other three have the same 20 pp each: a zero-width
+    # t-interval (jackknife over 3 seeds, df 2)
+    assert cs["spread_ci_low"] == pytest.approx(20.0) and cs["spread_ci_high"] == pytest.approx(20.0)
+    assert cs["spread_ci_method"] == "t, jackknife over 3 seeds, df 2"
     one_seed = spreads(runs[runs["seed"] == 0])
     assert one_seed["spread_ci_low"].isna().all()  # one seed: no interval
 
@@ -146,8 +148,8 @@ def test_long_run_is_compared_with_main_on_matched_sigma_and_seed():
     table = claims(runs).set_index("id")
     assert table.loc["long_b128_spread", "reproduced"] == pytest.approx(24.0)
     assert table.loc["long_b128_retains", "reproduced"] == pytest.approx(0.0, abs=1e-9)
-    assert table.loc["long_b128_retains", "verdict"] == "inconclusive"  # one seed, as in the paper
-    assert table.loc["long_b128_retains", "note"].startswith("1 seed: no interval")
+    assert table.loc["long_b128_retains", "verdict"] == "not testable with one seed"  # as in the paper
+    assert table.loc["long_b128_retains", "ci_method"] == "none: 1 seed" and math.isnan(table.loc["long_b128_retains", "ci_low"])
 
 
 def _history(rows):

@@ -1,6 +1,8 @@
-"""Verdicts on synthetic metrics with known effects: a strong effect is reproduced, a null one is
-inconclusive, a reversed one is not reproduced; collapse is a number that tells collapsing curves
-from curves that do not collapse."""
+"""Verdicts on synthetic metrics with known effects. Each statistic must be able to fail in every
+direction the paper's words exclude: a strong effect is reproduced, a null one inconclusive, a
+reversed one not reproduced; a rising |beta| is not flat, a one-order fall is a decay, a curve at
+1e-3 fails the level check, a fall hidden by the noise floor is not "not reproduced"; a collapse
+must beat the null clocks; 3 seeds give a t-interval, never a bootstrap "95%" range."""
 
 import math
 
@@ -9,58 +11,82 @@ import pandas as pd
 import pytest
 
 from initmem import verdicts as V
-from initmem.claims import COLUMNS, claims, claims_markdown, collapse_claim
+from initmem.claim_rows import COLUMNS
+from initmem.claims import claims, claims_markdown
 
 SEEDS = (0, 1, 2, 3, 4, 5)
 SIGMAS = (0.1, 1.0, 2.5)
 
 
-def synthetic_runs(slopes: dict, noise: float = 0.01, seeds=SEEDS, rng_seed: int = 0) -> pd.DataFrame:
-    """Main-grid runs whose test accuracy falls with sigma_w at slope ``slopes[(optimizer, b)]`` plus seed noise."""
+def synthetic_runs(slopes: dict, noise: float = 0.01, seeds=SEEDS, rng_seed: int = 0, fitted: bool = True) -> pd.DataFrame:
+    """Main-grid runs (lr 1e-3) whose test accuracy falls with sigma_w at slope ``slopes[(optimizer, b)]`` plus seed noise."""
     rng = np.random.default_rng(rng_seed)
     rows = []
     for (opt, b), slope in slopes.items():
         for sw in SIGMAS:
             for s in seeds:
-                rows.append(dict(study="main", run_id=f"{opt}_b{b}_sw{sw}_s{s}", optimizer=opt, batch_size=b, sigma_w=sw,
+                rows.append(dict(study="main", run_id=f"{opt}_b{b}_sw{sw}_s{s}", optimizer=opt, batch_size=b, sigma_w=sw, lr=1e-3,
                                  seed=s, arch="resnet9", width=8, n_train=1000, epochs=10, norm="batchnorm", augment=False,
-                                 test_acc_best=0.8 + slope * sw + rng.normal(0, noise), train_acc_best=1.0, status="ok"))
+                                 test_acc_best=0.8 + slope * sw + rng.normal(0, noise), train_acc_best=1.0, status="ok",
+                                 tau_best=10, tau_interp=5 if fitted else math.nan))
     return pd.DataFrame(rows)
 
 
-def _gap(runs: pd.DataFrame, a: str, b: str, batch: int = 128) -> dict:
+def _gap(runs: pd.DataFrame, a: str, b: str, batch: int = 128) -> tuple[V.Estimate, str]:
     cells = [V.cell_from_runs(runs[(runs["optimizer"] == o) & (runs["batch_size"] == batch)]) for o in (a, b)]
-    return V.evaluate(cells, lambda m: V.spread_pp(m[0]) - V.spread_pp(m[1]), V.greater(0))
+    est = V.estimate(cells, lambda m: V.spread_pp(m[0]) - V.spread_pp(m[1]))
+    return est, V.side_verdict(est, V.greater(0))
 
 
 def test_strong_null_and_reversed_effects_get_the_three_verdicts():
     runs = synthetic_runs({("sgd", 128): -0.10, ("adam", 128): -0.01, ("adamw", 128): -0.10})
-    strong = _gap(runs, "sgd", "adam")          # SGD 24 pp vs Adam 2.4 pp
-    assert strong["verdict"] == "reproduced" and strong["ci_low"] > 0
-    assert strong["effect"] == pytest.approx(21.6, abs=2.0) and strong["n_runs"] == 36 and strong["n_seeds"] == 6
-    null = _gap(runs, "sgd", "adamw")           # the same slope: no effect
-    assert null["verdict"] == "inconclusive" and null["ci_low"] < 0 < null["ci_high"]
-    reversed_ = _gap(runs, "adam", "sgd")       # the paper's direction turned around
-    assert reversed_["verdict"] == "not reproduced" and reversed_["ci_high"] < 0
+    strong, v = _gap(runs, "sgd", "adam")          # SGD 24 pp vs Adam 2.4 pp
+    assert v == "reproduced" and strong.low > 0
+    assert strong.effect == pytest.approx(21.6, abs=2.0) and strong.n_runs == 36 and strong.n_seeds == 6
+    null, v = _gap(runs, "sgd", "adamw")           # the same slope: no effect
+    assert v == "inconclusive" and null.low < 0 < null.high
+    reversed_, v = _gap(runs, "adam", "sgd")       # the paper's direction turned around
+    assert v == "not reproduced" and reversed_.high < 0
 
 
-def test_one_seed_is_inconclusive_without_an_interval():
+def test_one_seed_is_not_testable_and_has_no_interval():
     runs = synthetic_runs({("sgd", 128): -0.10, ("adam", 128): -0.01}, seeds=(0,))
-    result = _gap(runs, "sgd", "adam")
-    assert result["effect"] > 15  # the number is still measured
-    assert result["verdict"] == "inconclusive" and result["note"] == "1 seed: no interval"
-    assert math.isnan(result["ci_low"]) and math.isnan(result["ci_high"])
+    est, v = _gap(runs, "sgd", "adam")
+    assert est.effect > 15  # the number is still measured
+    assert v == V.ONE_SEED and est.method == "none: 1 seed"
+    assert math.isnan(est.low) and math.isnan(est.high)
+
+
+def test_three_seeds_give_a_t_interval_on_per_seed_differences_never_a_bootstrap_range():
+    """The old percentile bootstrap gave [min, max] of the 3 per-seed values under a '95%' label."""
+    runs = synthetic_runs({("sgd", 128): -0.10, ("adam", 128): -0.04}, seeds=(0, 1, 2), noise=0.01)  # extremes stay the extremes
+    est, _ = _gap(runs, "sgd", "adam")
+    assert est.method == "t, jackknife over 3 seeds, df 2" and "95%" not in est.method and "bootstrap" not in est.method
+    # the contrast is linear in the seed means: the interval is the t-interval on the 3 per-seed differences
+    piv = {o: runs[runs["optimizer"] == o].pivot(index="seed", columns="sigma_w", values="test_acc_best") for o in ("sgd", "adam")}
+    hi = {o: piv[o].mean().idxmax() for o in piv}
+    lo = {o: piv[o].mean().idxmin() for o in piv}
+    d = 100 * ((piv["sgd"][hi["sgd"]] - piv["sgd"][lo["sgd"]]) - (piv["adam"][hi["adam"]] - piv["adam"][lo["adam"]])).to_numpy()
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
+    assert est.effect == pytest.approx(d.mean(), rel=1e-9)
+    assert (est.low, est.high) == pytest.approx((d.mean() - half, d.mean() + half), rel=1e-9)
+    assert est.low < d.min() and d.max() < est.high  # wider than the range of the seeds, unlike the bootstrap's
+    md = claims_markdown(claims(runs))
+    assert "bootstrap" not in md and "95%" not in md and "t, jackknife over 3 seeds, df 2" in md
 
 
 def test_intervals_are_reproducible_and_match_spreads_csv():
     from initmem.analysis import config_spreads, spreads
 
     runs = synthetic_runs({("sgd", 128): -0.10, ("adam", 128): -0.01})
-    first, second = _gap(runs, "sgd", "adam"), _gap(runs.sample(frac=1, random_state=1), "sgd", "adam")
-    assert (first["ci_low"], first["ci_high"]) == (second["ci_low"], second["ci_high"])  # fixed RNG, row order irrelevant
+    first, second = _gap(runs, "sgd", "adam")[0], _gap(runs.sample(frac=1, random_state=1), "sgd", "adam")[0]
+    assert (first.low, first.high) == pytest.approx((second.low, second.high), rel=1e-12)  # row order irrelevant
     cs = config_spreads(spreads(runs)).set_index("optimizer")
     table = claims(runs).set_index("id")
-    assert table.loc["sgd_b128_spread", "ci_low"] == cs.loc["sgd", "spread_ci_low"]  # one resample per configuration
+    assert table.loc["sgd_b128_spread", "ci_low"] == pytest.approx(cs.loc["sgd", "spread_ci_low"])  # one method everywhere
+    assert cs.loc["sgd", "spread_ci_method"] == table.loc["sgd_b128_spread", "ci_method"] == "t, jackknife over 6 seeds, df 5"
     assert table.loc["sgd_b128_spread", "ci_low"] < table.loc["sgd_b128_spread", "reproduced"] < table.loc["sgd_b128_spread", "ci_high"]
 
 
@@ -74,7 +100,7 @@ def test_verdict_sides():
     assert V.verdict(math.nan, math.nan, V.greater(0)) == "inconclusive"
 
 
-def test_claims_give_verdicts_for_every_batch_size_with_the_same_columns():
+def test_claims_give_verdicts_for_every_batch_size_and_count_not_measured_apart():
     runs = synthetic_runs({("sgd", 16): -0.10, ("sgd", 128): -0.10, ("adam", 16): -0.005, ("adam", 128): -0.12})
     table = claims(runs)
     assert list(table.columns) == COLUMNS
@@ -85,68 +111,187 @@ def test_claims_give_verdicts_for_every_batch_size_with_the_same_columns():
     assert t.loc["batch_raises_adam_spread", "verdict"] == "reproduced"  # Adam: 0.5 pp at b=16, 30 pp at b=128
     assert t.loc["batch_raises_sgd_spread", "verdict"] == "inconclusive"  # SGD: the same slope at both
     assert t.loc["sgd_b128_interpolates", "verdict"] == "reproduced"  # train acc 100% everywhere
+    assert t.loc["sgd_gt_adam_b16", "share_fit"] == 1.0 and t.loc["sgd_gt_adam_b16", "read_at"] == "tau_best"
     md = claims_markdown(table)
-    assert "3 reproduced, 1 not reproduced, 1 inconclusive of 5 directional claims" in md and "| sgd_gt_adam_b16 |" in md
+    assert "5 directional claims measured: 3 reproduced, 1 not reproduced, 1 inconclusive; 0 more not measured" in md
+    assert "| sgd_gt_adam_b16 |" in md
 
 
-def curve_history(opt: str, batch_sizes, clock_collapse: bool, epochs: int = 20, n_train: int = 2048) -> pd.DataFrame:
-    """Val accuracy whose sigma_w slope decays as exp(-T / tau): with ``clock_collapse`` T is the
-    run's clock T_adapt = epoch * ceil(n/b) * lr (so curves of different b collapse against it),
-    else the slope decays with the epoch alone (curves collapse against the epoch)."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for b in batch_sizes:
-        steps = math.ceil(n_train / b)
-        for e in range(1, epochs + 1):
-            t_adapt = e * steps * 1e-3
-            slope = -0.2 * math.exp(-t_adapt / 0.5) if clock_collapse else -0.2 * math.exp(-e / 4)
-            for sw in SIGMAS:
-                for s in SEEDS[:4]:
-                    rows.append(dict(study="main", run_id=f"{opt}_b{b}_sw{sw}_s{s}", optimizer=opt, batch_size=b, sigma_w=sw,
-                                     seed=s, epoch=e, epochs=epochs, val_acc=0.8 + slope * sw + rng.normal(0, 1e-4),
-                                     T_sgd=t_adapt * 1e-3 / b, T_l2=0.0, T_wd=0.0, T_adapt=t_adapt))
-    return pd.DataFrame(rows)
+def test_a_claim_about_fitted_networks_measured_on_unfitted_runs_is_outside_the_regime():
+    runs = synthetic_runs({("sgd", 16): -0.10, ("adam", 16): -0.005}, fitted=False)
+    t = claims(runs).set_index("id")
+    assert t.loc["sgd_gt_adam_b16", "verdict"] == "outside the paper's regime"
+    assert t.loc["sgd_gt_adam_b16", "statistic_verdict"] == "reproduced"  # what the interval alone says stays visible
+    assert t.loc["sgd_gt_adam_b16", "share_fit"] == 0.0 and "0% of runs fitted" in t.loc["sgd_gt_adam_b16", "note"]
+    assert t.loc["sgd_b16_interpolates", "verdict"] == "reproduced"  # the regime claim itself is not gated
 
 
-@pytest.mark.parametrize("clock_collapse,verdict", [(True, "reproduced"), (False, "not reproduced")])
-def test_collapse_distance_tells_clock_collapse_from_epoch_collapse(clock_collapse, verdict):
-    history = curve_history("adam", (16, 64, 128), clock_collapse)
-    runs = history.drop_duplicates("run_id").assign(arch="resnet9", width=8, n_train=2048, test_acc_best=0.8)
-    row = collapse_claim(runs, history, "adam", "T_adapt", "scale")
-    assert row["verdict"] == verdict, row
-    assert "3 pair(s) of b=16/64/128" in row["note"]
-    cells = [V.cell_from_history(history[history["batch_size"] == b]) for b in (16, 64, 128)]
-    d = V.collapse_distances(cells, [V.log_abs_beta(c.slopes(0)) for c in cells], "T_adapt")
-    if clock_collapse:  # the same curve of T: no distance against the clock, a large one against the epoch
-        assert d["clock"][0] < 0.05 < 0.5 < d["epoch"][0]
-    else:
-        assert d["epoch"][0] < 0.05 < 0.5 < d["clock"][0]
+def test_main_claims_read_the_papers_learning_rate_only():
+    runs = synthetic_runs({("sgd", 16): -0.10, ("adam", 16): -0.005})
+    other = synthetic_runs({("sgd", 16): -0.001, ("adam", 16): -0.2}, rng_seed=1).assign(lr=1e-2)
+    other["run_id"] += "_lr1e-2"
+    t = claims(pd.concat([runs, other], ignore_index=True)).set_index("id")
+    assert t.loc["sgd_gt_adam_b16", "verdict"] == "reproduced" and t.loc["sgd_gt_adam_b16", "n_runs"] == 36
 
 
-def test_collapse_needs_overlapping_clocks():
-    history = curve_history("sgd", (16, 128), True)
-    history.loc[history["batch_size"] == 128, "T_sgd"] *= 1e-6  # two clock ranges that never meet
-    runs = history.drop_duplicates("run_id").assign(arch="resnet9", width=8, n_train=2048, test_acc_best=0.8)
-    row = collapse_claim(runs, history, "sgd", "T_sgd", "scale")
-    assert row["verdict"] == "inconclusive" and "do not overlap" in row["note"]
+# --- |beta(t)| shapes on hand-made cells ---------------------------------------------------------
+
+def beta_cell(beta: np.ndarray, noise: float = 1e-4, seeds: int = 4, sigmas=SIGMAS, seed: int = 0, offset: float = 0.0) -> V.Cell:
+    """An (epoch x sigma_w x seed) val-accuracy cell whose sigma_w slope is ``beta[epoch]`` plus run
+    noise, and a per-seed ``offset`` (the same at every sigma_w: it widens the OLS error, not the slope)."""
+    rng = np.random.default_rng(seed)
+    x = np.asarray(sigmas)
+    values = 0.5 + beta[:, None, None] * x[None, :, None] + rng.normal(0, noise, (len(beta), len(x), seeds))
+    values += rng.normal(0, offset, seeds)[None, None, :]
+    epochs = np.arange(1, len(beta) + 1, dtype=float)
+    return V.Cell("k", x, np.arange(seeds), values, epochs, {"epoch": epochs})
 
 
-def test_decay_orders_of_flat_and_decaying_curves():
-    epochs = np.arange(1, 101, dtype=float)
-    flat = np.full((1, 100), 0.1)
-    decaying = 0.1 * 10 ** (-2 * (epochs - 1) / 99)[None, :]
-    assert V.decay_orders(flat, epochs)[0] == pytest.approx(0.0)
-    assert V.decay_orders(decaying, epochs)[0] == pytest.approx(1.8, abs=0.1)  # window means: a bit under 2
+def _shape_estimate(cell: V.Cell, stat: str) -> V.Estimate:
+    return V.estimate([cell], lambda m: getattr(V.beta_shape(*m[0], cell.epochs), stat), prepare=lambda c, s: c.fits(s))
 
 
-def test_bootstrap_slopes_equal_statsmodels_ols():
+def _decay(cell: V.Cell, floor_is_enough: bool = False) -> str:
+    shape = V.beta_shape(*cell.fits([]), cell.epochs)
+    fall = _shape_estimate(cell, "fall")
+    return V.decay_verdict(fall, float(shape.observable[0]), bool(shape.last[0] <= shape.floor[0]), floor_is_enough)[0]
+
+
+T = np.arange(100) / 99
+
+
+def test_a_rising_curve_is_not_flat_and_a_flat_one_is():
+    """The old statistic, log10(peak window / last window), measured 0 ('flat') for any rising curve."""
+    rising = beta_cell(-0.01 * 10 ** T)       # |beta| rises one order over the run
+    est = _shape_estimate(rising, "change")
+    assert est.effect > 0.8 and V.side_verdict(est, V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "not reproduced"
+    flat = beta_cell(np.full(100, -0.1))
+    est = _shape_estimate(flat, "change")
+    assert abs(est.effect) < 0.01 and V.side_verdict(est, V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "reproduced"
+    falling = beta_cell(-0.1 * 10 ** -T)
+    assert V.side_verdict(_shape_estimate(falling, "change"), V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "not reproduced"
+
+
+def test_a_flat_curve_at_1e_3_fails_the_level_check():
+    band = V.between(V.PAPER_FLAT_LEVEL * 10 ** -V.LEVEL_ORDERS, V.PAPER_FLAT_LEVEL * 10 ** V.LEVEL_ORDERS)
+    low = beta_cell(np.full(100, -1e-3), noise=1e-6)
+    est = _shape_estimate(low, "last")
+    assert est.effect == pytest.approx(1e-3, rel=0.01) and V.side_verdict(est, band) == "not reproduced"
+    assert V.side_verdict(_shape_estimate(low, "change"), V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "reproduced"  # flat, but not near 1e-1
+    assert V.side_verdict(_shape_estimate(beta_cell(np.full(100, -0.1)), "last"), band) == "reproduced"
+
+
+def test_a_one_order_fall_is_a_decay_and_rising_or_flat_curves_are_not():
+    """The old threshold of 1.0 on window means failed an exact one-order fall (it measures 0.9)."""
+    one_order = beta_cell(-0.1 * 10 ** -T, noise=1e-6)
+    assert _shape_estimate(one_order, "fall").effect == pytest.approx(0.9, abs=0.02)
+    assert _decay(one_order) == "reproduced"
+    assert _decay(beta_cell(-0.01 * 10 ** T, noise=1e-6)) == "not reproduced"  # rising
+    assert _decay(beta_cell(np.full(100, -0.1), noise=1e-6)) == "not reproduced"  # flat
+
+
+def test_a_fall_the_noise_floor_hides_cannot_be_decided():
+    noisy_fall = beta_cell(-0.1 * 10 ** (-2 * T), noise=0.04)  # two orders, but the floor is ~0.4 orders below the peak
+    shape = V.beta_shape(*noisy_fall.fits([]), noisy_fall.epochs)
+    assert shape.observable[0] < V.DECAY_ORDERS and shape.last[0] <= shape.floor[0]
+    assert _decay(noisy_fall) == V.BELOW_FLOOR  # not "not reproduced"
+    assert _decay(noisy_fall, floor_is_enough=True) == "reproduced"  # "reaches the noise floor" is what it did
+    clear_fall = beta_cell(-0.1 * 10 ** (-2 * T), noise=1e-4)
+    assert _decay(clear_fall) == "reproduced" and _shape_estimate(clear_fall, "fall").effect > 1.5
+
+
+def test_a_zero_crossing_is_not_a_decay():
+    # beta = -0.05 until the last tenth, where it crosses zero: |beta| ~ 3e-4 there would read as 2 orders of decay
+    crossing = np.full(100, -0.05)
+    crossing[90:] = np.linspace(-4e-4, 3e-4, 10)
+    cell = beta_cell(crossing, noise=1e-6, offset=0.03)  # slopes exact, OLS standard error ~0.01
+    old = np.log10(np.abs(cell.slopes([])[0][:90]).mean() / np.abs(cell.slopes([])[0][90:]).mean())
+    assert old > 1.5  # what |beta| alone says
+    shape = V.beta_shape(*cell.fits([]), cell.epochs)
+    assert shape.last[0] <= shape.floor[0] and 0.3 < shape.observable[0] < V.DECAY_ORDERS
+    assert V.sign_changes(cell.slopes([]), cell.epochs)
+    assert _decay(cell) == V.BELOW_FLOOR  # the crossing is at the floor, which lies < 0.8 orders below the peak
+    flipped = np.full(100, -0.05)
+    flipped[90:] = 0.05  # a reversed slope as large as before: initialization still matters, no decay
+    assert _decay(beta_cell(flipped, noise=1e-4)) == "not reproduced"
+
+
+def test_slopes_and_standard_errors_equal_statsmodels_ols():
     from initmem.analysis import beta_table
 
-    history = curve_history("adam", (16,), True, epochs=3)
-    cell = V.cell_from_history(history)
+    rng = np.random.default_rng(3)
+    rows = [dict(study="main", run_id=f"r{sw}_{s}", optimizer="adam", batch_size=16, sigma_w=sw, seed=s, epoch=e, epochs=3,
+                 val_acc=0.5 - 0.03 * e * sw + rng.normal(0, 0.01), T_sgd=0.0, T_l2=0.0, T_wd=0.0, T_adapt=0.1 * e)
+            for sw in SIGMAS for s in range(4) for e in (1, 2, 3)]
+    history = pd.DataFrame(rows)
+    slope, se = V.cell_from_history(history).fits([])
     beta = beta_table(history.assign(stopped_early=False, status="ok")).sort_values("epoch")
-    assert cell.slopes(0)[0] == pytest.approx(beta["beta"].to_numpy(), rel=1e-9)
+    assert slope[0] == pytest.approx(beta["beta"].to_numpy(), rel=1e-9)
+    assert se[0] == pytest.approx(beta["se"].to_numpy(), rel=1e-9)
 
+
+# --- collapse ------------------------------------------------------------------------------------
+
+def collapse_cells(shape_of, coords_of, batch_sizes=(16, 32, 64), epochs: int = 60, n_train: int = 4096):
+    """Cells of |beta| curves, one per batch size: slope = shape_of(coordinates) with tiny noise."""
+    cells, curves = [], []
+    for b in batch_sizes:
+        e = np.arange(1, epochs + 1, dtype=float)
+        steps = e * math.ceil(n_train / b)
+        coords = {"epoch": e, "steps": steps, **coords_of(e, steps, b)}
+        cell = beta_cell(shape_of(coords), noise=1e-6, seed=b)
+        cell.clocks, cell.label = coords, f"b={b}"
+        cells.append(cell)
+        curves.append(V.log_abs_beta(cell.slopes([])))
+    return cells, curves
+
+
+CLOCKS = lambda e, steps, b: {"T_adapt": 1e-3 * steps, "T_sgd": 1e-6 * steps / b, "epoch_per_b1.5": e / b**1.5}  # noqa: E731
+
+
+def test_curves_aligned_in_steps_do_not_collapse_under_the_sgd_clock():
+    cells, curves = collapse_cells(lambda c: -0.1 * np.exp(-c["steps"] / 3000), CLOCKS)
+    out = V.collapse(cells, curves, "T_sgd", ("epoch", "steps", "T_adapt"))
+    assert out["kept"], out["omitted"]
+    assert out["margin"][0] < 0  # a null (raw steps) beats T_SGD
+    assert out["distance"]["steps"][0] < 0.01 < out["distance"]["T_sgd"][0]
+
+
+def test_an_arbitrary_clock_does_not_beat_the_null():
+    """Curves that follow raw steps (~ epoch / b): an arbitrary epoch / b^1.5 lines them up better
+    than the epoch does (the old test, against the epoch alone, called that a collapse), but raw
+    steps line them up better still."""
+    cells, curves = collapse_cells(lambda c: -0.1 * np.exp(-c["steps"] / 3000), CLOCKS)
+    out = V.collapse(cells, curves, "epoch_per_b1.5", ("epoch", "steps"))
+    assert out["kept"] and out["margin_by_null"]["epoch"][0] > 0.05  # it beats the epoch ...
+    assert out["margin"][0] < -0.05                                  # ... but not the null of raw steps
+    paper = V.collapse(cells, curves, "T_adapt", ("epoch", "steps", "T_sgd"))
+    assert len(paper["kept"]) == 3 and paper["margin_by_null"]["epoch"][0] > 0.1  # the true clock beats the epoch
+
+
+def test_the_papers_clock_beats_every_null_only_when_it_is_the_clock():
+    """Across learning rates steps and T_adapt differ: curves that follow T_adapt collapse under it only."""
+    cells, curves = [], []
+    for lr, b, epochs in ((1e-3, 16, 60), (1e-2, 16, 6), (1e-3, 32, 60), (3e-3, 64, 40)):
+        e = np.arange(1, epochs + 1, dtype=float)
+        steps = e * math.ceil(4096 / b)
+        coords = {"epoch": e, "steps": steps, "T_adapt": lr * steps, "T_sgd": lr**2 * steps / b}
+        cell = beta_cell(-0.1 * np.exp(-coords["T_adapt"] / 5), noise=1e-6, seed=b)
+        cell.clocks, cell.label = coords, f"lr={lr:g} b={b}"
+        cells.append(cell)
+        curves.append(V.log_abs_beta(cell.slopes([])))
+    out = V.collapse(cells, curves, "T_adapt", ("epoch", "steps", "T_sgd"))
+    assert out["margin"][0] > 0.1 and set(out["margin_by_null"]) == {"epoch", "steps", "T_sgd"}
+    assert out["distance"]["T_adapt"][0] < 0.01
+
+
+def test_pairs_without_enough_overlap_are_left_out_with_the_reason():
+    cells, curves = collapse_cells(lambda c: -0.1 * np.exp(-c["steps"] / 3000), lambda e, s, b: {"T_sgd": s / b**3}, batch_sizes=(16, 256))
+    out = V.collapse(cells, curves, "T_sgd", ("epoch", "steps"))
+    assert out["kept"] == [] and "b=16 / b=256" in out["omitted"][0] and "minimum 25%" in out["omitted"][0]
+
+
+# --- claims on a paper-like and an evidence-like layout -------------------------------------------
 
 def test_claims_at_the_paper_layout_have_verdict_columns():
     from pathlib import Path
@@ -158,13 +303,13 @@ def test_claims_at_the_paper_layout_have_verdict_columns():
     paper = expand_studies(yaml.safe_load((Path(__file__).resolve().parents[1] / "config/paper.yaml").read_text()))
     rng = np.random.default_rng(0)
     rows = [{**r.spec, "study": study, "run_id": r.run_id, "test_acc_best": 0.8 - 0.05 * r.spec["sigma_w"] + rng.normal(0, 0.01),
-             "train_acc_best": 1.0, "status": "ok"} for study, rs in paper.items() for r in rs]
+             "train_acc_best": 1.0, "tau_best": 100, "tau_interp": 50, "status": "ok"} for study, rs in paper.items() for r in rs]
     table = claims(pd.DataFrame(rows))
     assert list(table.columns) == COLUMNS
     t = table.set_index("id")
     assert t.loc["sgd_gt_adam_b256", "n_runs"] == 500 and t.loc["sgd_gt_adam_b256", "n_seeds"] == 10
-    assert t.loc["lr_reduces_sgd_b16_0.001_to_0.01", "note"] == "1 seed: no interval"  # the paper's lr_l2 has one seed
-    assert set(table.loc[table["kind"] == "direction", "verdict"]) <= {"reproduced", "not reproduced", "inconclusive"}
+    assert t.loc["lr_reduces_sgd_b16_0.001_to_0.01", "verdict"] == "not testable with one seed"  # the paper's lr_l2 has one seed
+    assert set(table.loc[table["kind"] == "direction", "verdict"]) <= set(V.VERDICTS)
     assert "300 epochs, 25 sigma_w, 10 seeds" in t.loc["sgd_b128_spread", "scale"]
 
 
@@ -174,18 +319,108 @@ def test_claims_follow_the_configs_own_layout():
     rows = []
     layout = [(o, 16) for o in ("sgd", "sgd_momentum", "adam", "adamw", "muon")] + [(o, b) for o in ("sgd", "adam") for b in (8, 32)]
     for opt, b in layout:
-        rows.append(curve_history(opt, (b,), clock_collapse=True, epochs=10).assign(study="main", lr=1e-3, l2=0.0))
+        rows.append(clock_history([(opt, 1e-3, b, 10, 0.0)], lambda T: -0.1 * math.exp(-T["T_adapt"] / 0.5)).assign(study="main"))
     for lr in (1e-3, 1e-1):
         for l2 in (0.0, 1e-2):
-            h = curve_history("sgd", (16,), clock_collapse=l2 > 0, epochs=10)
-            rows.append(h.assign(study="lr_l2", lr=lr, l2=l2, run_id=h["run_id"] + f"_lr{lr}_l2{l2}"))
+            rows.append(clock_history([("sgd", lr, 16, 10, l2)], lambda T: -0.1).assign(study="lr_l2"))
     history = pd.concat(rows, ignore_index=True)
-    runs = history.drop_duplicates(["study", "run_id"]).assign(arch="resnet9", width=8, n_train=2048, norm="batchnorm",
-                                                                augment=False, train_acc_best=1.0, status="ok",
-                                                                test_acc_best=lambda d: 0.8 - 0.05 * d["sigma_w"])
-    t = claims(runs, history).set_index("id")
-    assert "momentum_lt_sgd_b16" in t.index  # the smallest b where both SGD and SGD-momentum ran
-    assert {"beta_decay_adamw_b16", "beta_decay_muon_b16", "beta_decay_adam_b8", "beta_decay_adam_b32"} <= set(t.index)
+    history["run_id"] = history["study"] + "_" + history["run_id"]
+    t = claims(runs_of(history), history).set_index("id")
+    assert "momentum_lt_sgd_b16" in t.index and t.loc["sgd_gt_adamw_b8", "verdict"] == "not measured"
+    assert {"beta_decay_adamw_b16", "beta_decay_muon_b16", "beta_decay_adam_b8", "beta_decay_adam_b32",
+            "beta_flat_sgd_b8", "beta_level_sgd_b16", "beta_flat_sgd_b32"} <= set(t.index)
     assert t.loc["beta_decay_sgd_l2_b16", "quantity"].startswith("SGD eta=0.1 L2=0.01")  # the config's strongest L2
-    assert t.loc["beta_decay_adam_b8", "verdict"] == "reproduced"  # exp(-T/0.5) over 10 epochs: several orders
-    assert "over 3 pair(s) of b=8/16/32" in t.loc["collapse_adam_T_adapt", "note"]
+    assert "instead" in t.loc["beta_decay_sgd_l2_b16", "note"]
+    assert t.loc["beta_decay_adam_b8", "verdict"] == "reproduced"  # exp(-T/0.5) over T_adapt up to 1.3: several orders
+
+
+# --- the clock tier -------------------------------------------------------------------------------
+
+def clock_history(cells, slope_of, n_train: int = 1024, seeds=(0, 1, 2), noise: float = 1e-4, rng_seed: int = 0) -> pd.DataFrame:
+    """Per-epoch rows of cells (optimizer, lr, b, epochs, l2) at constant lr: val and test accuracy
+    fall with sigma_w at slope_of(clocks at that epoch)."""
+    rng = np.random.default_rng(rng_seed)
+    rows = []
+    for opt, lr, b, epochs, l2 in cells:
+        for e in range(1, epochs + 1):
+            k = e * math.ceil(n_train / b)
+            T = {"T_sgd": lr**2 * k / b, "T_l2": lr * l2 * k, "T_wd": 0.0, "T_adapt": lr * k}
+            slope = slope_of(T)
+            for sw in (0.1, 1.0, 2.5):
+                for s in seeds:
+                    acc = 0.8 + slope * sw + rng.normal(0, noise)
+                    rows.append(dict(study="clock", run_id=f"{opt}_lr{lr:g}_b{b}_E{epochs}_l2{l2:g}_sw{sw}_s{s}", optimizer=opt, lr=lr,
+                                     batch_size=b, epochs=epochs, l2=l2, weight_decay=None, sigma_w=sw, seed=s, epoch=e, n_train=n_train,
+                                     val_acc=acc, test_acc=acc, train_acc=1.0, **T))
+    return pd.DataFrame(rows)
+
+
+def runs_of(history: pd.DataFrame) -> pd.DataFrame:
+    """runs.csv rows of a synthetic history: tau_best at the last epoch, fitted at epoch 1."""
+    last = history.sort_values("epoch").groupby(["study", "run_id"]).tail(1)
+    return last.assign(arch="resnet9", width=8, norm="batchnorm", augment=False, status="ok", tau_best=last["epoch"], tau_interp=1,
+                       test_acc_best=last["test_acc"], val_acc_best=last["val_acc"], train_acc_best=1.0).drop(columns=["epoch"])
+
+
+def clock_table(cells, slope_of) -> pd.DataFrame:
+    history = clock_history(cells, slope_of)
+    return claims(runs_of(history), history).set_index("id")
+
+
+ADAM_CELLS = [("adam", 1e-3, 16, 40, 0.0), ("adam", 1e-2, 16, 4, 0.0), ("adam", 1e-3, 32, 40, 0.0), ("adam", 1e-2, 64, 40, 0.0)]
+
+
+def test_adaptive_beta_falls_once_t_adapt_is_large():
+    t = clock_table(ADAM_CELLS, lambda T: -0.1 * math.exp(-T["T_adapt"] / 3))
+    # lr 1e-2, b=64, 40 epochs: T_adapt 6.4 (not large); the rest stay below 10 too -> not measured
+    assert t.loc["adapt_beta_falls_large_T", "verdict"] == "not measured"
+    t = clock_table([*ADAM_CELLS, ("adam", 1e-2, 16, 40, 0.0)], lambda T: -0.1 * math.exp(-T["T_adapt"] / 3))
+    row = t.loc["adapt_beta_falls_adam_b16_lr0.01_l2-0_e40"]
+    assert row["verdict"] == "reproduced" and row["read_at"] == "curve over the run"
+    flat = clock_table([("adam", 1e-2, 16, 40, 0.0)], lambda T: -0.1)
+    assert flat.loc["adapt_beta_falls_adam_b16_lr0.01_l2-0_e40", "verdict"] == "not reproduced"
+
+
+def test_curves_align_in_the_clock_across_learning_rates_and_batch_sizes_only_when_they_follow_it():
+    t = clock_table(ADAM_CELLS, lambda T: -0.1 * math.exp(-T["T_adapt"] / 2))
+    for what in ("beta", "spread"):
+        assert t.loc[f"collapse_{what}_adam_T_adapt", "verdict"] == "reproduced", t.loc[f"collapse_{what}_adam_T_adapt", "note"]
+    t = clock_table(ADAM_CELLS, lambda T: -0.1 * math.exp(-T["T_sgd"] * 1e4))  # follows T_SGD, not T_adapt
+    assert t.loc["collapse_beta_adam_T_adapt", "verdict"] == "not reproduced"
+    assert t.loc["collapse_beta_sgd_T_sgd", "verdict"] == "not measured"  # no SGD cells
+
+
+SGD_CELLS = [("sgd", 1e-3, 16, 20, 0.0), ("sgd", 2e-2, 16, 20, 0.0), ("sgd", 1e-1, 16, 20, 0.0)]
+# T_SGD at the end: 8e-5, 0.032 and 0.8 (below 1); the last one with 40 epochs at b=16 and lr 0.15: 3.6 (past it)
+
+
+def test_sgd_keeps_its_spread_below_the_threshold_and_loses_it_past():
+    cells = [*SGD_CELLS[:2], ("sgd", 1.5e-1, 16, 40, 0.0)]
+    t = clock_table(cells, lambda T: -0.1 * math.exp(-T["T_sgd"]))  # the spread decays with T_SGD
+    for at in ("best", "end"):
+        assert t.loc[f"sgd_T_sgd_b16_lr0.02_l2-0_e20_{at}", "verdict"] == "reproduced"   # T 0.032: keeps
+        assert t.loc[f"sgd_T_sgd_b16_lr0.15_l2-0_e40_{at}", "verdict"] == "reproduced"   # T 3.6: loses
+    assert t.loc["sgd_T_sgd_b16_lr0.15_l2-0_e40_end", "read_at"] == "end of training"
+    t = clock_table(cells, lambda T: -0.1)  # never forgets
+    assert t.loc["sgd_T_sgd_b16_lr0.15_l2-0_e40_best", "verdict"] == "not reproduced"
+    t = clock_table(SGD_CELLS, lambda T: -0.1)
+    assert t.loc["sgd_loses_past_threshold", "verdict"] == "not measured"
+
+
+def test_l2_repairs_past_t_l2_of_one():
+    cells = [("sgd", 1e-2, 16, 40, 0.0), ("sgd", 1e-2, 16, 40, 5e-2), ("sgd", 1e-2, 16, 40, 1e-3)]  # T_L2 1.28 and 0.026
+    t = clock_table(cells, lambda T: -0.1 * math.exp(-3 * T["T_l2"]))
+    assert t.loc["l2_T_sgd_b16_lr0.01_l2-0.05_e40_best", "verdict"] == "reproduced"   # repairs past 1
+    assert t.loc["l2_T_sgd_b16_lr0.01_l2-0.001_e40_end", "verdict"] == "reproduced"   # keeps below it
+    assert "l2_repairs_past_threshold" not in t.index
+    t = clock_table(cells, lambda T: -0.1)  # L2 changes nothing
+    assert t.loc["l2_T_sgd_b16_lr0.01_l2-0.05_e40_best", "verdict"] == "not reproduced"
+
+
+def test_each_configuration_is_read_at_tau_best_and_at_the_end():
+    t = clock_table(ADAM_CELLS[:2], lambda T: -0.1 * math.exp(-T["T_adapt"] / 2))
+    cells = t[t["kind"] == "cell"]
+    assert len(cells) == 2 * 4 and set(cells["read_at"]) == {"tau_best", "end of training"}
+    row = t.loc["cell_adam_b16_lr0.01_l2-0_e4_spread_end"]
+    assert row["reproduced"] == pytest.approx(100 * 2.4 * 0.1 * math.exp(-0.01 * 4 * 64 / 2), rel=0.01)
+    assert row["share_fit"] == 1.0 and row["share_best_fitted"] == 1.0 and "T_adapt 2.56" in row["note"]

@@ -64,7 +64,8 @@ def _diverged(df: pd.DataFrame) -> pd.Series:
 def spreads(runs: pd.DataFrame) -> pd.DataFrame:
     """Per study, configuration and sigma_w: seed-mean test/train accuracy at tau_best and the
     configuration's spread (max - min over sigma_w of the seed mean, percentage points) with its
-    95% seed-bootstrap interval (``spread_ci_low/high``; NaN with one seed).
+    seed interval (``spread_ci_low/high``, method in ``spread_ci_method``: a t-interval with the
+    delete-one-seed jackknife error, :func:`initmem.verdicts.jackknife_t`; NaN with one seed).
 
     Diverged runs are counted (``n_diverged``) and enter with their best epoch before diverging;
     a run that diverged in its first epoch has no value (``n_runs`` - ``n_seeds`` per sigma_w).
@@ -84,9 +85,9 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
         if means.empty:
             continue
         hi, lo = means.idxmax(), means.idxmin()
-        low, high = spread_interval(cell_from_runs(g))
+        low, high, method = spread_interval(cell_from_runs(g))
         stats.append({**dict(zip(keys, group, strict=True)), "spread_pp": 100 * (means[hi] - means[lo]),
-                      "spread_ci_low": low, "spread_ci_high": high, "argmax_sigma_w": hi, "argmin_sigma_w": lo,
+                      "spread_ci_low": low, "spread_ci_high": high, "spread_ci_method": method, "argmax_sigma_w": hi, "argmin_sigma_w": lo,
                       "seed_std_pp": 100 * g.groupby("sigma_w")["test_acc_best"].std().mean(),
                       "n_diverged_config": int(g["diverged"].sum())})
     if not stats:
@@ -105,7 +106,7 @@ def config_spreads(spread_table: pd.DataFrame) -> pd.DataFrame:
     if spread_table.empty or "spread_pp" not in spread_table:
         return pd.DataFrame(columns=["study", "spread_pp"])
     keys = group_keys(spread_table)
-    cols = ["spread_pp", "spread_ci_low", "spread_ci_high", "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp",
+    cols = ["spread_pp", "spread_ci_low", "spread_ci_high", "spread_ci_method", "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp",
             "n_diverged_config"]
     out = spread_table.drop_duplicates(keys)[keys + cols]
     n = spread_table.groupby(keys, dropna=False).agg(n_runs=("n_runs", "sum"), n_seeds=("n_seeds", "max")).reset_index()

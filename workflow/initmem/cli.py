@@ -4,6 +4,7 @@
     python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
     python -m initmem estimate config/paper.yaml --images-per-second 2000
     python -m initmem clocks --optimizer sgd --lr 1e-2 --batch-size 16 --epochs 300
+    python -m initmem reanalyse evidence/jpeg-cifar10-small   # tables, figures, README verdict tables
 """
 
 from __future__ import annotations
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> None:
         from initmem.calculator import main as clocks_main
 
         sys.exit(clocks_main(argv[1:]))
+    if argv[:1] == ["reanalyse"]:  # re-analyse a committed evidence folder (initmem/evidence.py)
+        from initmem.evidence import main as reanalyse_main
+
+        sys.exit(reanalyse_main(argv[1:]))
     parser = argparse.ArgumentParser(prog="initmem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="write a prepared split file")
@@ -188,6 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--images-per-second", type=float, required=True,
                    help="training images/s of one job on your GPU (measure it: benchmarks/throughput.py --device cuda)")
     sub.add_parser("clocks", help="exact forgetting clocks of a recipe against the paper's points (clocks -h)")
+    sub.add_parser("reanalyse", help="regenerate an evidence folder's tables, figures and README verdict tables (reanalyse -h)")
     e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
     e.add_argument("pack")
     e.add_argument("run_id")

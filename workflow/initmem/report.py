@@ -53,7 +53,7 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def table4(cs: pd.DataFrame) -> pd.DataFrame:
-    """SGD spreads over lr x L2 with their seed-bootstrap intervals, and the main grid's own
+    """SGD spreads over lr x L2 with their seed intervals, and the main grid's own
     eta=1e-3 SGD spreads beside the lr_l2 study's eta=1e-3 cell (the paper's text quotes the main grid)."""
     lr_l2 = cs[cs["study"] == "lr_l2"]
     if lr_l2.empty:
@@ -86,7 +86,7 @@ def table7(spread_table: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
     for s in sig:
         t[f"test acc sigma_w={s:g} (%)"] *= 100
     spread = cs[cs["study"] == "best_recipe"].set_index(["variant", "batch_size"])
-    t["abs Delta (pp) [95% CI]"] = [with_ci(*spread.loc[(v, b), ["spread_pp", "spread_ci_low", "spread_ci_high"]])
+    t["abs Delta (pp) [interval]"] = [with_ci(*spread.loc[(v, b), ["spread_pp", "spread_ci_low", "spread_ci_high"]])
                                     for v, b in zip(t["variant"], t["batch_size"], strict=True)]
     wd_mode = (best.drop_duplicates("variant").set_index("variant")["weight_decay_mode"]
                if "weight_decay_mode" in best else pd.Series(dtype=str))
@@ -120,10 +120,10 @@ def appendix_e(cs: pd.DataFrame) -> pd.DataFrame:
               & ~cs["augment"].astype(bool) & cs["batch_size"].isin(set(na["batch_size"]))]
     both = pd.concat([base, na], ignore_index=True)
     both["source"] = [f"{s} ({int(n)} seed(s))" for s, n in zip(both["study"], both["n_seeds"], strict=True)]
-    both["spread (pp) [95% CI]"] = [with_ci(*r) for r in both[["spread_pp", "spread_ci_low", "spread_ci_high"]].to_numpy()]
+    both["spread (pp) [interval]"] = [with_ci(*r) for r in both[["spread_pp", "spread_ci_low", "spread_ci_high"]].to_numpy()]
     t = both.pivot_table(index=["norm", "augment", "optimizer", "source"], columns="batch_size",
-                         values="spread (pp) [95% CI]", aggfunc="first").reset_index()
-    t.columns = [f"spread b={c} (pp) [95% CI]" if isinstance(c, (int, np.integer)) else c for c in t.columns]
+                         values="spread (pp) [interval]", aggfunc="first").reset_index()
+    t.columns = [f"spread b={c} (pp) [interval]" if isinstance(c, (int, np.integer)) else c for c in t.columns]
     return t
 
 
@@ -139,8 +139,9 @@ def paper_tables(runs: pd.DataFrame, spread_table: pd.DataFrame) -> str:
     cs = config_spreads(spread_table)
     studies = lambda *s: f"Scale: {scale_label(runs, list(s))}\n"  # noqa: E731
     out = ["# Paper tables at this config's scale\n",
-           "Spreads: max - min over sigma_w of the seed-mean test accuracy at tau_best, with a 95% seed-bootstrap "
-           "interval in brackets (none with one seed).\n"]
+           "Spreads: max - min over sigma_w of the seed-mean test accuracy at tau_best, with a seed interval in "
+           "brackets: a t-interval at level 0.95 with the delete-one-seed jackknife standard error, n - 1 degrees of "
+           "freedom (`spreads.csv`: `spread_ci_method`; none with one seed).\n"]
     out += ["## Table 1: main-grid optimizer settings\n", studies("main"), to_markdown(table1(runs), ".4g")]
     out += ["## Table 4: SGD LR x L2 sigma_w spreads\n", studies("lr_l2", "main"), to_markdown(table4(cs), ".3g")]
     out += ["## Table 7: best recipe vs Adam\n", studies("best_recipe"), WEIGHT_DECAY_NOTE, to_markdown(table7(spread_table, cs))]

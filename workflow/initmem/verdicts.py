@@ -1,16 +1,26 @@
-"""Seed-bootstrap intervals and a verdict for each directional claim of the paper.
+"""Seed intervals, the statistics that decide the paper's directional claims, and the verdict words.
 
 A *cell* is one configuration's runs laid out as a (sigma_w x seed) matrix of one metric (or an
-(epoch x sigma_w x seed) array for |beta(t)| curves). The bootstrap resamples a cell's seeds with
-replacement, so a resampled seed keeps all of its sigma_w runs (one seed gives the same init draws
-at every sigma_w). Each cell draws its resamples from an RNG seeded by the cell's own key: the same
-configuration gets the same resamples in every claim and in ``spreads.csv``, independent of the
-order claims are computed in, and different cells are resampled independently. The interval is the
-percentile interval of the replicates.
+(epoch x sigma_w x seed) array for curves). Every statistic is computed on *replicates*: row 0 is
+the full sample, row j + 1 the same statistic with seed j left out of every cell that has it (one
+seed gives the same init draws at every sigma_w and in every configuration, so a left-out seed
+leaves with all of its runs, and two cells are paired by seed).
 
-Verdict, against the paper's side of a claim (``Side``): ``reproduced`` when the 95% interval lies
-entirely on the paper's side, ``not reproduced`` when it lies entirely on the other side, else
-``inconclusive``; a cell with a single seed has no interval, so its claims are ``inconclusive``.
+**Interval** (:func:`estimate`): a t-interval at :data:`LEVEL` with n - 1 degrees of freedom around
+the full-sample statistic, its standard error from the delete-one-seed jackknife over the n seeds.
+For a statistic that is a contrast of seed means (a difference of accuracies, a spread whose
+extreme sigma_w stay the extremes when a seed leaves) this *is* the t-interval on the n per-seed
+values; its coverage is the nominal one at any n >= 2 when seed noise is roughly normal. No
+percentile bootstrap: with 3 seeds each single-seed resample has probability 1/27 > 2.5%, so its
+"95%" interval is the [min, max] of the seeds. One seed has no interval: "not testable with one seed".
+
+**Verdict words** (:data:`VERDICTS`), against the paper's side of a claim (:class:`Side`):
+``reproduced`` (interval entirely on the paper's side), ``not reproduced`` (entirely on the other),
+``inconclusive`` (across the boundary), ``cannot be decided above the noise floor`` (a |beta| shape
+the OLS noise hides), ``outside the paper's regime`` (a claim about networks trained to fit, measured
+on runs that mostly did not fit; :data:`REGIME_MIN_FIT`), ``not testable with one seed`` and ``not
+measured`` (the config lacks what the claim needs). The statistics and the reading of the paper's
+words they encode are defined once, below.
 """
 
 from __future__ import annotations
@@ -18,21 +28,47 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-N_BOOT = 2000
 LEVEL = 0.95
-RNG_SEED = 2605_29152  # the paper's arXiv number: fixed, so every table is reproducible
-BETA_FLOOR = 1e-5      # |beta| below this counts as this on a log axis (an exact 0 has no logarithm)
-GRID_POINTS = 50       # points of the common grid on which curves are compared
-DECAY_WINDOWS = 10     # |beta| decay: mean |beta| in each tenth of the run, peak tenth vs last tenth
-
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+BELOW_FLOOR = "cannot be decided above the noise floor"
+OUTSIDE_REGIME = "outside the paper's regime"
+ONE_SEED = "not testable with one seed"
+NOT_MEASURED = "not measured"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_MEASURED)
+
+# --- the reading of the paper's words ----------------------------------------------------------
+# Regime. The paper's claims are about predictors of networks trained to fit (its SGD runs reach
+# 99.5% train accuracy across the sweep). A claim is in that regime when, in every configuration it
+# reads, at least half of the runs reached 99.5% train accuracy (tau_interp not null).
+REGIME_MIN_FIT = 0.5
+# |beta(t)| shapes are read on window means: the run is cut into WINDOWS equal stretches.
+WINDOWS = 10
+# Noise floor: FLOOR_SE x the median OLS standard error of beta over the run. An estimated slope
+# below two standard errors is consistent with zero, so a |beta| there cannot be told from the floor.
+FLOOR_SE = 2.0
+# "stays flat near 1e-1": the change over the run, log10(last window / first settled window), is
+# within +-FLAT_ORDERS (rising fails as well as falling); the first window is left out as settling
+# (training leaves chance there). The level: the last window's |beta| within LEVEL_ORDERS of 1e-1.
+FLAT_ORDERS = 0.5
+PAPER_FLAT_LEVEL = 0.1
+LEVEL_ORDERS = 0.5
+# "decay by 1-2 orders of magnitude": the fall from the peak window to the last window is at least
+# DECAY_ORDERS. A curve falling exactly one order (log-linearly, first to last epoch) measures 0.9
+# between window means of tenths, so 0.8 lets it pass and still fails any flat or rising curve.
+# A curve whose peak is not SIGNAL_ORDERS above the noise floor has no fall to measure.
+DECAY_ORDERS = 0.8
+SIGNAL_ORDERS = math.log10(2)
+# Collapse: a pair of curves is compared only where each has at least MIN_OVERLAP of its epochs
+# inside the range of the paper's clock the two share (and >= 2 epochs each).
+MIN_OVERLAP = 0.25
+BETA_FLOOR = 1e-5  # |beta| below this counts as this on a log axis (an exact 0 has no logarithm)
 
 
 @dataclass(frozen=True)
@@ -44,7 +80,7 @@ class Side:
     hi: float = math.inf
 
     def text(self) -> str:
-        return {">": f"> {self.lo:g}", "<": f"< {self.hi:g}"}.get(self.op, f"in [{self.lo:g}, {self.hi:g}]")
+        return {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
 
 
 def greater(x: float = 0.0) -> Side:
@@ -70,18 +106,23 @@ def verdict(ci_low: float, ci_high: float, side: Side) -> str:
     return INCONCLUSIVE
 
 
-# --- cells and their resamples ------------------------------------------------------------------
+# --- cells and their replicates ----------------------------------------------------------------
 
 @dataclass
 class Cell:
-    """One configuration's runs: ``values[..., sigma, seed]`` (NaN where a run has no value)."""
+    """One configuration's runs: ``values[..., sigma, seed]`` (NaN where a run has no value).
+
+    ``fit``: (runs, runs that reached 99.5% train accuracy, runs whose tau_best is at or after that),
+    from runs.csv (:func:`regime_counts`); ``label`` names the cell in notes."""
 
     key: str
     sigmas: np.ndarray
     seeds: np.ndarray
     values: np.ndarray
     epochs: np.ndarray | None = None   # curves: the epoch of each row of ``values``
-    clocks: dict | None = None         # curves: clock name -> value per epoch
+    clocks: dict = field(default_factory=dict)  # curves: coordinate name -> value per epoch
+    fit: tuple[int, int, int] | None = None
+    label: str = ""
 
     @property
     def n_seeds(self) -> int:
@@ -93,58 +134,78 @@ class Cell:
         present = np.isfinite(self.values)
         return int(present.reshape(-1, *present.shape[-2:]).any(axis=0).sum())
 
-    def weights(self, n_boot: int) -> np.ndarray:
-        """(1 + n_boot, n_seeds) seed multiplicities: the full sample, then the resamples."""
-        rng = np.random.default_rng([RNG_SEED, zlib.crc32(self.key.encode())])
-        n = self.n_seeds
-        boot = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) if n > 1 else np.ones((0, n))
-        return np.vstack([np.ones((1, n)), boot])
+    def weights(self, seeds: Sequence) -> np.ndarray:
+        """(1 + len(seeds), n_seeds) multiplicities: the full sample, then each of ``seeds`` left out."""
+        w = np.ones((1 + len(seeds), self.n_seeds))
+        for j, s in enumerate(seeds):
+            w[1 + j, self.seeds == s] = 0.0
+        return w
 
-    def sums(self, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per replicate: the weighted sum and count of the runs in each (..., sigma) cell."""
-        w = self.weights(n_boot)
+    def sums(self, seeds: Sequence, power: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Per replicate: the weighted sum of value**power and the count of runs in each (..., sigma) cell."""
+        w = self.weights(seeds)
         present = np.isfinite(self.values)
         inner = self.values.shape[:-1]
         flat = lambda a: (a.reshape(-1, self.n_seeds) @ w.T).T.reshape(len(w), *inner)  # noqa: E731
-        return flat(np.where(present, self.values, 0.0)), flat(present.astype(float))
+        return flat(np.where(present, self.values, 0.0) ** power), flat(present.astype(float))
 
-    def means(self, n_boot: int) -> np.ndarray:
-        """(1 + n_boot, ..., n_sigma) seed means; row 0 is the full sample."""
-        total, count = self.sums(n_boot)
+    def means(self, seeds: Sequence) -> np.ndarray:
+        """(1 + n, ..., n_sigma) seed means; row 0 is the full sample."""
+        total, count = self.sums(seeds)
         with np.errstate(invalid="ignore", divide="ignore"):
             return total / count
 
-    def slopes(self, n_boot: int) -> np.ndarray:
-        """(1 + n_boot, n_epoch) OLS slope of the metric on sigma_w over the runs (each weighted by its
-        multiplicity), from the per-sigma sums: the same slope as an OLS over the individual runs."""
-        total, count = self.sums(n_boot)
+    def fits(self, seeds: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """(1 + n, n_epoch) OLS slope of the metric on sigma_w over the runs and its standard error:
+        the same numbers as an OLS over the individual runs (statsmodels' ``beta`` and ``se``)."""
+        total, count = self.sums(seeds)
+        squares, _ = self.sums(seeds, power=2)
         x = self.sigmas
         n, sx, sxx = count.sum(-1), count @ x, count @ (x * x)
-        sy, sxy = total.sum(-1), total @ x
+        sy, sxy, syy = total.sum(-1), total @ x, squares.sum(-1)
         den = n * sxx - sx * sx
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 1e-9 * np.maximum(n * sxx, 1e-300), (n * sxy - sx * sy) / den, np.nan)
+            ok = den > 1e-9 * np.maximum(n * sxx, 1e-300)
+            slope = np.where(ok, (n * sxy - sx * sy) / den, np.nan)
+            intercept = (sy - slope * sx) / n
+            rss = np.maximum(syy - intercept * sy - slope * sxy, 0.0)
+            se = np.where(ok & (n > 2), np.sqrt(rss / (n - 2) * n / den), np.nan)
+        return slope, se
+
+    def slopes(self, seeds: Sequence) -> np.ndarray:
+        return self.fits(seeds)[0]
 
 
 def cell_key(df: pd.DataFrame) -> str:
-    """A cell's identity: its run ids (the same runs get the same resamples wherever they are used)."""
+    """A cell's identity: its run ids."""
     ids = df["run_id"] if "run_id" in df else df["study"].astype(str) + df["sigma_w"].astype(str) + df["seed"].astype(str)
     return "|".join(sorted(set(map(str, ids))))
 
 
+def regime_counts(runs: pd.DataFrame) -> tuple[int, int, int]:
+    """(runs, runs with a tau_interp, runs whose tau_best is at or after their tau_interp)."""
+    if "tau_interp" not in runs:
+        return len(runs), 0, 0
+    fit = runs["tau_interp"].notna()
+    best = fit & (runs["tau_best"] >= runs["tau_interp"]) if "tau_best" in runs else fit & False
+    return len(runs), int(fit.sum()), int(best.sum())
+
+
 def cell_from_runs(runs: pd.DataFrame, metric: str = "test_acc_best") -> Cell:
-    """A (sigma_w x seed) cell of ``metric`` from one configuration's rows of runs.csv."""
-    key = cell_key(runs)
+    """A (sigma_w x seed) cell of ``metric`` from one configuration's rows of runs.csv (a seed
+    without any value, e.g. diverged at every sigma_w in its first epoch, is not a replicate)."""
     grid = runs.pivot_table(index="sigma_w", columns="seed", values=metric, aggfunc="mean", dropna=False)
-    grid = grid.reindex(index=sorted(set(runs["sigma_w"])), columns=sorted(set(runs["seed"])))
-    return Cell(key, grid.index.to_numpy(float), grid.columns.to_numpy(), grid.to_numpy(float))
+    grid = grid.reindex(index=sorted(set(runs["sigma_w"])), columns=sorted(set(runs["seed"]))).dropna(axis=1, how="all")
+    return Cell(cell_key(runs), grid.index.to_numpy(float), grid.columns.to_numpy(), grid.to_numpy(float),
+                fit=regime_counts(runs))
 
 
 def cell_from_history(history: pd.DataFrame, metric: str = "val_acc",
                       clocks: Sequence[str] = ("T_sgd", "T_l2", "T_wd", "T_adapt")) -> Cell:
-    """An (epoch x sigma_w x seed) cell of ``metric`` from one configuration's per-epoch rows; the
-    clock of an epoch is its mean over the runs still training (``carried`` rows are not)."""
-    key = cell_key(history)
+    """An (epoch x sigma_w x seed) cell of ``metric`` from one configuration's per-epoch rows.
+
+    Coordinates (``clocks``): ``epoch``, ``steps`` (epoch x ceil(n_train / b), where the history has
+    both) and each clock, at an epoch the mean over the runs still training (``carried`` rows are not)."""
     sigmas, seeds = sorted(set(history["sigma_w"])), sorted(set(history["seed"]))
     epochs = sorted(set(history["epoch"]))
     cube = np.full((len(epochs), len(sigmas), len(seeds)), np.nan)
@@ -152,13 +213,94 @@ def cell_from_history(history: pd.DataFrame, metric: str = "val_acc",
     s_i = history["sigma_w"].map({s: i for i, s in enumerate(sigmas)}).to_numpy()
     r_i = history["seed"].map({s: i for i, s in enumerate(seeds)}).to_numpy()
     cube[e_i, s_i, r_i] = history[metric].to_numpy(float)
-    live = history[~history["carried"]] if "carried" in history else history
+    has = np.isfinite(cube).any(axis=(0, 1))  # a seed without any value is not a replicate
+    cube, seeds = cube[:, :, has], [s for s, h in zip(seeds, has, strict=True) if h]
+    live = history[~history["carried"].astype(bool)] if "carried" in history else history
     live = live if not live.empty else history
-    clock = {c: live.groupby("epoch")[c].mean().reindex(epochs).to_numpy(float) for c in clocks if c in history}
-    return Cell(key, np.asarray(sigmas, float), np.asarray(seeds), cube, np.asarray(epochs, float), clock)
+    ep = np.asarray(epochs, float)
+    coords = {"epoch": ep}
+    if {"n_train", "batch_size"} <= set(history.columns):
+        coords["steps"] = ep * math.ceil(float(history["n_train"].iloc[0]) / float(history["batch_size"].iloc[0]))
+    coords |= {c: live.groupby("epoch")[c].mean().reindex(epochs).to_numpy(float) for c in clocks if c in history}
+    return Cell(cell_key(history), np.asarray(sigmas, float), np.asarray(seeds), cube, ep, coords)
 
 
-# --- statistics on replicates ------------------------------------------------------------------
+# --- estimates ---------------------------------------------------------------------------------
+
+@dataclass
+class Estimate:
+    """A statistic of some cells: the full-sample ``effect``, its interval and how it was made."""
+
+    effect: float
+    low: float
+    high: float
+    method: str
+    n_runs: int
+    n_seeds: int
+    replicates: np.ndarray
+
+    @property
+    def one_seed(self) -> bool:
+        return self.n_seeds < 2
+
+
+def seeds_of(cells: Sequence[Cell]) -> list:
+    """The seeds of all ``cells`` together (a left-out seed leaves every cell that has it)."""
+    return sorted(set().union(*(set(c.seeds.tolist()) for c in cells)))
+
+
+def jackknife_t(replicates: np.ndarray) -> tuple[float, float, str]:
+    """t-interval at :data:`LEVEL` around ``replicates[0]`` with the delete-one jackknife standard
+    error of ``replicates[1:]`` (n - 1 degrees of freedom), and its label."""
+    full, loo = replicates[0], replicates[1:]
+    n = len(loo)
+    if n < 2:
+        return math.nan, math.nan, "none: 1 seed"
+    label = f"t, jackknife over {n} seeds, df {n - 1}"
+    if not (np.isfinite(full) and np.isfinite(loo).all()):
+        return math.nan, math.nan, label
+    se = math.sqrt((n - 1) / n * float(np.sum((loo - loo.mean()) ** 2)))
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * se
+    return float(full - half), float(full + half), label
+
+
+def estimate(cells: Sequence[Cell], statistic: Callable[[list[np.ndarray]], np.ndarray],
+             prepare: Callable[[Cell, list], np.ndarray] | None = None) -> Estimate:
+    """``statistic`` of the cells with its seed interval (:func:`jackknife_t`).
+
+    ``prepare(cell, seeds)`` turns each cell into replicate arrays (default: its seed means);
+    ``statistic`` maps the list of them to one value per replicate."""
+    prepare = prepare or (lambda c, s: c.means(s))
+    seeds = seeds_of(cells)
+    few = min(c.n_seeds for c in cells) < 2
+    reps = np.asarray(statistic([prepare(c, [] if few else seeds) for c in cells]), float)
+    low, high, method = (math.nan, math.nan, "none: 1 seed") if few else jackknife_t(reps)
+    return Estimate(float(reps[0]), low, high, method, int(sum(c.n_runs for c in cells)),
+                    int(min(c.n_seeds for c in cells)), reps)
+
+
+def side_verdict(est: Estimate, side: Side) -> str:
+    """The verdict of an estimate against the paper's ``side`` (no interval with one seed)."""
+    if est.one_seed:
+        return ONE_SEED
+    return verdict(est.low, est.high, side)
+
+
+def regime(cells: Sequence[Cell]) -> dict:
+    """Share of the cells' runs that reached 99.5% train accuracy (``share_fit``), share whose
+    tau_best is at or after that (``share_best_fitted``), and whether every cell has at least
+    :data:`REGIME_MIN_FIT` of its runs fitted (``in_regime``; ``least`` names the cell that has fewest)."""
+    counts = [c.fit for c in cells if c.fit is not None and c.fit[0] > 0]
+    if not counts:
+        return {"share_fit": math.nan, "share_best_fitted": math.nan, "in_regime": None, "least": ""}
+    n, fit, best = (sum(c[i] for c in counts) for i in range(3))
+    shares = [(c.fit[1] / c.fit[0], c.label) for c in cells if c.fit is not None and c.fit[0] > 0]
+    low, least = min(shares, key=lambda s: s[0])
+    return {"share_fit": fit / n, "share_best_fitted": best / n, "in_regime": low >= REGIME_MIN_FIT,
+            "least": f"{least + ': ' if least else ''}{100 * low:.0f}% of runs fitted"}
+
+
+# --- spreads -----------------------------------------------------------------------------------
 
 def spread_pp(means: np.ndarray) -> np.ndarray:
     """max - min over sigma_w of the seed mean, in percentage points (the paper's spread)."""
@@ -167,115 +309,189 @@ def spread_pp(means: np.ndarray) -> np.ndarray:
         return 100 * (np.nanmax(means, -1) - np.nanmin(means, -1))
 
 
-def window_means(abs_beta: np.ndarray, epochs: np.ndarray) -> np.ndarray:
-    """Mean |beta| in each of :data:`DECAY_WINDOWS` equal stretches of the run (fewer for short
-    runs), floored at :data:`BETA_FLOOR`; rows are replicates."""
-    edges = np.linspace(epochs.min(), epochs.max(), min(DECAY_WINDOWS, len(epochs)) + 1)
+def spread_interval(cell: Cell) -> tuple[float, float, str]:
+    """Seed interval of one configuration's spread, and its method (NaN with one seed)."""
+    est = estimate([cell], lambda m: spread_pp(m[0]))
+    return est.low, est.high, est.method
+
+
+# --- |beta(t)| shapes --------------------------------------------------------------------------
+
+def window_means(y: np.ndarray, epochs: np.ndarray) -> np.ndarray:
+    """Mean of ``y`` in each of :data:`WINDOWS` equal stretches of the run (fewer for short runs);
+    rows are replicates."""
+    edges = np.linspace(epochs.min(), epochs.max(), min(WINDOWS, len(epochs)) + 1)
     which = np.clip(np.searchsorted(edges, epochs, side="right") - 1, 0, len(edges) - 2)
     with warnings.catch_warnings():  # a stretch where no fit exists stays NaN
         warnings.simplefilter("ignore", RuntimeWarning)
-        means = np.stack([np.nanmean(abs_beta[:, which == w], axis=1) for w in np.unique(which)], axis=1)
-    return np.maximum(means, BETA_FLOOR)
+        return np.stack([np.nanmean(y[:, which == w], axis=1) for w in np.unique(which)], axis=1)
 
 
-def decay_orders(abs_beta: np.ndarray, epochs: np.ndarray) -> np.ndarray:
-    """How many orders of magnitude |beta(t)| falls: log10 of the peak window mean over the last
-    window mean (:func:`window_means`)."""
-    windows = window_means(abs_beta, epochs)
+def noise_floor(se: np.ndarray) -> np.ndarray:
+    """Per replicate: :data:`FLOOR_SE` x the median OLS standard error of beta over the run."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.log10(np.nanmax(windows, axis=1) / windows[:, -1])
+        return FLOOR_SE * np.nanmedian(se, axis=1)
 
 
-def _interpolate(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Linear interpolation of every row of ``y`` (on increasing ``x``) at ``grid``."""
-    i = np.clip(np.searchsorted(x, grid, side="right") - 1, 0, len(x) - 2)
-    w = (grid - x[i]) / (x[i + 1] - x[i])
+def sign_changes(slopes: np.ndarray, epochs: np.ndarray) -> bool:
+    """Whether the full sample's beta takes the other sign after its largest window (by |mean|):
+    somewhere there it passes zero, where its |beta| sits at the noise floor."""
+    w = window_means(slopes[:1], epochs)[0]
+    if not np.isfinite(w).any():
+        return False
+    edges = np.linspace(epochs.min(), epochs.max(), len(w) + 1)
+    peak = int(np.nanargmax(np.abs(w)))
+    after = slopes[0][epochs > edges[peak + 1]]
+    return bool(np.any(np.sign(after) * np.sign(w[peak]) < 0))
+
+
+@dataclass
+class Shape:
+    """Per-replicate |beta(t)| shape: window means of |beta| (the paper's |d ValAcc / d sigma_w|),
+    the noise floor, the peak, first settled and last windows, and the statistics built from them.
+    Every window enters the statistics floored at the noise floor: where beta crosses zero its |beta|
+    is small but not a decay, so a fall counts only down to the floor (:func:`sign_changes` flags it)."""
+
+    windows: np.ndarray
+    floor: np.ndarray
+
+    @property
+    def peak(self) -> np.ndarray:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmax(self.windows, axis=1)
+
+    @property
+    def last(self) -> np.ndarray:
+        return self.windows[:, -1]
+
+    @property
+    def settled(self) -> np.ndarray:
+        return self.windows[:, 1] if self.windows.shape[1] > 1 else self.windows[:, 0]
+
+    def _above(self, v: np.ndarray) -> np.ndarray:
+        return np.maximum(v, self.floor)
+
+    @property
+    def change(self) -> np.ndarray:
+        """"flat": log10 of the last window over the first settled window, both floored at the noise
+        floor (positive: rising; negative: falling; a curve that stays at the floor measures 0)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.log10(self._above(self.last) / self._above(self.settled))
+
+    @property
+    def fall(self) -> np.ndarray:
+        """"decay": orders of magnitude from the peak window down to the last one, the last floored
+        at the noise floor (a fall into the floor counts only as far as the floor)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.log10(self._above(self.peak) / self._above(self.last))
+
+    @property
+    def observable(self) -> np.ndarray:
+        """The largest fall this curve could show: orders of magnitude from its peak to the floor."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.log10(self.peak / self.floor)
+
+
+def beta_shape(slopes: np.ndarray, se: np.ndarray, epochs: np.ndarray) -> Shape:
+    """The :class:`Shape` of replicate slope curves (rows) with their standard errors."""
+    return Shape(window_means(np.abs(slopes), epochs), noise_floor(se))
+
+
+def decay_verdict(fall: Estimate, observable: float, reached_floor: bool, floor_is_enough: bool) -> tuple[str, str]:
+    """Verdict and note for "|beta| decays by 1-2 orders" (``floor_is_enough``: "reaches the noise
+    floor") from the fall's estimate, the full sample's observable range and whether its last window
+    lies at the noise floor."""
+    if fall.one_seed:
+        return ONE_SEED, ""
+    if not observable >= SIGNAL_ORDERS:
+        return BELOW_FLOOR, f"|beta| never rises to twice the noise floor (its peak is {max(observable, 0):.2f} orders above it)"
+    to_floor = f"fell to the noise floor, {observable:.2f} orders below its peak" if reached_floor else ""
+    if verdict(fall.low, fall.high, greater(DECAY_ORDERS)) == REPRODUCED:
+        return REPRODUCED, to_floor or f"fell >= {DECAY_ORDERS:g} orders above the noise floor"
+    if reached_floor and floor_is_enough:
+        return REPRODUCED, to_floor
+    if reached_floor and observable < DECAY_ORDERS:
+        return BELOW_FLOOR, f"{to_floor}: a fall of {DECAY_ORDERS:g} orders cannot be seen above it"
+    if np.isfinite(fall.high) and fall.high < min(DECAY_ORDERS, observable):
+        return NOT_REPRODUCED, "stays above the noise floor" + (" (rising or flat)" if fall.effect < 0.1 else "")
+    return INCONCLUSIVE, to_floor
+
+
+# --- collapse ----------------------------------------------------------------------------------
+
+def log_abs_beta(slopes: np.ndarray, floor: float = BETA_FLOOR) -> np.ndarray:
+    """log10 |beta|, floored at ``floor`` (below the noise floor every value means the same)."""
+    return np.log10(np.maximum(np.abs(slopes), floor))
+
+
+def _coordinate(cell: Cell, name: str) -> np.ndarray:
+    return cell.epochs if name == "epoch" else cell.clocks.get(name, np.full(len(cell.epochs), np.nan))
+
+
+def _partner(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Rows of ``y`` (on increasing ``x``) interpolated at ``at``, beyond the ends their end values."""
+    at = np.clip(at, x[0], x[-1])
+    i = np.clip(np.searchsorted(x, at, side="right") - 1, 0, len(x) - 2)
+    w = (at - x[i]) / (x[i + 1] - x[i])
     return y[:, i] * (1 - w) + y[:, i + 1] * w
 
 
-def curve_distance(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray, log_x: bool) -> np.ndarray | None:
-    """Mean |y1 - y2| on a common grid over the overlap of x1 and x2 (log-spaced when ``log_x``);
-    None when the ranges do not overlap. Rows of y are replicates."""
-    if len(x1) < 2 or len(x2) < 2 or np.any(np.diff(x1) <= 0) or np.any(np.diff(x2) <= 0):
-        return None
-    lo, hi = max(x1[0], x2[0]), min(x1[-1], x2[-1])
-    if not hi > lo:
-        return None
-    grid = np.geomspace(lo, hi, GRID_POINTS) if log_x else np.linspace(lo, hi, GRID_POINTS)
-    if log_x:  # interpolate in log T, where the curves are drawn
-        x1, x2, grid = np.log(x1), np.log(x2), np.log(grid)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(np.abs(_interpolate(x1, y1, grid) - _interpolate(x2, y2, grid)), axis=1)
+def collapse(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str, nulls: Sequence[str]) -> dict:
+    """How much closer the ``curves`` of different configurations lie against ``clock`` than
+    against each null coordinate, compared over the same stretch of the curves.
 
+    For each pair of cells: the *stretch* is the epochs of each curve that fall in the range of
+    ``clock`` the two share; the pair is kept when each curve has >= :data:`MIN_OVERLAP` of its
+    epochs (and >= 2) in it, else left out with the reason. Under every coordinate (``clock`` and
+    each of ``nulls``: ``epoch``, ``steps``, another clock) the distance of a pair is the mean over
+    the stretch's points of both curves of |y - the other curve at the same coordinate value| (log
+    coordinates; beyond the other curve's range, its end value: this favours the nulls). A null a
+    cell lacks (or that does not increase in it) is left out of that cell's pairs, and said so.
 
-def log_abs_beta(slopes: np.ndarray) -> np.ndarray:
-    return np.log10(np.maximum(np.abs(slopes), BETA_FLOOR))
-
-
-def collapse_distances(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str) -> dict:
-    """Mean pairwise distance (orders of magnitude of |beta|) between the log10 |beta| ``curves`` of
-    the ``cells`` (one per batch size; rows of a curve are replicates), against the normalised epoch
-    t/E and against ``clock`` (log grid over each pair's overlap). Only pairs whose clock ranges
-    overlap count, for both distances.
-
-    Returns ``pairs`` and, where any pair counts, replicate arrays ``epoch``, ``clock`` and
-    ``difference`` (epoch - clock: positive when the curves lie closer against the clock)."""
-    d_epoch, d_clock = [], []
-    for (c1, y1), (c2, y2) in itertools.combinations(zip(cells, curves, strict=True), 2):
-        t1, t2 = c1.clocks[clock], c2.clocks[clock]
-        dc = curve_distance(t1, y1, t2, y2, log_x=True) if (t1 > 0).all() and (t2 > 0).all() else None
-        de = curve_distance(c1.epochs / c1.epochs.max(), y1, c2.epochs / c2.epochs.max(), y2, log_x=False)
-        if dc is not None and de is not None:
-            d_clock.append(dc)
-            d_epoch.append(de)
-    if not d_clock:
-        return {"pairs": 0}
-    e, c = np.mean(d_epoch, axis=0), np.mean(d_clock, axis=0)
-    return {"pairs": len(d_clock), "epoch": e, "clock": c, "difference": e - c}
-
-
-# --- one claim ---------------------------------------------------------------------------------
-
-def interval(replicates: np.ndarray) -> tuple[float, float]:
-    """Percentile interval at :data:`LEVEL` of the bootstrap replicates (row 0, the full sample, excluded)."""
-    boot = replicates[1:]
-    boot = boot[np.isfinite(boot)]
-    if len(boot) < 2:
-        return math.nan, math.nan
-    tail = 100 * (1 - LEVEL) / 2
-    low, high = np.percentile(boot, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def evaluate(cells: Sequence[Cell], statistic: Callable[[list[np.ndarray]], np.ndarray], side: Side | None,
-             n_boot: int = N_BOOT, prepare: Callable[[Cell, int], np.ndarray] | None = None) -> dict:
-    """Effect (full sample), its interval, run count and verdict for ``statistic`` of the cells.
-
-    ``prepare(cell, n_boot)`` turns each cell into replicate arrays (default: its seed means);
-    ``statistic`` maps the list of them to one value per replicate. ``side=None``: a number without
-    a direction (no verdict)."""
-    prepare = prepare or (lambda c, n: c.means(n))
-    few = [c for c in cells if c.n_seeds < 2]
-    n = 0 if few else n_boot
-    reps = np.asarray(statistic([prepare(c, n) for c in cells]), float)
-    effect = float(reps[0])
-    low, high = interval(reps) if not few else (math.nan, math.nan)
-    note = "1 seed: no interval" if few else ""
-    if few:
-        v = INCONCLUSIVE
-    elif not math.isfinite(effect):
-        v, note = INCONCLUSIVE, "no value"
-    else:
-        v = verdict(low, high, side) if side is not None else ""
-    return {"effect": effect, "ci_low": low, "ci_high": high, "n_runs": int(sum(c.n_runs for c in cells)),
-            "n_seeds": int(min(c.n_seeds for c in cells)) if cells else 0,
-            "paper_side": side.text() if side is not None else "", "verdict": v if side is not None else "", "note": note}
-
-
-def spread_interval(cell: Cell, n_boot: int = N_BOOT) -> tuple[float, float]:
-    """Seed-bootstrap interval of one configuration's spread (NaN with one seed)."""
-    if cell.n_seeds < 2:
-        return math.nan, math.nan
-    return interval(spread_pp(cell.means(n_boot)))
+    Returns ``kept`` and ``omitted`` (pairs, with reasons), ``distance`` (coordinate -> replicate
+    array, mean over the pairs it was measured on), ``margin_by_null`` (null -> replicates: the mean
+    over those pairs of its distance minus the clock's) and ``margin`` (the smallest of them: > 0
+    when the clock beats every null)."""
+    valid = []
+    for c in cells:
+        xs = {k: _coordinate(c, k) for k in (clock, *nulls)}
+        usable = {k: x for k, x in xs.items() if k == clock or (np.isfinite(x).any() and (x[np.isfinite(x)] > 0).all())}
+        ok = np.all([np.isfinite(x) & (x > 0) for x in usable.values()], axis=0)
+        logs = {k: np.log(x[ok]) for k, x in usable.items()}
+        valid.append({k: v for k, v in logs.items() if k == clock or np.all(np.diff(v) > 0)} | {"ok": ok})
+    kept, omitted, per_pair = [], [], []
+    for (i, a), (j, b) in itertools.combinations(enumerate(cells), 2):
+        va, vb = valid[i], valid[j]
+        name = f"{a.label or i} / {b.label or j}"
+        ra, rb = va[clock], vb[clock]
+        if len(ra) < 2 or len(rb) < 2 or np.any(np.diff(ra) <= 0) or np.any(np.diff(rb) <= 0):
+            omitted.append(f"{name}: {clock} missing or not increasing")
+            continue
+        lo, hi = max(ra[0], rb[0]), min(ra[-1], rb[-1])
+        in_a, in_b = (ra >= lo) & (ra <= hi), (rb >= lo) & (rb <= hi)
+        share = min(in_a.mean(), in_b.mean())
+        if share < MIN_OVERLAP or in_a.sum() < 2 or in_b.sum() < 2:
+            omitted.append(f"{name}: {share:.0%} of a curve in the shared {clock} range (minimum {MIN_OVERLAP:.0%})")
+            continue
+        ya, yb = curves[i][:, va["ok"]], curves[j][:, vb["ok"]]
+        pair = {}
+        for k in (clock, *nulls):
+            if k in va and k in vb:
+                xa, xb = va[k], vb[k]
+                d = np.concatenate([np.abs(ya[:, in_a] - _partner(xb, yb, xa[in_a])),
+                                    np.abs(yb[:, in_b] - _partner(xa, ya, xb[in_b]))], axis=1)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    pair[k] = np.nanmean(d, axis=1)
+            else:
+                omitted.append(f"{name}: no usable {k}")
+        kept.append(name)
+        per_pair.append(pair)
+    distance = {k: np.mean([p[k] for p in per_pair if k in p], axis=0) for k in (clock, *nulls) if any(k in p for p in per_pair)}
+    by_null = {k: np.mean([p[k] - p[clock] for p in per_pair if k in p], axis=0) for k in nulls if k in distance}
+    out = {"kept": kept, "omitted": omitted, "distance": distance, "margin_by_null": by_null}
+    if by_null:
+        out["margin"] = np.min(list(by_null.values()), axis=0)
+    return out

@@ -1,0 +1,271 @@
+"""The clock-specific claims of Sec. 4 (issue 22), on any config that has the cells they need.
+
+Runs of the studies in :data:`CLOCK_STUDIES` are grouped into *cells* by their configuration (every
+spec key but sigma_w and seed: optimizer, lr, batch_size, epochs, l2, weight_decay, ...), across
+studies (a configuration two studies share counts once). Each cell's clocks are read from the
+history's T_* columns at its last epoch. Rows:
+
+- ``cell``: each configuration's spread and |beta| read at two points, tau_best (the paper's
+  protocol: the predictor at argmin val loss) and the end of training, with the share of runs that
+  reached 99.5% train accuracy and the share whose tau_best is at or after that;
+- "adaptive |beta(t)| falls once T_adapt is large": the decay statistic of
+  :class:`initmem.verdicts.Shape` for each adaptive configuration ending at T_adapt >= :data:`T_ADAPT_LARGE`;
+- "curves align in the clock across learning rates and batch sizes better than in epochs or raw
+  steps": :func:`initmem.verdicts.collapse` of the |beta| curves and of the spread curves (Adam in
+  T_adapt, SGD in T_SGD) against the nulls epoch, raw steps and the other optimizer's clock;
+- "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 repairs past T_L2
+  ~1": the share of a reference spread a configuration keeps, on either side of :data:`T_THRESHOLD`.
+
+A claim the config has no cells for is ``not measured``, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from initmem import verdicts as V
+from initmem.analysis import CONFIG_KEYS, carry_forward, scale_label
+from initmem.claim_rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
+
+CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
+# The paper's threshold for the SGD and L2 clocks is "~1-5" (Sec. 4.2): T_SGD 7.3e-4 and 1.2e-2 keep
+# ~26 pp, T_SGD 4.7 keeps 9.7 of 22.8 pp (b=16); T_L2 0.94 keeps 17.4 of 23.8 pp, T_L2 4.7 leaves < 1 pp.
+# Read: a configuration below T_THRESHOLD keeps more than KEEP_SHARE of the reference spread, one at
+# or past it keeps less (every one of the paper's cells above is on its side of this rule).
+T_THRESHOLD = 1.0
+KEEP_SHARE = 0.5
+# "Adaptive |beta(t)| falls once T_adapt is large": large read as >= 10, an order past the adaptive
+# clock's unit scale (the paper's Adam runs end at T_adapt ~47 (b=256) to ~750 (b=16)).
+T_ADAPT_LARGE = 10.0
+COLLAPSES = (("adam", "T_adapt", ("epoch", "steps", "T_sgd")), ("sgd", "T_sgd", ("epoch", "steps", "T_adapt")))
+CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_adapt": "T_adapt", "T_wd": "T_wd"}
+
+
+@dataclass
+class ClockCell:
+    """One configuration across the clock studies: its runs (with ``test_acc_end``/``val_acc_end``
+    at the last epoch), its history (stopped runs carried) and its clocks at the end of training."""
+
+    label: str
+    settings: dict
+    runs: pd.DataFrame
+    history: pd.DataFrame
+    clocks: dict
+
+    def curve(self, metric: str = "val_acc") -> V.Cell:
+        cell = V.cell_from_history(self.history, metric)
+        cell.fit, cell.label = V.regime_counts(self.runs), self.label
+        return cell
+
+    def cell(self, metric: str) -> V.Cell:
+        return to_cell(self.runs, metric, self.label)
+
+
+def _slug(label: str) -> str:
+    """'SGD b=16 lr=0.1 L2=0.01 E=12' -> 'sgd_b16_lr0.1_l2-0.01_e12' (for row ids)."""
+    return re.sub(r"[^a-z0-9.-]+", "_", label.replace("L2=", "l2-").replace("=", "").lower()).strip("_")
+
+
+def clock_cells(runs: pd.DataFrame, history: pd.DataFrame) -> list[ClockCell]:
+    """The configurations of :data:`CLOCK_STUDIES`, each run once (see the module docstring)."""
+    runs = runs[runs["study"].isin(CLOCK_STUDIES)] if not runs.empty else runs
+    if runs.empty or history.empty:
+        return []
+    keys = [k for k in CONFIG_KEYS if k in runs.columns]
+    runs = runs.drop_duplicates(keys + ["sigma_w", "seed"]).drop(columns=list(CLOCK_NAMES), errors="ignore")
+    hist = history.merge(runs[["study", "run_id"]], on=["study", "run_id"])
+    last = hist.sort_values("epoch").groupby(["study", "run_id"], sort=False).tail(1)
+    end = last[["study", "run_id", "test_acc", "val_acc", *[c for c in CLOCK_NAMES if c in last]]].rename(
+        columns={"test_acc": "test_acc_end", "val_acc": "val_acc_end"})
+    runs = runs.merge(end, on=["study", "run_id"], how="left")
+    hist = carry_forward(hist)
+    cells = []
+    for _, g in runs.groupby(keys, dropna=False, sort=True):
+        h = hist.merge(g[["study", "run_id"]], on=["study", "run_id"])
+        settings = {k: g[k].iloc[0] for k in ("optimizer", "lr", "batch_size", "epochs", "l2", "weight_decay") if k in g}
+        cells.append(ClockCell(label_of(g), settings, g.drop(columns=list(CLOCK_NAMES)), h,
+                               {c: float(g[c].mean()) for c in CLOCK_NAMES if c in g}))
+    return cells
+
+
+def _plain(c: ClockCell, optimizers: tuple[str, ...]) -> bool:
+    """No explicit L2 and no weight decay: the clock of the optimizer alone."""
+    wd = c.settings.get("weight_decay")
+    return c.settings.get("optimizer") in optimizers and not c.settings.get("l2") and (wd is None or not wd or pd.isna(wd))
+
+
+def _clocks_note(c: ClockCell) -> str:
+    return ", ".join(f"{CLOCK_NAMES[k]} {v:.3g}" for k, v in c.clocks.items() if k != "T_wd" or v) + " at the end of training"
+
+
+# --- two reading points --------------------------------------------------------------------------
+
+def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """Each configuration's spread and |beta| at tau_best and at the end of training."""
+    rows = []
+    abs_slope = lambda m: np.abs(m[0])  # noqa: E731
+    for c in cells:
+        for what, metric_best, metric_end, stat, prepare, unit in (
+                ("spread", "test_acc_best", "test_acc_end", lambda m: V.spread_pp(m[0]), None, "pp"),
+                ("|beta|", "val_acc_best", "val_acc_end", abs_slope, lambda cl, s: cl.slopes(s), "val acc per unit sigma_w")):
+            for read_at, metric, suffix in ((AT_BEST, metric_best, "best"), (AT_END, metric_end, "end")):
+                cell = c.cell(metric)
+                est = V.estimate([cell], stat, prepare=prepare)
+                rows.append(row(f"cell_{_slug(c.label)}_{'spread' if what == 'spread' else 'beta'}_{suffix}", "cell",
+                                f"{c.label}: {what} ({unit})", math.nan, scale, est, cells=[cell], read_at=read_at,
+                                note=_clocks_note(c)))
+    return rows
+
+
+# --- |beta| falls once T_adapt is large ----------------------------------------------------------
+
+def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """Decay of |beta(t)| for every adaptive configuration that ends at T_adapt >= T_ADAPT_LARGE."""
+    adaptive = [c for c in cells if c.settings.get("optimizer") in ADAPTIVE]
+    large = [c for c in adaptive if c.clocks.get("T_adapt", 0) >= T_ADAPT_LARGE]
+    if not large:
+        most = max((c.clocks.get("T_adapt", 0) for c in adaptive), default=math.nan)
+        return [row("adapt_beta_falls_large_T", "direction", f"adaptive |beta(t)| falls once T_adapt >= {T_ADAPT_LARGE:g} (orders)",
+                    math.nan, scale, missing=f"no adaptive configuration reaches T_adapt >= {T_ADAPT_LARGE:g} (largest: {most:.3g})")]
+    return [decay_row(f"adapt_beta_falls_{_slug(c.label)}", f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
+                       f"ending at T_adapt {c.clocks['T_adapt']:.3g}", c.curve(), scale, floor_is_enough=False,
+                       note=f"'falls once T_adapt is large' read as the decay of 'decay by 1-2 orders' for T_adapt >= {T_ADAPT_LARGE:g}")
+            for c in large]
+
+
+# --- collapse across learning rates and batch sizes ----------------------------------------------
+
+def _common_sigmas(cells: list[V.Cell]) -> list[V.Cell]:
+    """The cells restricted to the sigma_w values all of them have (spreads over the same grid)."""
+    common = set.intersection(*(set(np.round(c.sigmas, 12)) for c in cells))
+    out = []
+    for c in cells:
+        keep = np.isin(np.round(c.sigmas, 12), sorted(common))
+        out.append(V.Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label))
+    return out
+
+
+def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """|beta| curves and spread curves of one optimizer's configurations (every lr, b and length)
+    closer against its clock than against every null (:func:`initmem.verdicts.collapse`)."""
+    rows = []
+    for opt, clock, nulls in COLLAPSES:
+        group = [c for c in cells if _plain(c, (opt,))]
+        for what in ("beta", "spread"):
+            cid = f"collapse_{what}_{opt}_{clock}"
+            quantity = (f"{LABEL[opt]}: {'log10 |beta|' if what == 'beta' else 'spread'} curves across lr and b, "
+                        f"distance under the best null minus under {CLOCK_NAMES[clock]} ({'orders' if what == 'beta' else 'pp'})")
+            if len(group) < 2:
+                rows.append(row(cid, "direction", quantity, math.nan, scale, side=V.greater(0),
+                                missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}"))
+                continue
+            rows.append(_collapse_row(cid, quantity, group, what, clock, nulls, scale))
+    return rows
+
+
+def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, nulls: tuple, scale: str) -> dict:
+    if what == "beta":
+        curves_of = [c.curve("val_acc") for c in group]
+        floor = max(float(V.noise_floor(c.fits([])[1])[0]) for c in curves_of)
+        prepare = lambda cl, s: V.log_abs_beta(cl.slopes(s), floor)  # noqa: E731
+        how = f"log10 |beta| floored at the noise floor {floor:.3g} (2 OLS SE, the largest of the configurations')"
+    else:
+        curves_of = _common_sigmas([c.curve("test_acc") for c in group])
+        prepare = lambda cl, s: V.spread_pp(cl.means(s))  # noqa: E731
+        how = f"spread of seed-mean test acc per epoch over sigma_w {'/'.join(f'{s:g}' for s in curves_of[0].sigmas)}"
+    full = V.collapse(curves_of, [prepare(c, []) for c in curves_of], clock, nulls)
+    if not full["kept"] or "margin" not in full:
+        why = "; ".join(full["omitted"][:4]) + (f"; {len(full['omitted']) - 4} more" if len(full["omitted"]) > 4 else "")
+        return row(cid, "direction", quantity, math.nan, scale, side=V.greater(0),
+                   missing=f"no pair of configurations overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
+    est = V.estimate(curves_of, lambda m: V.collapse(curves_of, m, clock, nulls)["margin"], prepare=prepare)
+    d = full["distance"]
+    note = (f"{how}; distance under {', '.join(f'{CLOCK_NAMES.get(k, k)} {d[k][0]:.3g}' for k in (clock, *nulls) if k in d)}; "
+            f"{len(full['kept'])} pair(s) kept of {len(group) * (len(group) - 1) // 2}"
+            + (f"; left out: {'; '.join(full['omitted'])}" if full["omitted"] else "")
+            + f"; minimum overlap {V.MIN_OVERLAP:.0%} of each curve in the shared {CLOCK_NAMES[clock]} range")
+    return row(cid, "direction", quantity, math.nan, scale, est, side=V.greater(0), cells=curves_of, read_at=CURVE, note=note)
+
+
+# --- the spread kept on either side of the threshold ---------------------------------------------
+
+def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, clock: str, scale: str) -> list[dict]:
+    """Spread of ``c`` over the spread of ``ref`` (matched sigma_w and seeds), at tau_best and at the
+    end of training, against the side its clock value puts it on. A reference spread whose interval
+    reaches 0 has nothing to keep or lose: ``inconclusive``, with that reason."""
+    past = c.clocks.get(clock, math.nan) >= T_THRESHOLD
+    side = V.less(KEEP_SHARE) if past else V.greater(KEEP_SHARE)
+    a, b, match = matched(c.runs, ref.runs)
+    rows = []
+    for read_at, metric, suffix in ((AT_BEST, "test_acc_best", "best"), (AT_END, "test_acc_end", "end")):
+        cells = [to_cell(a, metric, c.label), to_cell(b, metric, ref.label)]
+        est = V.estimate(cells, lambda m: V.spread_pp(m[0]) / V.spread_pp(m[1])) if None not in cells else None
+        decided = None
+        if est is not None and not est.one_seed:
+            base = V.estimate(cells[1:], lambda m: V.spread_pp(m[0]))
+            if not base.low > 0:
+                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} [{base.low:.3g}, {base.high:.3g}] pp "
+                                           "is not clearly above 0: nothing to keep or lose")
+        rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
+                        f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
+                        cells=[x for x in cells if x], read_at=read_at,
+                        note="; ".join(n for n in (
+                            f"{CLOCK_NAMES[clock]} {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g} for the "
+                            f"reference; below {T_THRESHOLD:g} the paper's cells keep > {KEEP_SHARE:g} of the spread, past it < {KEEP_SHARE:g}",
+                            match) if n)))
+    return rows
+
+
+def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """SGD keeps its spread at small T_SGD and loses it past the threshold: per batch size, each SGD
+    configuration's spread as a share of the one with the smallest T_SGD (which must be < 1)."""
+    rows, sides = [], set()
+    sgd = [c for c in cells if _plain(c, ("sgd",))]
+    for b in sorted({int(c.settings["batch_size"]) for c in sgd}):
+        group = sorted((c for c in sgd if int(c.settings["batch_size"]) == b), key=lambda c: c.clocks.get("T_sgd", math.inf))
+        if len(group) < 2 or not group[0].clocks.get("T_sgd", math.inf) < T_THRESHOLD:
+            continue
+        ref = group[0]
+        for c in group[1:]:
+            sides.add(c.clocks["T_sgd"] >= T_THRESHOLD)
+            rows += _kept_share_rows(f"sgd_T_{_slug(c.label)}", f"{c.label} over {ref.label}", c, ref, "T_sgd", scale)
+    for past, cid, why in ((False, "sgd_keeps_below_threshold", f"no batch size has two SGD configurations below T_SGD {T_THRESHOLD:g}"),
+                           (True, "sgd_loses_past_threshold", f"no SGD configuration reaches T_SGD >= {T_THRESHOLD:g} beside one below it at the same b")):
+        if past not in sides:
+            largest = max((c.clocks.get("T_sgd", math.nan) for c in sgd), default=math.nan)
+            rows.append(row(cid, "direction", f"SGD spread share {'past' if past else 'below'} T_SGD {T_THRESHOLD:g}", math.nan, scale,
+                            missing=f"{why} (largest T_SGD: {largest:.3g})"))
+    return rows
+
+
+def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """L2 repairs past T_L2 ~1: each SGD+L2 configuration's spread as a share of the same
+    configuration's without L2."""
+    rows, sides = [], set()
+    for c in [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]:
+        same = ("optimizer", "lr", "batch_size", "epochs")
+        base = [o for o in cells if all(o.settings.get(k) == c.settings.get(k) for k in same) and _plain(o, ("sgd",))]
+        if not base:
+            continue
+        sides.add(c.clocks.get("T_l2", 0) >= T_THRESHOLD)
+        rows += _kept_share_rows(f"l2_T_{_slug(c.label)}", f"{c.label} over no L2", c, base[0], "T_l2", scale)
+    if True not in sides:
+        largest = max((c.clocks.get("T_l2", 0) for c in cells), default=math.nan)
+        rows.append(row("l2_repairs_past_threshold", "direction", f"SGD+L2 spread share past T_L2 {T_THRESHOLD:g}", math.nan, scale,
+                        missing=f"no SGD+L2 configuration with a matching no-L2 one reaches T_L2 >= {T_THRESHOLD:g} (largest T_L2: {largest:.3g})"))
+    return rows
+
+
+def clock_claims(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
+    """Every clock-tier row (see the module docstring)."""
+    cells = clock_cells(runs, history)
+    if not cells:
+        return []
+    scale = scale_label(runs, [s for s in CLOCK_STUDIES if s in set(runs["study"])])
+    return (cell_rows(cells, scale) + adaptive_fall_rows(cells, scale) + collapse_rows(cells, scale)
+            + sgd_threshold_rows(cells, scale) + l2_threshold_rows(cells, scale))

@@ -1,0 +1,129 @@
+"""Re-analyse a committed evidence folder without training, and keep the READMEs' verdict tables
+in step with its claims.
+
+    python -m initmem reanalyse evidence/jpeg-cifar10-small            # tables, figures, README blocks
+    python -m initmem reanalyse evidence/jpeg-cifar10-small --no-figures
+
+An evidence folder holds what a config's training produced (``tables/runs.csv``, one row per run,
+and ``tables/history.csv.gz``, one row per run and epoch). From those two files alone this writes
+``tables/{spreads.csv, beta.csv, claims.csv, claims.md, paper_tables.md}`` and ``figures/<fig>.png``
+(each figure the folder's studies support), with the same library functions the workflow's
+``tables`` and ``figure`` rules call; then it fills the verdict-table block (between
+:data:`initmem.claims_report.BEGIN` and ``END``) of the folder's README.md (the full table) and of
+the repository's README.md (a compact one per folder) from every ``evidence/*/tables/claims.csv``. The theory outputs (``fig9``,
+``linear_check.csv``, ``clocks.csv``) do not depend on the runs and are left as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from initmem.claims_report import readme_block, replace_block
+
+PNG_DPI = 80  # modest committed PNGs (the workflow's own figures are PDF + PNG at matplotlib's default)
+
+
+def read_evidence(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The committed runs and history of an evidence folder."""
+    tables = folder / "tables"
+    missing = [p for p in (tables / "runs.csv", tables / "history.csv.gz") if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no {', '.join(str(p) for p in missing)} (an evidence folder keeps its runs there)")
+    return pd.read_csv(tables / "runs.csv"), pd.read_csv(tables / "history.csv.gz")
+
+
+def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> list[Path]:
+    """spreads.csv, beta.csv, claims.csv, claims.md and paper_tables.md from the runs and history."""
+    from initmem.analysis import beta_table, spreads
+    from initmem.claims import claims, claims_markdown
+    from initmem.io import atomic_path
+    from initmem.report import paper_tables
+
+    spread_table, claim_table = spreads(runs), claims(runs, history)
+    out = {"spreads.csv": spread_table, "beta.csv": beta_table(history), "claims.csv": claim_table,
+           "claims.md": claims_markdown(claim_table), "paper_tables.md": paper_tables(runs, spread_table)}
+    written = []
+    for name, content in out.items():
+        with atomic_path(tables / name) as tmp:
+            if isinstance(content, str):
+                tmp.write_text(content)
+            else:
+                content.to_csv(tmp, index=False)
+        written.append(tables / name)
+    return written
+
+
+def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> list[Path]:
+    """``figures/<fig>.png`` for every figure the runs' studies support (:data:`initmem.targets.FIGURES`)."""
+    import matplotlib.pyplot as plt
+
+    from initmem.io import atomic_path
+    from initmem.plots import make_figure
+    from initmem.targets import FIGURES, figure_studies
+
+    figures.mkdir(parents=True, exist_ok=True)
+    studies = sorted(set(runs["study"]))
+    written = []
+    for name in FIGURES:
+        use = figure_studies(name, studies)
+        if use is None:
+            continue
+        fig = make_figure(name, runs[runs["study"].isin(use)], history[history["study"].isin(use)])
+        with atomic_path(figures / f"{name}.png") as tmp:
+            fig.savefig(tmp, format="png", dpi=PNG_DPI, bbox_inches="tight")
+        plt.close(fig)
+        written.append(figures / f"{name}.png")
+    return written
+
+
+def evidence_folders(root: Path) -> list[Path]:
+    """Every ``evidence/<name>/`` under ``root`` that has a claims table."""
+    return sorted(p.parent.parent for p in (root / "evidence").glob("*/tables/claims.csv"))
+
+
+def update_readme(readme: Path, folders: list[Path], root: Path, compact: bool = False) -> bool:
+    """Fill ``readme``'s verdict-table block from ``folders``; False when it has no block."""
+    text = readme.read_text()
+    try:
+        new = replace_block(text, readme_block(folders, root, compact))
+    except ValueError:
+        return False
+    if new != text:
+        readme.write_text(new)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m initmem reanalyse FOLDER...``"""
+    parser = argparse.ArgumentParser(prog="initmem reanalyse", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folders", nargs="+", type=Path, help="evidence folders (each with tables/runs.csv and tables/history.csv.gz)")
+    parser.add_argument("--no-figures", action="store_true", help="tables and README blocks only")
+    parser.add_argument("--root", type=Path, default=Path("."), help="the repository (its README.md and evidence/*); default: .")
+    args = parser.parse_args(argv)
+    try:
+        for folder in args.folders:
+            start = time.perf_counter()
+            runs, history = read_evidence(folder)
+            written = write_analysis(runs, history, folder / "tables")
+            if not args.no_figures:
+                written += write_figures(runs, history, folder / "figures")
+            print(f"{folder}: {len(runs)} runs, {len(history)} epoch rows -> {len(written)} files in "
+                  f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
+        readmes = [(f / "README.md", [f], False) for f in args.folders] + [(args.root / "README.md", evidence_folders(args.root), True)]
+        for readme, folders, compact in readmes:
+            if readme.is_file():
+                filled = update_readme(readme, folders, args.root, compact)
+                print(f"{readme}: {'verdict table updated' if filled else 'no verdict-table block, left alone'}", file=sys.stderr)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"initmem reanalyse: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
