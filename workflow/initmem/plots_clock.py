@@ -16,6 +16,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from initmem.analysis import beta_table, group_keys
 from initmem.plots import Notes, _finish_log_panel, _loglog
@@ -85,6 +86,7 @@ def fig10(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
                 ax.plot(d[clock], d["spread_pp"], color=f"C{i}", label=cell_label(c))
         if ax.lines:
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # labelled decades only: minor labels overlap
             ax.legend(fontsize=6)
         else:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="dimgray")

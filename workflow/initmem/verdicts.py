@@ -186,8 +186,9 @@ def regime_counts(runs: pd.DataFrame) -> tuple[int, int, int]:
     """(runs, runs with a tau_interp, runs whose tau_best is at or after their tau_interp)."""
     if "tau_interp" not in runs:
         return len(runs), 0, 0
-    fit = runs["tau_interp"].notna()
-    best = fit & (runs["tau_best"] >= runs["tau_interp"]) if "tau_best" in runs else fit & False
+    interp = pd.to_numeric(runs["tau_interp"], errors="coerce")  # None (a record read in memory) or NaN (runs.csv)
+    fit = interp.notna()
+    best = fit & (pd.to_numeric(runs["tau_best"], errors="coerce") >= interp) if "tau_best" in runs else fit & False
     return len(runs), int(fit.sum()), int(best.sum())
 
 
