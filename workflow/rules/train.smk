@@ -31,6 +31,7 @@ rule train:
         data=ancient(DATA),
     output:
         pack="results/packs/{study}/{pack}.json",
+    priority: 10  # training before the jobs that can fill the gaps (Figure 9, the clock table)
     threads: config["compute"]["threads"]
     resources:
         **train_resources(),
