@@ -23,8 +23,8 @@ def test_profile_dry_run_without_slurm(tmp_path):
 
     work = workdir_copy(tmp_path)
     shutil.copytree(ROOT / "slurm", work / "slurm")
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n", "--quiet", "rules"],
-                          cwd=work, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n", "--quiet", "rules",
+                           "--slurm-no-account"], cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
     # main + lr_l2 at paper scale in packs: the profile selects config/paper.yaml
@@ -35,6 +35,17 @@ def test_profile_dry_run_without_slurm(tmp_path):
     runs = expand_studies(yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     assert counts["train"] == sum(len(make_packs(runs[s], 16, 2048, config["compute"])) for s in ("main", "lr_l2"))
+
+
+def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
+    from test_workflow import workdir_copy
+
+    work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n"],
+                          cwd=work, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "slurm_account is the placeholder CHANGE_ME: set your account in slurm/config.yaml" in proc.stderr
 
 
 def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
