@@ -47,7 +47,7 @@ except ConfigError as exc:
 PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
-# What a run's result depends on (README, "What makes a run retrain"): its spec, the prepared data's
+# What a run's result depends on (docs/reruns.md): its spec, the prepared data's
 # content, the trainer's code, the precision. Bookkeeping settings never go through params.
 DATA_ID = data_identity(config["data"])
 DATA_CODE = code_version(("data.py",))
