@@ -45,7 +45,7 @@ def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n"],
                           cwd=work, capture_output=True, text=True)
     assert proc.returncode != 0
-    assert "slurm_account is the placeholder CHANGE_ME: set your account in slurm/config.yaml" in proc.stderr
+    assert "slurm_account is the placeholder CHANGE_ME: set your account in slurm/config.yaml" in proc.stdout + proc.stderr
 
 
 def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
@@ -53,8 +53,8 @@ def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
 
     work = workdir_copy(tmp_path)
     shutil.copytree(ROOT / "slurm", work / "slurm")
-    (work / "profiles/default").mkdir(parents=True)
-    (work / "profiles/default/config.yaml").write_text("default-resources:\n  slurm_partition: wrong\n")
+    # the project's own workflow profile sets no resources; one that does would win over --profile's
+    (work / "profiles/default/config.yaml").write_text("force-use-threads: true\ndefault-resources:\n  slurm_partition: wrong\n")
     proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig8.pdf", "--profile", "slurm", "-n"],
                           cwd=work, capture_output=True, text=True)
     assert proc.returncode != 0 and "would override the resources" in proc.stdout + proc.stderr

@@ -120,7 +120,7 @@ def test_dry_run_stops_on_a_missing_archive(tmp_path):
     work = workdir_copy(tmp_path)
     proc = snakemake("-n", "--configfile", "config/archive.yaml", cwd=work, check=False)
     assert proc.returncode != 0
-    assert "data.archive data/cifar-10-python.tar.gz does not exist: put cifar-10-python.tar.gz there" in proc.stderr
+    assert "data.archive data/cifar-10-python.tar.gz does not exist: put cifar-10-python.tar.gz there" in proc.stdout + proc.stderr
 
 
 def test_dry_run_warns_when_a_study_feeds_no_figure(tmp_path):
