@@ -118,15 +118,19 @@ class Cluster:
         self.created.clear()
 
 
-def _started_pid(name: str, timeout: float = 15) -> int:
-    """The pid of daemon ``name`` just started (none ran before :func:`start`, so it is ours)."""
+def _started_pid(name: str, pid_file: Path | None = None, timeout: float = 15) -> int:
+    """The pid of daemon ``name`` just started: from its pid file, else the oldest process of that
+    name (none ran before :func:`start`, so it is ours; slurmctld forks a helper of the same name)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        pids = _running(name)
-        if len(pids) == 1:
-            return pids[0]
+        if pid_file is not None and pid_file.is_file() and pid_file.read_text().strip():
+            return int(pid_file.read_text().split()[0])
+        if pid_file is None:
+            proc = subprocess.run(["pgrep", "-o", "-x", name], capture_output=True, text=True)
+            if proc.stdout.strip():
+                return int(proc.stdout.split()[0])
         time.sleep(0.2)
-    raise RuntimeError(f"{name}: expected one process after starting it, found {_running(name)}")
+    raise RuntimeError(f"{name} did not start (no {pid_file or 'process'} after {timeout:.0f} s)")
 
 
 def start(state_dir: Path) -> Cluster:
@@ -202,9 +206,9 @@ PartitionName=gpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
         _run(["runuser", "-u", "munge", "--", "munged", "--force"])
         cluster.pids["munged"] = _started_pid("munged")
     _run(["slurmctld"])
-    cluster.pids["slurmctld"] = _started_pid("slurmctld")
+    cluster.pids["slurmctld"] = _started_pid("slurmctld", state_dir / "slurmctld.pid")
     _run(["slurmd"])
-    cluster.pids["slurmd"] = _started_pid("slurmd")
+    cluster.pids["slurmd"] = _started_pid("slurmd", state_dir / "slurmd.pid")
     deadline = time.time() + 60
     state = ""
     while time.time() < deadline:
