@@ -95,27 +95,43 @@ class Cluster:
     created: list[Path] = field(default_factory=list)
 
     def stop(self) -> None:
-        """Stop the daemons this cluster started (by pid) and remove the files it created."""
+        """Stop the daemons this cluster started and remove the files it created. A daemon's pid
+        is known, but any process of a name it started is ours too (none ran before :func:`start`)."""
         for name in ("slurmd", "slurmctld", "munged"):
-            pid = self.pids.pop(name, None)
-            if pid is None:
+            if name not in self.pids:
                 continue
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            for _ in range(40):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
+            self.pids.pop(name)
+            pids = _running(name)
+            for pid in pids:
+                _signal(pid, signal.SIGTERM)
+            deadline = time.time() + 10
+            while any(_alive(pid) for pid in pids) and time.time() < deadline:
                 time.sleep(0.25)
-            else:
-                os.kill(pid, signal.SIGKILL)
+            for pid in pids:
+                if _alive(pid):
+                    _signal(pid, signal.SIGKILL)
+            time.sleep(0.5)
+            if any(_alive(pid) for pid in pids):
+                raise RuntimeError(f"{name} (pids {pids}) still runs after SIGKILL")
         for path in reversed(self.created):
             if path.is_file() or path.is_char_device():
                 path.unlink()
         self.created.clear()
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie that nobody reaps, as under a container's init, counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _started_pid(name: str, pid_file: Path | None = None, timeout: float = 15) -> int:
@@ -145,19 +161,20 @@ def start(state_dir: Path) -> Cluster:
     if running:
         raise SlurmUnavailable(f"{', '.join(running)} already running on this machine; the test starts its own "
                                "cluster only where no Slurm runs")
+    munge_before = bool(_running("munged"))  # the site's munged, if any: used, never stopped
     install()
     host = socket.gethostname().split(".")[0]
     cpus = os.cpu_count() or 2
     cluster = Cluster(host, cpus, state_dir)
     try:
-        _start(cluster)
+        _start(cluster, munge_before)
     except BaseException:
         cluster.stop()
         raise
     return cluster
 
 
-def _start(cluster: Cluster) -> None:
+def _start(cluster: Cluster, munge_before: bool) -> None:
     state_dir, host = cluster.state_dir, cluster.host
     state_dir.mkdir(parents=True, exist_ok=True)
     for sub in ("ctld", "d"):
@@ -193,7 +210,9 @@ PartitionName=gpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """), ("gres.conf", f"NodeName={host} Name=gpu File=/dev/fakegpu[0-1]\n")):
         write_owned(CONF_DIR / name, text)
         cluster.created.append(CONF_DIR / name)
-    if not _running("munged"):  # a munged that already runs (with its key) is used, never stopped
+    if _running("munged") and not munge_before:  # started by the package install just now: ours to stop
+        cluster.pids["munged"] = _started_pid("munged")
+    elif not _running("munged"):
         if not MUNGE_KEY.exists():
             MUNGE_KEY.parent.mkdir(parents=True, exist_ok=True)
             MUNGE_KEY.write_bytes(os.urandom(1024))
