@@ -247,6 +247,17 @@ def test_empty_panels_say_no_data_without_an_axis(tables):
         assert not any(line.get_visible() for line in ax.get_xgridlines() + ax.get_ygridlines())
 
 
+def test_tau_interp_panels_without_interpolation_say_so_without_an_axis(tables):
+    runs, history = tables
+    fig = make_figure("fig7", runs.assign(tau_interp=np.nan), history)  # no run reached 99.5% train accuracy
+    fig.canvas.draw()
+    tau = [ax for ax in fig.axes if ax.texts and "no run interpolated" in ax.texts[0].get_text()]
+    assert len(tau) == 4 * 2  # every architecture, both batch sizes
+    for ax in tau:
+        assert "no data" in ax.texts[0].get_text()
+        assert not any(t.get_visible() and t.get_text() for t in ax.get_yticklabels())
+
+
 def test_log_lines_are_plain_text(tables, capsys):
     runs, history = tables
     h = history[~((history["study"] == "lr_l2") & (history["sigma_w"] != 0.1))]

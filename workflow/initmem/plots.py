@@ -92,6 +92,11 @@ def _no_data(ax, what: str = "no data") -> None:
     ax.set(xlabel="", ylabel="")
 
 
+def _drawn(ax) -> bool:
+    """Whether a panel shows any data point (a line without finite points draws nothing)."""
+    return any(np.isfinite(np.asarray(line.get_ydata(), float)).any() for line in ax.lines)
+
+
 def _grid_ticks(ax, values, axis: str = "x", log: bool = False) -> None:
     """Ticks at the grid values (a log axis otherwise shows only powers of ten)."""
     values = sorted({float(v) for v in values if np.isfinite(v)})
@@ -333,14 +338,14 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
             ax.set(title=f"{LABELS.get(arch, arch)}, b={b}", ylabel=ylabel, xlabel="$\\sigma_w$")
             _grid_ticks(ax, d["sigma_w"])
             never = [LABELS[o] for o in _optimizers(d) if metric == "tau_interp" and d.loc[d["optimizer"] == o, metric].isna().all()]
-            if not ax.lines:
-                _no_data(ax, "no run interpolated" if never else f"no b={b} runs" if d.empty else "no data")
+            if not _drawn(ax):  # (an empty marker line for partial interpolation draws nothing)
+                _no_data(ax, "no data: no run interpolated" if never else f"no b={b} runs" if d.empty else "no data")
             elif never:
                 ax.text(0.03, 0.03, "no run interpolated:\n" + ", ".join(never), transform=ax.transAxes, fontsize=6,
                         color="dimgray", va="bottom")
     for metric in rows:  # one y range per metric over every architecture and batch size (bands included)
         group = [ax for (m, _), row in zip(panel_rows, axes, strict=True) if m == metric for ax in row
-                 if ax.lines and np.isfinite([ax.dataLim.y0, ax.dataLim.y1]).all()]  # an empty line leaves inf limits
+                 if _drawn(ax) and np.isfinite([ax.dataLim.y0, ax.dataLim.y1]).all()]  # an empty line leaves inf limits
         if group:
             lo, hi = min(ax.dataLim.y0 for ax in group), max(ax.dataLim.y1 for ax in group)
             pad = 0.05 * (hi - lo) if hi > lo else max(1.0, 0.02 * abs(hi))  # a flat metric still gets a readable range
