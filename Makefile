@@ -1,6 +1,7 @@
-# Two commands on a fresh machine (each creates the pinned environment in .venv first):
-#   make run     the embedded default pipeline (config/config.yaml): every figure at small scale
-#   make test    the test suite (unit, workflow, real-data and end-to-end tests)
+# On a fresh machine (each target creates the pinned environment in .venv first; README.md):
+#   make env     the environment only (~6 GB: PyPI's CUDA build of torch)
+#   make run     the embedded default pipeline (config/config.yaml): every figure at small scale, <= 5 min on 2 cores
+#   make test    the test suite; the real-Slurm test only with INITMEM_TEST_SLURM=1 (it installs and starts Slurm)
 # Pass Snakemake/pytest arguments with ARGS="...", e.g. make run ARGS="--configfile config/archive.yaml".
 
 VENV ?= .venv

@@ -1,20 +1,30 @@
 # initmem: "Do Deep Networks Forget Initialization?" from raw CIFAR-10 to every figure.
 # Default: the small embedded config. Paper scale: --configfile config/paper.yaml (or --profile slurm).
-from snakemake.utils import min_version, validate
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
 
 min_version("9.0")
 
-
-# A config file that defines `studies` (config/paper.yaml, your own study) replaces the embedded
-# default entirely: Snakemake would otherwise merge it over the default key by key, and small-scale
-# values could leak into the paper scale. A config file without `studies` (config/archive.yaml)
-# only overrides settings of the default.
-if "studies" not in config:
-
-    configfile: "config/config.yaml"
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+from initmem.configfiles import load_config  # noqa: E402
+from initmem.spec import ConfigError  # noqa: E402
 
 
-validate(config, "config/schema.yaml")
+# The embedded default (config/config.yaml), then each --configfile merged over it key by key, as
+# Snakemake merges config files, except `studies`: a file that defines studies replaces them as a
+# whole, so the default's demo studies never leak into a paper run. Read here rather than with the
+# configfile: directive so that 1e-3 is a number and a bad key is one line naming it and its file.
+try:
+    _layered = load_config(workflow.overwrite_configfiles, workflow.config_settings.config,
+                           default=Path(workflow.basedir) / "config/config.yaml",
+                           schema=Path(workflow.basedir) / "config/schema.yaml")
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}")
+config.clear()
+config.update(_layered)
 
 
 report: "workflow/report/workflow.rst"

@@ -36,7 +36,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in ("Snakefile", "workflow", "config", "envs"):
+        for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
         rows.append(("snakemake -n --configfile config/paper.yaml (8,200 runs)",

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_CIFAR = ROOT.parent / "shared" / "cifar10"
+
+# The suite writes nothing outside the checkout and temporary folders: the caches and settings that
+# Snakemake (~/.cache/snakemake) and matplotlib (~/.cache, ~/.config/matplotlib) would keep under the
+# home folder go to one temporary folder, which every subprocess inherits (torch.compile's cache is
+# already under /tmp).
+_SCRATCH_HOME = tempfile.mkdtemp(prefix="initmem-tests-")
+os.environ.update(XDG_CACHE_HOME=f"{_SCRATCH_HOME}/cache", XDG_CONFIG_HOME=f"{_SCRATCH_HOME}/config",
+                  MPLCONFIGDIR=f"{_SCRATCH_HOME}/matplotlib")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_SCRATCH_HOME, ignore_errors=True)
 
 
 def tiny_spec(**overrides) -> dict:
@@ -68,6 +82,7 @@ def cifar_archive(tmp_path_factory) -> Path:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the real-Slurm tests last: once Slurm's client tools are installed and its daemons
-    stopped, every Snakemake start pays ~9 s of probing by the slurm plugin."""
+    """Run the real-Slurm tests last (they run only with INITMEM_TEST_SLURM=1): once Slurm's client
+    tools are installed and its daemons stopped, every Snakemake start pays ~9 s of probing by the
+    slurm plugin."""
     items.sort(key=lambda item: item.fspath.basename == "test_slurm.py")

@@ -197,3 +197,77 @@ def test_fig6_falls_back_to_the_configs_strongest_l2_and_says_so(tables):
     fig = make_figure("fig6", runs, h)
     assert any(line.get_label().startswith("SGD+L2") for line in fig.axes[0].lines)
     assert "SGD+L2 ablation at eta=0.001, L2=0.01 (the paper's eta=1e-2, L2=1e-2 is not in this config)" in _texts(fig)
+
+
+def test_pdfs_embed_truetype_fonts_and_pngs_are_print_resolution(tables, tmp_path):
+    from PIL import Image
+
+    from initmem.figstyle import PNG_DPI
+
+    runs, history = tables
+    save_figure(make_figure("fig6", runs, history), tmp_path / "f.pdf", tmp_path / "f.png")  # mathtext labels too
+    pdf = (tmp_path / "f.pdf").read_bytes()
+    assert b"/Type3" not in pdf and b"/FontFile2" in pdf  # TrueType (Type 42) fonts, not Type 3
+    assert PNG_DPI >= 200 and Image.open(tmp_path / "f.png").info["dpi"] == pytest.approx((PNG_DPI, PNG_DPI), abs=0.5)
+
+
+def test_accuracy_bands_stay_between_0_and_100_percent(tables):
+    runs, history = tables
+    runs = runs.copy()
+    main = runs["study"] == "main"
+    runs.loc[main, "test_acc_best"] = np.where(runs.loc[main, "seed"] == 0, 0.01, 0.5)  # seed SD far above the mean
+    runs.loc[main, "train_acc_best"] = np.where(runs.loc[main, "seed"] == 0, 0.6, 1.0)
+    fig = make_figure("fig1", runs, history)
+    bands = [np.concatenate([p.vertices[:, 1] for band in ax.collections for p in band.get_paths()]) for ax in fig.axes[:2]]
+    assert all(ys.min() >= 0 and ys.max() <= 100 for ys in bands)
+    assert bands[0].min() == 0 and bands[1].max() == 100  # test acc. 25.5 +- 35 %, train acc. 80 +- 28 %: clipped
+
+
+def test_beta_below_the_verdicts_floor_is_not_drawn():
+    import matplotlib.pyplot as plt
+
+    from initmem.plots import _loglog
+    from initmem.verdicts import BETA_FLOOR
+
+    fig, ax = plt.subplots()
+    # float round-off (|beta| 1e-17) would draw as a 12-order "decay" on a log axis
+    drawn = _loglog(ax, [1, 2, 3], [3e-3, 1e-3, 1e-17], low=[0, 0, 0], high=[1e-2, 1e-2, 1e-16])
+    assert drawn and list(ax.lines[0].get_xdata()) == [1, 2]
+    assert ax.collections[0].get_paths()[0].vertices[:, 1].min() >= BETA_FLOOR
+    plt.close(fig)
+
+
+def test_empty_panels_say_no_data_without_an_axis(tables):
+    runs, history = tables
+    fig = make_figure("fig4", runs[runs["study"] == "main"], history)  # no long, no lr_l2: three empty panels
+    fig.canvas.draw()
+    for ax in fig.axes:
+        assert "no data" in "".join(t.get_text() for t in ax.texts)
+        assert not any(t.get_visible() and t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels())
+        assert not any(line.get_visible() for line in ax.get_xgridlines() + ax.get_ygridlines())
+
+
+def test_tau_interp_panels_without_interpolation_say_so_without_an_axis(tables):
+    runs, history = tables
+    fig = make_figure("fig7", runs.assign(tau_interp=np.nan), history)  # no run reached 99.5% train accuracy
+    fig.canvas.draw()
+    tau = [ax for ax in fig.axes if ax.texts and "no run interpolated" in ax.texts[0].get_text()]
+    assert len(tau) == 4 * 2  # every architecture, both batch sizes
+    for ax in tau:
+        assert "no data" in ax.texts[0].get_text()
+        assert not any(t.get_visible() and t.get_text() for t in ax.get_yticklabels())
+
+
+def test_log_lines_are_plain_text(tables, capsys):
+    runs, history = tables
+    h = history[~((history["study"] == "lr_l2") & (history["sigma_w"] != 0.1))]
+    fig = make_figure("fig6", runs, h)
+    assert "$" in _texts(fig)  # the figure keeps its mathtext ...
+    err = capsys.readouterr().err
+    assert "fig6:" in err and "$" not in err and "\\" not in err  # ... the log gets plain text
+
+
+def test_a_figure_this_checkout_cannot_draw_says_so(tables):
+    runs, history = tables
+    with pytest.raises(ValueError, match="fig10 is built by a plotting function this checkout does not have"):
+        make_figure("fig10", runs, history)

@@ -1,4 +1,4 @@
-"""Workflow tests: dry runs of both configs, schema errors, the real DAG end to end."""
+"""Workflow tests: dry runs of the shipped configs, mistakes caught at dry-run time, the real DAG end to end."""
 
 import copy
 import json
@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import tiny_config
+
+from initmem.configfiles import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -31,10 +32,10 @@ def job_counts(output: str) -> dict:
 
 
 def workdir_copy(tmp_path: Path) -> Path:
-    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/) to run in."""
+    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/, profiles/) to run in."""
     import shutil
 
-    for name in ("Snakefile", "workflow", "config", "envs"):
+    for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     return tmp_path
@@ -73,19 +74,21 @@ def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs():
                                                          for r in expand_studies(config).values())
 
 
-def test_paper_config_replaces_the_default_entirely(tmp_path):
-    # Snakemake would merge a --configfile over the Snakefile's configfile key by key; the Snakefile
-    # loads the default only when no config file defines studies, so nothing of it leaks in.
+def test_config_files_layer_over_the_default_and_studies_replace_it(tmp_path):
+    # what the workflow resolves is what initmem.configfiles says: a full config (paper.yaml) gets
+    # nothing from the default, a settings-only file changes only its keys
     work = workdir_copy(tmp_path)
     snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/paper.yaml", cwd=work)
     resolved = yaml.safe_load((work / "results/config.resolved.yaml").read_text())
     assert resolved == yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    # a settings-only config file (no studies) layers over the default instead
+    (work / "data").mkdir()
+    (work / "data/cifar-10-python.tar.gz").write_bytes(b"stand-in")  # the dry-run check only needs a readable file
     snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/archive.yaml", cwd=work)
     resolved = yaml.safe_load((work / "results/config.resolved.yaml").read_text())
     default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     assert resolved["studies"] == default["studies"] and resolved["data"]["source"] == "archive"
     assert resolved["data"]["n_train"] == default["data"]["n_train"]
+    assert resolved == load_config([ROOT / "config/archive.yaml"])
 
 
 def test_single_figure_runs_only_its_studies():
@@ -109,7 +112,25 @@ def test_schema_errors_name_the_key(tmp_path, override, message):
     bad.write_text(override)
     proc = snakemake("-n", "--configfile", str(bad), check=False)
     assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr
+    assert message in proc.stdout + proc.stderr and f"(set in {bad})" in proc.stdout + proc.stderr
+    assert "Failed validating" not in proc.stdout + proc.stderr  # one line, not a dump of the schema
+
+
+def test_dry_run_stops_on_a_missing_archive(tmp_path):
+    work = workdir_copy(tmp_path)
+    proc = snakemake("-n", "--configfile", "config/archive.yaml", cwd=work, check=False)
+    assert proc.returncode != 0
+    assert "data.archive data/cifar-10-python.tar.gz does not exist: put cifar-10-python.tar.gz there" in proc.stdout + proc.stderr
+
+
+def test_dry_run_warns_when_a_study_feeds_no_figure(tmp_path):
+    # a renamed study silently dropped four figures; numbers written as 1e-3 are numbers
+    studies = tmp_path / "studies.yaml"
+    studies.write_text("defaults:\n  lr: 1e-3\nstudies:\n  mainn:\n    grid: {optimizer: [sgd, adam], sigma_w: [0.5, 2.0], seed: [0]}\n")
+    proc = snakemake("-n", "--quiet", "rules", "--configfile", str(studies))
+    assert "WARNING: study mainn is read by no figure or table" in proc.stderr
+    assert "figures not built: fig1 (needs main), fig2 (needs main), fig3 (needs main)" in proc.stderr and "rename mainn -> main?" in proc.stderr
+    assert job_counts(proc.stdout)["run_metrics"] == 4 and "figure" not in job_counts(proc.stdout)
 
 
 def test_lint_is_clean():
@@ -117,33 +138,19 @@ def test_lint_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-TINY = tiny_config(
-    studies={
-        "main": {"grid": {"optimizer": ["sgd", "adam", "adamw", "muon"], "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0, 1]}},
-        "long": {"set": {"schedule": "constant", "epochs": 3}, "grid": {"batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
-        "lr_l2": {"grid": {"lr": [0.01, 0.1], "l2": [0.0, 0.01], "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
-        "norm_aug": {"set": {"augment": True}, "grid": {"norm": ["batchnorm", "layernorm"], "optimizer": ["sgd", "adam"],
-                                                        "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
-        "best_recipe": {"set": {"augment": True},
-                        "variants": {"sgd_standard": {"optimizer": "sgd_momentum", "lr": 0.1, "weight_decay": 5.0e-4},
-                                     "adam": {"optimizer": "adam", "lr": 0.001}},
-                        "grid": {"batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
-        "depth": {"variants": {"resnet56": {"arch": "resnet56", "patience": 30}, "r9avg": {"pool": "avg"}},
-                  "grid": {"optimizer": ["sgd", "adam"], "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0]}},
-    },
-    pack=4, checkpoint_every=1,
-)
+TINY = load_config([ROOT / "config/tiny.yaml"])  # the shipped first try (README), layered over the default
+# what the end-to-end test adds: vectorised packs of 4 and a checkpoint every epoch
+E2E = "pack: {engine: vmap, max_models: 4}\ncheckpoint: {every_epochs: 1}\ncompute: {device: cpu}\n"
 
 
 @pytest.mark.slow
 def test_end_to_end_tiny_synthetic_dag(tmp_path):
     work = workdir_copy(tmp_path)
-    (work / "tiny.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
-    snakemake("--cores", "2", "--configfile", "tiny.yaml", cwd=work)
-    config = TINY
+    (work / "e2e.yaml").write_text(E2E)
+    snakemake("--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
     from initmem.grid import expand_studies
 
-    runs = expand_studies(config)
+    runs = expand_studies(TINY)
     for study, rs in runs.items():
         for r in rs:
             assert (work / "results/runs" / study / f"{r.run_id}.json").is_file()
@@ -151,7 +158,7 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     assert len(table) == sum(len(r) for r in runs.values()) == len(set(table["run_id"] + table["study"]))
     for name in ("spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md", "history.csv.gz"):
         assert (work / "results/tables" / name).stat().st_size > 0
-    for i in range(1, 9):
+    for i in range(1, 10):  # every figure of the paper, and Figure 9
         for ext in ("pdf", "png"):
             assert (work / f"figures/fig{i}.{ext}").stat().st_size > 1000
     assert not list((work / "results").rglob("*.ckpt*"))  # checkpoints removed once metrics are written
@@ -161,18 +168,19 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     beta = pd.read_csv(work / "results/tables/beta.csv")
     assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
     # the self-contained HTML report carries every figure with its caption
-    snakemake("--report", "report.html", "--configfile", "tiny.yaml", cwd=work)
+    snakemake("--report", "report.html", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
     html = (work / "report.html").read_text(errors="replace")
     assert all(f"Figure {i}" in html for i in range(1, 9)) and "claims.csv" in html
     # second invocation: nothing to do
-    assert "Nothing to be done" in snakemake("-n", "--cores", "2", "--configfile", "tiny.yaml", cwd=work).stdout + \
-        snakemake("-n", "--cores", "2", "--configfile", "tiny.yaml", cwd=work).stderr
+    again = snakemake("-n", "--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
+    assert "Nothing to be done" in again.stdout + again.stderr
 
 
 @pytest.mark.slow
 def test_end_to_end_real_archive_slice(tmp_path, cifar_archive):
     work = workdir_copy(tmp_path)
     cfg = copy.deepcopy(TINY)
+    cfg["pack"]["engine"] = "vmap"
     cfg["data"] = {"source": "archive", "archive": str(cifar_archive), "verify_md5": False,
                    "n_train": 2000, "n_val": 500, "n_test": 500}
     cfg["defaults"].update(width=8, epochs=5, batch_size=16, optimizer="adam", lr=2e-3)  # 625 steps

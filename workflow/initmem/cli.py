@@ -3,6 +3,7 @@
     python -m initmem prepare --source synthetic --n-train 512 --n-val 256 --n-test 256 data.npz
     python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
     python -m initmem estimate config/paper.yaml --images-per-second 2000
+    python -m initmem config config/paper.yaml config/archive.yaml   # the layered config, as the workflow reads it
     python -m initmem clocks --optimizer sgd --lr 1e-2 --batch-size 16 --epochs 300
     python -m initmem reanalyse evidence/jpeg-cifar10-small   # tables, figures, README verdict tables
 """
@@ -139,6 +140,13 @@ def figure_file(name: str, table_files: list[str], pdf: str | Path, png: str | P
     save_figure(make_figure(name, runs, history), pdf, png)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``initmem CMD: error: ...``, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _user_errors() -> tuple[type[Exception], ...]:
     from initmem.data import DataError
     from initmem.records import RecordError
@@ -158,8 +166,8 @@ def main(argv: list[str] | None = None) -> None:
         from initmem.evidence import main as reanalyse_main
 
         sys.exit(reanalyse_main(argv[1:]))
-    parser = argparse.ArgumentParser(prog="initmem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser = _Parser(prog="initmem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     p = sub.add_parser("prepare", help="write a prepared split file")
     p.add_argument("out")
     p.add_argument("--source", default="torchvision", choices=["torchvision", "archive", "synthetic"])
@@ -189,9 +197,11 @@ def main(argv: list[str] | None = None) -> None:
     tp.add_argument("--checkpoint-dir")
     tp.add_argument("--log")
     g = sub.add_parser("estimate", help="GPU-hours per study of a config at a given throughput")
-    g.add_argument("config")
+    g.add_argument("config", nargs="+", help="config files, layered over the embedded default as the workflow does")
     g.add_argument("--images-per-second", type=float, required=True,
                    help="training images/s of one job on your GPU (measure it: benchmarks/throughput.py --device cuda)")
+    c = sub.add_parser("config", help="print the configuration the workflow would use for these config files")
+    c.add_argument("config", nargs="*", help="config files, layered over the embedded default (none: the default)")
     sub.add_parser("clocks", help="exact forgetting clocks of a recipe against the paper's points (clocks -h)")
     sub.add_parser("reanalyse", help="regenerate an evidence folder's tables, figures and README verdict tables (reanalyse -h)")
     e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
@@ -208,15 +218,23 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    if args.cmd == "estimate":
+    if args.cmd == "config":
         import yaml
 
+        from initmem.configfiles import load_config
+        from initmem.grid import expand_studies
+
+        config = load_config(args.config)
+        expand_studies(config)  # what the workflow checks when it parses: every run spec
+        print(yaml.safe_dump(config, sort_keys=False), end="")
+    elif args.cmd == "estimate":
+        from initmem.configfiles import load_config
         from initmem.grid import expand_studies
         from initmem.targets import study_gpu_hours
 
         if not args.images_per_second > 0:
             raise ValueError(f"--images-per-second {args.images_per_second:g} must be > 0 (a measured training throughput)")
-        config = yaml.safe_load(Path(args.config).read_text())
+        config = load_config(args.config)
         hours = study_gpu_hours(expand_studies(config), args.images_per_second)
         print(f"| study | runs | GPU-hours at {args.images_per_second:g} images/s per job |\n|---|---:|---:|")
         for study, (n, h) in hours.items():

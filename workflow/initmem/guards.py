@@ -3,6 +3,7 @@ would silently run something other than what the user meant (torch-free)."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -73,14 +74,72 @@ def check_profile_configfiles(argv: list[str], bases: list[Path]) -> str | None:
             f"studies of {', '.join(with_studies)}. To combine them: --configfile {combined}")
 
 
+# Keys of a workflow profile (profiles/default/) that would override a --profile's resources key by key.
+RESOURCE_KEYS = ("default-resources", "set-resources", "set-threads", "resources", "set-resource-scopes")
+
+
 def check_workflow_profile(argv: list[str], bases: list[Path]) -> None:
-    """A workflow profile (profiles/default/) silently overrides a --profile's resources key by
-    key; refuse that combination instead of submitting GPU jobs with the wrong resources."""
+    """A workflow profile (profiles/default/) that sets resources silently overrides a --profile's
+    resources key by key; refuse that combination instead of submitting GPU jobs with the wrong
+    resources. The project's own workflow profile sets none."""
     if "--profile" not in argv or "--workflow-profile" in argv:
         return
     for base in bases:
-        if (base / "profiles" / "default" / "config.yaml").is_file():
+        path = base / "profiles" / "default" / "config.yaml"
+        if not path.is_file():
+            continue
+        keys = [k for k in (yaml.safe_load(path.read_text()) or {}) if k.replace("_", "-") in RESOURCE_KEYS]
+        if keys:
             raise InvocationError(
-                f"{base / 'profiles/default'} would override the resources of --profile "
+                f"{base / 'profiles/default'} sets {', '.join(keys)}, which would override the resources of --profile "
                 f"{argv[argv.index('--profile') + 1]} (a workflow profile wins key by key). "
-                "Remove or merge it, or add --workflow-profile none.")
+                "Remove them or merge them into the profile, or add --workflow-profile none.")
+
+
+PLACEHOLDER_ACCOUNTS = ("CHANGE_ME",)
+
+
+def _profile(argv: list[str], bases: list[Path]) -> dict:
+    folder = profile_dir(argv, bases)
+    return (yaml.safe_load((folder / "config.yaml").read_text()) or {}) if folder else {}
+
+
+def check_slurm_account(argv: list[str], bases: list[Path], default_resources: list[str]) -> None:
+    """Refuse to send jobs to Slurm with the profile's placeholder account (``slurm_account:
+    CHANGE_ME``), at dry-run time already; ``default_resources`` is Snakemake's effective
+    ``--default-resources`` list (``name=value`` strings: the command line's, else the profile's)."""
+    profile = _profile(argv, bases)
+    executor = (_option_values(argv, ("--executor", "-e")) or [profile.get("executor")])[0]
+    if executor != "slurm" or "--slurm-no-account" in argv or profile.get("slurm-no-account"):
+        return
+    account = next((r.split("=", 1)[1].strip("'\"") for r in default_resources if r.startswith("slurm_account=")), None)
+    if account in PLACEHOLDER_ACCOUNTS:
+        raise InvocationError(
+            f"slurm_account is the placeholder {account}: set your account in slurm/config.yaml (sacctmgr show assoc "
+            "user=$USER), or replace that line by `slurm-no-account: true` where the cluster has no accounts")
+
+
+def check_data_archive(data: dict, prepared: Path) -> None:
+    """A local archive that ``prepare_data`` will need must exist and be readable, checked when the
+    workflow is parsed (so ``snakemake -n`` says it) rather than when the job runs. It is needed while
+    the prepared split is missing, and always for an unverified copy (its md5 is part of every run's
+    identity key: without the file, every run would be planned anew)."""
+    source, archive = data.get("source"), data.get("archive")
+    if source == "synthetic" or (source == "torchvision" and not archive):
+        return
+    if not archive:
+        raise InvocationError("data.source is archive but data.archive is not set: give the path of "
+                              "cifar-10-python.tar.gz (docs/data.md)")
+    if prepared.exists() and data.get("verify_md5", True):
+        return
+    path = Path(archive)
+    if not path.exists():
+        problem = "does not exist"
+    elif not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
+        problem = "is not readable (check its permissions)"
+    elif path.is_file() and path.stat().st_size == 0:
+        problem = "is empty"
+    else:
+        return
+    raise InvocationError(f"data.archive {archive} {problem}: put cifar-10-python.tar.gz there or point data.archive "
+                          "at it (docs/data.md)")

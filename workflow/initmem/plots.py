@@ -8,6 +8,7 @@ never silently left out.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -19,8 +20,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 
+import initmem.figstyle  # noqa: E402, F401  (Type 42 fonts in PDFs, 200-dpi PNGs)
 from initmem.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
 from initmem.io import atomic_path  # noqa: E402
+from initmem.verdicts import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
 
 OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
@@ -28,8 +31,20 @@ LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "Ad
           "r9avg": "R9-AvgPool", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
 COLORS = dict(zip(OPTIMIZER_ORDER, plt.get_cmap("tab10").colors, strict=False))
 plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
-                     "figure.dpi": 120, "axes.grid": True, "grid.alpha": 0.3})
+                     "axes.grid": True, "grid.alpha": 0.3})
 MAX_TICKS = 9  # more grid values than this: let matplotlib choose the ticks
+ACC_RANGE = (0.0, 100.0)  # accuracy in percent: a seed-SD band stops at 0 and 100
+NONNEGATIVE = (0.0, np.inf)  # kernel norms, epochs
+
+_MATH = [(r"\\(?:sigma|eta|tau|lambda|beta|alpha)", lambda m: m.group(0)[1:]), (r"\\\|", "||"), (r"\\sum_k", "sum_k"),
+         (r"_\{([^{}]*)\}", r"_\1"), (r"[${}\\]", "")]
+
+
+def plain(text: str) -> str:
+    """Mathtext made plain for a log line: ``$T_{L2}$`` -> ``T_L2``, ``$\\sigma_w$`` -> ``sigma_w``."""
+    for pattern, repl in _MATH:
+        text = re.sub(pattern, repl, text)
+    return text
 
 
 class Notes:
@@ -41,7 +56,7 @@ class Notes:
     def add(self, text: str) -> None:
         if text not in self.lines:
             self.lines.append(text)
-            print(f"{self.name}: {text}", file=sys.stderr)
+            print(f"{self.name}: {plain(text)}", file=sys.stderr)
 
     def finish(self, fig: plt.Figure) -> plt.Figure:
         if self.lines:
@@ -69,8 +84,17 @@ def batch_colors(batch_sizes) -> dict:
     return {b: cmap(0.85 * i / max(1, len(bs) - 1)) for i, b in enumerate(bs)}
 
 
-def _no_data(ax, what: str = "no data in this config") -> None:
+def _no_data(ax, what: str = "no data") -> None:
+    """An empty panel says so, with no axis (ticks, tick labels, grid) that would suggest a scale."""
     ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes, color="gray", wrap=True)
+    ax.tick_params(which="both", left=False, bottom=False, labelleft=False, labelbottom=False)
+    ax.grid(False)
+    ax.set(xlabel="", ylabel="")
+
+
+def _drawn(ax) -> bool:
+    """Whether a panel shows any data point (a line without finite points draws nothing)."""
+    return any(np.isfinite(np.asarray(line.get_ydata(), float)).any() for line in ax.lines)
 
 
 def _grid_ticks(ax, values, axis: str = "x", log: bool = False) -> None:
@@ -109,15 +133,16 @@ def _diverged_note(notes: Notes, runs: pd.DataFrame, what: str) -> None:
               "before diverging; a run that diverged in epoch 1 has no value")
 
 
-def _band(ax, df: pd.DataFrame, col: str, label: str, color=None, scale: float = 1.0, **kw) -> None:
-    """Seed mean of ``col`` vs sigma_w with a +-1 std band."""
+def _band(ax, df: pd.DataFrame, col: str, label: str, color=None, scale: float = 1.0,
+          limits: tuple[float, float] = NONNEGATIVE, **kw) -> None:
+    """Seed mean of ``col`` vs sigma_w with a +-1 std band clipped to the metric's ``limits``
+    (an accuracy band never leaves 0-100%)."""
     g = df.groupby("sigma_w")[col].agg(["mean", "std"]).reset_index().dropna(subset=["mean"])
     if g.empty:
         return
     mean, std = g["mean"] * scale, g["std"].fillna(0) * scale
     ax.plot(g["sigma_w"], mean, marker="o", ms=3, label=label, color=color, **kw)
-    top = 100 if scale == 100 else np.inf  # an accuracy band stops at 100%
-    ax.fill_between(g["sigma_w"], mean - std, np.minimum(mean + std, top), alpha=0.2, color=color, lw=0)
+    ax.fill_between(g["sigma_w"], np.clip(mean - std, *limits), np.clip(mean + std, *limits), alpha=0.2, color=color, lw=0)
 
 
 def fig1(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
@@ -131,8 +156,8 @@ def fig1(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         sub = main[main["batch_size"] == b]
         for opt in _optimizers(sub):
             d = sub[sub["optimizer"] == opt]
-            _band(axes[row, 0], d, "test_acc_best", LABELS[opt], COLORS[opt], 100)
-            _band(axes[row, 1], d, "train_acc_best", LABELS[opt], COLORS[opt], 100)
+            _band(axes[row, 0], d, "test_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE)
+            _band(axes[row, 1], d, "train_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE)
             _band(axes[row, 2], d, "kernel_norm_best", LABELS[opt], COLORS[opt])
         init = sub.groupby("sigma_w")["kernel_norm_init"].mean()
         axes[row, 2].plot(init.index, init.to_numpy(), ls="--", color="black", lw=1, label="$\\|W_{init}\\|_F$")
@@ -303,7 +328,8 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
             ax = axes[r, col]
             d = d[d["batch_size"] == b]
             for opt in _optimizers(d):
-                _band(ax, d[d["optimizer"] == opt], metric, LABELS[opt], COLORS[opt], scale)
+                _band(ax, d[d["optimizer"] == opt], metric, LABELS[opt], COLORS[opt], scale,
+                      ACC_RANGE if scale == 100 else NONNEGATIVE)
                 if metric == "tau_interp":
                     frac = d[d["optimizer"] == opt].groupby("sigma_w")["tau_interp"].apply(lambda s: s.notna().mean())
                     part = frac[(frac > 0) & (frac < 1)]
@@ -312,14 +338,14 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
             ax.set(title=f"{LABELS.get(arch, arch)}, b={b}", ylabel=ylabel, xlabel="$\\sigma_w$")
             _grid_ticks(ax, d["sigma_w"])
             never = [LABELS[o] for o in _optimizers(d) if metric == "tau_interp" and d.loc[d["optimizer"] == o, metric].isna().all()]
-            if not ax.lines:
-                _no_data(ax, "no run interpolated" if never else f"no b={b} runs" if d.empty else "no data")
+            if not _drawn(ax):  # (an empty marker line for partial interpolation draws nothing)
+                _no_data(ax, "no data: no run interpolated" if never else f"no b={b} runs" if d.empty else "no data")
             elif never:
                 ax.text(0.03, 0.03, "no run interpolated:\n" + ", ".join(never), transform=ax.transAxes, fontsize=6,
                         color="dimgray", va="bottom")
     for metric in rows:  # one y range per metric over every architecture and batch size (bands included)
         group = [ax for (m, _), row in zip(panel_rows, axes, strict=True) if m == metric for ax in row
-                 if ax.lines and np.isfinite([ax.dataLim.y0, ax.dataLim.y1]).all()]  # an empty line leaves inf limits
+                 if _drawn(ax) and np.isfinite([ax.dataLim.y0, ax.dataLim.y1]).all()]  # an empty line leaves inf limits
         if group:
             lo, hi = min(ax.dataLim.y0 for ax in group), max(ax.dataLim.y1 for ax in group)
             pad = 0.05 * (hi - lo) if hi > lo else max(1.0, 0.02 * abs(hi))  # a flat metric still gets a readable range
@@ -360,12 +386,12 @@ def _loglog(ax, x, y, low=None, high=None, **kw) -> bool:
     """Plot only the points a log axis can show (|beta| is exactly 0 when every run has the same
     accuracy), with a band between ``low`` and ``high`` where given; False when nothing is drawn."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    keep = (y > 0) & np.isfinite(y) & np.isfinite(x) & (x > 0 if kw.pop("xlog", False) else True)
+    keep = (y >= BETA_FLOOR) & np.isfinite(y) & np.isfinite(x) & (x > 0 if kw.pop("xlog", False) else True)
     if not keep.any():
         return False
     line, = ax.plot(x[keep], y[keep], **kw)
-    if low is not None:
-        lo = np.maximum(np.asarray(low, float)[keep], y[keep] / 100)  # a CI through 0 would reach -inf on a log axis
+    if low is not None:  # a CI through 0 would reach -inf on a log axis
+        lo = np.maximum(np.asarray(low, float)[keep], np.maximum(y[keep] / 100, BETA_FLOOR))
         ax.fill_between(x[keep], lo, np.asarray(high, float)[keep], color=line.get_color(), alpha=0.15, lw=0)
     return True
 
@@ -396,7 +422,7 @@ def _finish_log_panel(ax, xlog: bool) -> None:
         _readable_log_ticks(ax.yaxis)
         ax.legend(fontsize=6, loc="best", framealpha=0.8)
     else:
-        _no_data(ax, "no non-zero |beta| in this config")
+        _no_data(ax, f"no data (no |beta| >= {BETA_FLOOR:g})")
 
 
 def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
@@ -425,7 +451,7 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         low, high = _abs_ci(d)
         drawn = _loglog(a, d[x], d["abs_beta"], low, high, label=label, **kw)
         if not drawn:
-            why = "too few runs for an OLS fit" if d["beta"].isna().all() else "|beta| = 0 at every epoch"
+            why = "too few runs for an OLS fit" if d["beta"].isna().all() else f"|beta| < {BETA_FLOOR:g} at every epoch"
             notes.add(f"{label} ({a.get_title() or 'panel'}): not drawn, {why}")
 
     for i, opt in enumerate(["sgd", "adam", "adamw", "muon"]):
@@ -456,7 +482,8 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         notes.add("runs that stopped early are carried forward at their last epoch (beta.csv: n_carried)")
     if not beta.empty and (beta["n_diverged"] > 0).any():
         notes.add(f"diverged runs leave the fits after diverging (up to {int(beta['n_diverged'].max())} per fit; beta.csv: n_diverged)")
-    notes.add("bands: 95% OLS confidence interval of beta; |beta| below 1e-5 and exact zeros are not drawn")
+    notes.add(f"bands: 95% OLS confidence interval of beta; |beta| below {BETA_FLOOR:g} (float round-off; the verdicts' "
+              "floor) is not drawn")
     return notes.finish(fig)
 
 
@@ -477,7 +504,7 @@ def fig8(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             src = main if study == "main" else na[na["norm"] == norm]
             d = src[src["batch_size"] == b]
             for opt in _optimizers(d):
-                _band(axes[r, c], d[d["optimizer"] == opt], "test_acc_best", LABELS[opt], COLORS[opt], 100)
+                _band(axes[r, c], d[d["optimizer"] == opt], "test_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE)
             axes[r, c].set(title=f"{title}, b={b}", xlabel="$\\sigma_w$", ylabel="test acc. (%)")
             axes[r, c].label_outer()
             _grid_ticks(axes[r, c], d["sigma_w"] if not d.empty else [])
@@ -495,7 +522,10 @@ FIGURE_FUNCTIONS = {"fig1": fig1, "fig2": fig2, "fig3": fig3, "fig4": fig4, "fig
 
 
 def make_figure(name: str, runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
-    """Build figure ``name`` (fig1 ... fig8)."""
+    """Build figure ``name`` (fig1 ... fig8, and fig10 where this checkout has its plot)."""
+    if name not in FIGURE_FUNCTIONS:
+        raise ValueError(f"{name} is built by a plotting function this checkout does not have yet "
+                         f"(initmem.plots.FIGURE_FUNCTIONS has {', '.join(FIGURE_FUNCTIONS)}); update the checkout")
     if runs.empty:
         raise ValueError(f"{name}: no runs to plot")
     if name == "fig10":  # its own module (it reads this one's helpers)
@@ -506,7 +536,7 @@ def make_figure(name: str, runs: pd.DataFrame, history: pd.DataFrame) -> plt.Fig
 
 
 def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
-    """Write PDF and PNG atomically."""
+    """Write PDF (Type 42 fonts) and PNG (at figstyle.PNG_DPI) atomically."""
     for path, fmt in ((pdf, "pdf"), (png, "png")):
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=fmt, bbox_inches="tight")

@@ -3,6 +3,7 @@ the Snakefile imports it on every parse."""
 
 from __future__ import annotations
 
+import difflib
 import math
 
 # Figure -> (studies it cannot do without, studies it uses when the config has them).
@@ -15,8 +16,11 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "fig6": (("main",), ("lr_l2",)),
     "fig7": (("depth",), ("main",)),
     "fig8": (("norm_aug",), ("main",)),  # main: the no-augmentation BatchNorm baseline
-    "fig10": (("clock",), ("main", "lr_l2")),  # the clock-matched tier: forgetting vs epochs, steps, clock
+    "fig10": (("clock",), ("main", "lr_l2")),  # the clock tier: |beta| and spread against epochs, steps, clocks
 }
+
+# Studies that tables read beyond the figures' (paper_tables.md's Table 7, the recipe claims).
+TABLE_STUDIES = ("best_recipe",)
 
 
 def figure_studies(figure: str, studies: list[str]) -> list[str] | None:
@@ -34,6 +38,21 @@ STANDALONE_FIGURES = ("fig9",)
 def buildable_figures(studies: list[str]) -> list[str]:
     """Figures whose required studies the config has, and the standalone ones."""
     return [f for f in FIGURES if figure_studies(f, studies) is not None] + list(STANDALONE_FIGURES)
+
+
+def unused_studies_warning(studies: list[str]) -> str | None:
+    """One line when a configured study is read by no figure or table (a typo such as ``mainn``
+    silently drops the figures that need ``main``): what is dropped and the likely fix."""
+    known = sorted({s for required, optional in FIGURES.values() for s in required + optional} | set(TABLE_STUDIES))
+    unknown = [s for s in studies if s not in known]
+    if not unknown:
+        return None
+    hints = [f"{s} -> {m[0]}?" for s in unknown if (m := difflib.get_close_matches(s, known, n=1))]
+    dropped = [f"{f} (needs {', '.join(r for r in FIGURES[f][0] if r not in studies)})" for f in FIGURES
+               if figure_studies(f, studies) is None]
+    return (f"WARNING: stud{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} "
+            f"read by no figure or table (only runs.csv, spreads.csv, beta.csv); figures not built: {', '.join(dropped) or 'none'}. "
+            f"Studies the figures and tables read: {', '.join(known)}" + (f"; rename {'; '.join(hints)}" if hints else ""))
 
 
 def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minutes: int | None = None) -> int:

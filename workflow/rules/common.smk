@@ -5,27 +5,36 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 
 LIBRARY_DIR = str(Path(workflow.basedir) / "workflow")
-PYTHON = sys.executable
+# The interpreter of the shell rules: Snakemake's own, or with --sdm conda the one of the rule's
+# envs/*.yaml environment, which Snakemake activates before the command (first `python` on PATH).
+PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
 sys.path.insert(0, LIBRARY_DIR)
 
 from initmem.grid import expand_studies  # noqa: E402
-from initmem.guards import InvocationError, check_profile_configfiles, check_workflow_profile  # noqa: E402
+from initmem.guards import InvocationError, check_data_archive, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
 from initmem.identity import analysis_version, code_version, data_identity, run_key, trainer_version  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
 from initmem.planning import plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
-from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes  # noqa: E402
+from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes, unused_studies_warning  # noqa: E402
 
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
+DATA = "results/data/cifar10.npz"
 
+# Mistakes that would otherwise surface only when a job runs (or on the cluster): one line each,
+# already at `snakemake -n`.
 try:
-    _warning = check_profile_configfiles(sys.argv, [Path.cwd(), Path(workflow.basedir)])
+    _bases = [Path.cwd(), Path(workflow.basedir)]
+    _warning = check_profile_configfiles(sys.argv, _bases)
     if _warning:
         print(_warning, file=sys.stderr)
-    check_workflow_profile(sys.argv, [Path.cwd(), Path(workflow.basedir)])
+    check_workflow_profile(sys.argv, _bases)
+    check_slurm_account(sys.argv, _bases, list(getattr(workflow.resource_settings.default_resources, "args", None) or []))
+    check_data_archive(config["data"], Path(DATA))
 except InvocationError as exc:
     raise WorkflowError(str(exc))
 
@@ -38,7 +47,7 @@ except ConfigError as exc:
 PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
-# What a run's result depends on (README, "What makes a run retrain"): its spec, the prepared data's
+# What a run's result depends on (docs/reruns.md): its spec, the prepared data's
 # content, the trainer's code, the precision. Bookkeeping settings never go through params.
 DATA_ID = data_identity(config["data"])
 DATA_CODE = code_version(("data.py",))
@@ -71,7 +80,8 @@ def key_of(spec):
 
 STUDIES = list(RUNS)
 RUN_BY_ID = {(study, r.run_id): r for study, runs in RUNS.items() for r in runs}
-DATA = "results/data/cifar10.npz"
+if (_warning := unused_studies_warning(STUDIES)):
+    print(_warning, file=sys.stderr)
 TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
 REPORT_TABLES = ["spreads.csv", "claims.csv", "claims.md", "paper_tables.md", "runs.csv"]
 ALL_TABLES = [f"results/tables/{name}" for name in TABLES] + ["results/config.resolved.yaml"]

@@ -8,6 +8,7 @@ rule prepare_data:
     added at its default), or the data code does."""
     output:
         DATA,
+    priority: 100  # first: every training job waits for it
     params:
         identity=DATA_ID,
         code=DATA_CODE,

@@ -1,6 +1,6 @@
 # Training: a plan per pack (which runs train together, with their identity keys), one job per
 # pack, one metrics file per run cut from the pack file. What triggers a retrain, and what never
-# does, is the README's "What makes a run retrain".
+# does, is docs/reruns.md.
 
 
 localrules:
@@ -31,6 +31,7 @@ rule train:
         data=ancient(DATA),
     output:
         pack="results/packs/{study}/{pack}.json",
+    priority: 10  # training before the jobs that can fill the gaps (Figure 9, the clock table)
     threads: config["compute"]["threads"]
     resources:
         **train_resources(),

@@ -2,6 +2,7 @@
 
 import _path  # noqa: F401
 
+import initmem.figstyle  # noqa: F401  (Type 42 fonts, 200-dpi PNGs)
 from initmem.cli import log_to
 from initmem.plots_linear import write_linear_check
 

@@ -1,0 +1,102 @@
+"""Config files as users write them: layered over the default, YAML 1.2 numbers, one-line errors."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from initmem.configfiles import load_config, read_yaml
+from initmem.spec import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def initmem(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    return subprocess.run([sys.executable, "-m", "initmem", *args], cwd=ROOT, capture_output=True, text=True, env=env)
+
+
+def test_a_studies_file_replaces_the_studies_and_keeps_the_default_settings(tmp_path):
+    # the weight_decay_mode example of docs/configuration.md, saved as a file of its own
+    f = write(tmp_path / "wd.yaml", "studies:\n  best_recipe:\n    grid: {weight_decay_mode: [decoupled, coupled], "
+                                    "batch_size: [128], sigma_w: [0.1, 2.5], seed: [0, 1, 2]}\n")
+    config = load_config([f])
+    assert list(config["studies"]) == ["best_recipe"]  # no demo study of the default leaks in
+    assert config["data"] == DEFAULT["data"] and config["pack"] == DEFAULT["pack"]
+
+
+def test_settings_merge_key_by_key_and_later_files_win(tmp_path):
+    a = write(tmp_path / "a.yaml", "defaults:\n  epochs: 50\ndata:\n  n_train: 1000\n")
+    b = write(tmp_path / "b.yaml", "defaults:\n  lr: 1e-2\n")
+    config = load_config([a, b], overrides={"compute": {"threads": 2}})
+    assert config["defaults"] == {**DEFAULT["defaults"], "epochs": 50, "lr": 0.01}
+    assert config["data"] == {**DEFAULT["data"], "n_train": 1000}
+    assert config["compute"]["threads"] == 2 and config["studies"] == DEFAULT["studies"]
+
+
+def test_every_shipped_full_config_is_complete_so_the_default_adds_nothing():
+    # layering must not change what a paper or evidence config trains (run identity keys)
+    sections = {"data", "defaults", "studies", "pack", "checkpoint", "compute"}
+    full = [p for p in sorted((ROOT / "config").glob("*.yaml")) if p.name not in ("schema.yaml", "config.yaml")
+            and sections <= set(read_yaml(p))]
+    assert any(p.name == "paper.yaml" for p in full)
+    for path in full:
+        assert load_config([path]) == read_yaml(path), path.name
+
+
+def test_yaml_1_2_numbers_are_numbers(tmp_path):
+    f = write(tmp_path / "lr.yaml", "defaults:\n  lr: 1e-3\n  l2: 5E-4\nstudies:\n  main:\n    grid: {lr: [1e-2, 2.5e-1], sigma_w: [1e0], seed: [0]}\n")
+    config = load_config([f])
+    assert config["defaults"]["lr"] == 0.001 and config["defaults"]["l2"] == 0.0005
+    assert config["studies"]["main"]["grid"] == {"lr": [0.01, 0.25], "sigma_w": [1.0], "seed": [0]}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("defaults:\n  lr: 1e-3\n  epochs: [3\n", "bad.yaml:4:1: not valid YAML: expected ',' or ']'"),
+    ("defaults:\n\tlr: 1e-3\n", "bad.yaml:2:1: not valid YAML: found character '\\t'"),
+    ("- a\n- b\n", "bad.yaml: a config file must be a mapping"),
+])
+def test_a_malformed_file_is_named_with_its_line(tmp_path, text, message):
+    with pytest.raises(ConfigError) as info:
+        load_config([write(tmp_path / "bad.yaml", text)])
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("defaults:\n  optimizr: sgd\n", "defaults.optimizr: unknown key; known keys: arch, width"),
+    ("defaults:\n  lr: fast\n", "defaults.lr: 'fast' is not of type 'number'"),
+    ("studies:\n  s:\n    grid: {optimizer: [lion], sigma_w: [1.0], seed: [0]}\n", "studies.s.grid.optimizer.0: 'lion' is not one of"),
+    ("pack:\n  engine: jax\n", "pack.engine: 'jax' is not one of ['vmap', 'loop']"),
+])
+def test_a_bad_key_is_one_line_naming_it_and_its_file(tmp_path, text, message):
+    f = write(tmp_path / "bad.yaml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config([f])
+    assert message in str(info.value) and f"(set in {f})" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_estimate_blames_the_real_key_in_one_line_with_exit_2(tmp_path):
+    # a typo in defaults used to be reported under the first study that inherited it
+    proc = initmem("estimate", str(write(tmp_path / "p.yaml", "defaults:\n  optimizr: sgd\n")), "--images-per-second", "100")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.startswith("initmem estimate: error: defaults.optimizr: unknown key")
+    proc = initmem("estimate", str(write(tmp_path / "m.yaml", "data: [\n")), "--images-per-second", "100")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "m.yaml:2:1: not valid YAML" in proc.stderr
+    proc = initmem("estimate", "config/paper.yaml", "--images-per-second", "fast")
+    assert proc.returncode == 2 and proc.stderr.strip() == "initmem estimate: error: argument --images-per-second: invalid float value: 'fast'"
+
+
+def test_config_command_prints_what_the_workflow_would_use(tmp_path):
+    proc = initmem("config", "config/paper.yaml", "config/archive.yaml")
+    assert proc.returncode == 0, proc.stderr
+    config = yaml.safe_load(proc.stdout)
+    assert config["data"]["source"] == "archive" and config["data"]["n_train"] == 40000 and len(config["studies"]) == 6
