@@ -65,3 +65,16 @@ def test_a_readme_without_the_markers_is_refused():
 def test_reanalyse_names_a_folder_without_runs(tmp_path, capsys):
     assert main([str(tmp_path / "nothing"), "--no-figures", "--root", str(tmp_path)]) == 2
     assert "runs.csv" in capsys.readouterr().err
+
+
+def test_the_tiers_table_puts_each_folder_in_its_own_column():
+    def rows(*items):
+        return pd.DataFrame([dict(id=i, kind="direction", quantity=f"claim {i}", verdict=v, statistic_verdict=s) for i, v, s in items])
+
+    small = rows(("a", "outside the paper's regime", "reproduced"), ("b", "not measured", "not measured"))
+    clocks = rows(("a", "reproduced", "reproduced"), ("b", "not reproduced", "not reproduced"), ("c", "not measured", "not measured"))
+    text = R.tiers_table({"small": small, "clocks": clocks})
+    assert "| claim a | **outside the paper's regime** (reproduced) | **reproduced** |" in text
+    assert "| claim b | - | **not reproduced** |" in text
+    assert "claim c" not in text  # measured in no folder: only in the counts
+    assert "`clocks`: **1 directional" not in text and "`clocks`: **2 directional claims measured" in text
