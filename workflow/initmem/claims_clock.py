@@ -34,13 +34,16 @@ from initmem.claim_rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_ro
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
 # The paper's threshold for the SGD and L2 clocks is "~1-5" (Sec. 4.2): T_SGD 7.3e-4 and 1.2e-2 keep
-# ~26 pp, T_SGD 4.7 keeps 9.7 of 22.8 pp (b=16); T_L2 0.94 keeps 17.4 of 23.8 pp, T_L2 4.7 leaves < 1 pp.
+# ~26 pp, T_SGD 4.7 keeps 9.7 of 22.8 pp (b=16); T_L2 0.94 keeps 17.4 of 23.8 pp, T_L2 4.7 leaves < 1 pp
+# (the paper's constant-lr arithmetic; the rule reads the exact clocks a run records, under which those
+# cosine runs are at T_SGD 1.77 and T_L2 0.47 and 2.37: each point stays on its side either way).
 # Read: a configuration below T_THRESHOLD keeps more than KEEP_SHARE of the reference spread, one at
 # or past it keeps less (every one of the paper's cells above is on its side of this rule).
 T_THRESHOLD = 1.0
 KEEP_SHARE = 0.5
 # "Adaptive |beta(t)| falls once T_adapt is large": large read as >= 10, an order past the adaptive
-# clock's unit scale (the paper's Adam runs end at T_adapt ~47 (b=256) to ~750 (b=16)).
+# clock's unit scale (the paper's Adam runs end at T_adapt ~24 (b=256) to ~379 (b=16) exact, ~47 to
+# ~750 in its constant-lr arithmetic).
 T_ADAPT_LARGE = 10.0
 COLLAPSES = (("adam", "T_adapt", ("epoch", "steps", "T_sgd")), ("sgd", "T_sgd", ("epoch", "steps", "T_adapt")))
 CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_adapt": "T_adapt", "T_wd": "T_wd"}

@@ -3,8 +3,8 @@ prepared data, and each run's identity key. Torch-free: the Snakefile calls thes
 
 A run retrains exactly when its key changes: its resolved spec, the prepared data's content, the
 trainer's code (its syntax tree: comments and docstrings do not count) or the arithmetic precision.
-Never because of its neighbours in a pack, resources, paths or bookkeeping settings (README, "What
-makes a run retrain").
+Never because of its neighbours in a pack, resources, paths or bookkeeping settings (docs/reruns.md,
+"What makes a run retrain").
 """
 
 from __future__ import annotations

@@ -253,7 +253,8 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
 
 def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
-    """Spread vs ``x`` with its seed-bootstrap interval as error bars (none with one seed)."""
+    """Spread vs ``x`` with its seed interval as error bars (``spreads.csv``'s ``spread_ci_low/high``: a 0.95
+    t-interval with the leave-one-seed-out jackknife SE, df = seeds - 1; none with one seed)."""
     d = d.sort_values(x)
     err = np.vstack([d["spread_pp"] - d["spread_ci_low"], d["spread_ci_high"] - d["spread_pp"]])
     ax.errorbar(d[x], d["spread_pp"], yerr=np.where(np.isfinite(err), err, 0), marker="o", ms=3, capsize=2, label=label, **kw)
@@ -261,7 +262,8 @@ def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
 
 def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     """SGD repair map: (a) the long constant-LR control against the main grid on the same sigma_w and
-    seeds, (b) spread vs learning rate, (c) spread vs L2 (error bars: seed-bootstrap 95% intervals)."""
+    seeds, (b) spread vs learning rate, (c) spread vs L2 (error bars: 0.95 jackknife t-intervals over seeds,
+    :func:`initmem.verdicts.spread_interval`)."""
     notes = Notes("fig4")
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.0), layout="constrained")
     long_bs = sorted(set(runs.loc[runs["study"] == "long", "batch_size"]))
