@@ -11,7 +11,8 @@ and ``tables/history.csv.gz``, one row per run and epoch). From those two files 
 ``tables`` and ``figure`` rules call; then it fills the verdict-table block (between
 :data:`initmem.claims_report.BEGIN` and ``END``) of the folder's README.md (the full table) and of
 the repository's README.md (a compact one per folder) from every ``evidence/*/tables/claims.csv``. The theory outputs (``fig9``,
-``linear_check.csv``, ``clocks.csv``) do not depend on the runs and are left as they are.
+``linear_check.csv``, ``clocks.csv``) do not depend on the runs: the two tables are rewritten from
+the folder's ``config.resolved.yaml`` and the code, Figure 9 is not kept here.
 """
 
 from __future__ import annotations
@@ -55,6 +56,29 @@ def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> l
             else:
                 content.to_csv(tmp, index=False)
         written.append(tables / name)
+    return written
+
+
+def write_theory(folder: Path) -> list[Path]:
+    """``tables/clocks.csv`` from the folder's ``config.resolved.yaml`` (the calculator's table of its
+    configurations) and ``tables/linear_check.csv`` (the deep-linear check of Figure 9, ~10 CPU seconds):
+    they depend on the config and the code, not on the runs, and are rewritten so they follow both."""
+    import tempfile
+
+    import yaml
+
+    from initmem.calculator import write_clocks_table
+    from initmem.grid import expand_studies
+    from initmem.plots_linear import write_linear_check
+
+    written = []
+    resolved = folder / "config.resolved.yaml"
+    if resolved.is_file():
+        write_clocks_table(expand_studies(yaml.safe_load(resolved.read_text())), str(folder / "tables" / "clocks.csv"))
+        written.append(folder / "tables" / "clocks.csv")
+    with tempfile.TemporaryDirectory() as tmp:
+        write_linear_check(f"{tmp}/fig9.pdf", f"{tmp}/fig9.png", str(folder / "tables" / "linear_check.csv"))
+    written.append(folder / "tables" / "linear_check.csv")
     return written
 
 
@@ -109,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         for folder in args.folders:
             start = time.perf_counter()
             runs, history = read_evidence(folder)
-            written = write_analysis(runs, history, folder / "tables")
+            written = write_analysis(runs, history, folder / "tables") + write_theory(folder)
             if not args.no_figures:
                 written += write_figures(runs, history, folder / "figures")
             print(f"{folder}: {len(runs)} runs, {len(history)} epoch rows -> {len(written)} files in "
