@@ -417,6 +417,17 @@ def test_l2_repairs_past_t_l2_of_one():
     assert t.loc["l2_T_sgd_b16_lr0.01_l2-0.05_e40_best", "verdict"] == "not reproduced"
 
 
+def test_l2_past_the_threshold_is_read_against_a_smaller_l2_when_there_is_no_run_without():
+    cells = [("sgd", 1e-2, 16, 40, 5e-2), ("sgd", 1e-2, 16, 40, 1e-3)]  # T_L2 1.28 and 0.026, no L2 = 0 cell
+    t = clock_table(cells, lambda T: -0.1 * math.exp(-3 * T["T_l2"]))
+    row = t.loc["l2_T_sgd_b16_lr0.01_l2-0.05_e40_best"]
+    assert row["verdict"] == "reproduced" and "over L2 0.001 (T_L2 below 1" in row["quantity"]
+    assert "l2_repairs_past_threshold" not in t.index
+    assert clock_table(cells, lambda T: -0.1).loc["l2_T_sgd_b16_lr0.01_l2-0.05_e40_best", "verdict"] == "not reproduced"
+    alone = clock_table(cells[:1], lambda T: -0.1)  # nothing below the threshold to compare with
+    assert alone.loc["l2_repairs_past_threshold", "verdict"] == "not measured"
+
+
 def test_each_configuration_is_read_at_tau_best_and_at_the_end():
     t = clock_table(ADAM_CELLS[:2], lambda T: -0.1 * math.exp(-T["T_adapt"] / 2))
     cells = t[t["kind"] == "cell"]

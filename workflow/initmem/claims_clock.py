@@ -248,19 +248,30 @@ def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
 
 def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """L2 repairs past T_L2 ~1: each SGD+L2 configuration's spread as a share of the same
-    configuration's without L2."""
+    configuration's without L2; where the config has no such run, as a share of the same
+    configuration's with the smallest L2 whose T_L2 is below 1 (the paper's own contrast, Sec. 4.2:
+    T_L2 0.94 keeps 17.4 pp, T_L2 4.7 leaves < 1 pp)."""
     rows, sides = [], set()
-    for c in [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]:
-        same = ("optimizer", "lr", "batch_size", "epochs")
-        base = [o for o in cells if all(o.settings.get(k) == c.settings.get(k) for k in same) and _plain(o, ("sgd",))]
-        if not base:
-            continue
+    same = ("optimizer", "lr", "batch_size", "epochs")
+    with_l2 = [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]
+    for c in with_l2:
+        peers = [o for o in cells if all(o.settings.get(k) == c.settings.get(k) for k in same)]
+        base = [o for o in peers if _plain(o, ("sgd",))]
+        if base:
+            ref, what = base[0], "no L2"
+        else:
+            below = sorted((o for o in peers if o in with_l2 and o is not c and o.clocks.get("T_l2", math.inf) < T_THRESHOLD),
+                           key=lambda o: o.clocks["T_l2"])
+            if not below:
+                continue
+            ref, what = below[0], f"L2 {below[0].settings['l2']:g} (T_L2 below {T_THRESHOLD:g}; no run without L2 here)"
         sides.add(c.clocks.get("T_l2", 0) >= T_THRESHOLD)
-        rows += _kept_share_rows(f"l2_T_{_slug(c.label)}", f"{c.label} over no L2", c, base[0], "T_l2", scale)
+        rows += _kept_share_rows(f"l2_T_{_slug(c.label)}", f"{c.label} over {what}", c, ref, "T_l2", scale)
     if True not in sides:
         largest = max((c.clocks.get("T_l2", 0) for c in cells), default=math.nan)
         rows.append(row("l2_repairs_past_threshold", "direction", f"SGD+L2 spread share past T_L2 {T_THRESHOLD:g}", math.nan, scale,
-                        missing=f"no SGD+L2 configuration with a matching no-L2 one reaches T_L2 >= {T_THRESHOLD:g} (largest T_L2: {largest:.3g})"))
+                        missing=f"no SGD+L2 configuration reaches T_L2 >= {T_THRESHOLD:g} beside a reference below it, without L2 or "
+                                f"with a smaller L2 at the same lr and b (largest T_L2: {largest:.3g})"))
     return rows
 
 
