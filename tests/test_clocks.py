@@ -200,11 +200,11 @@ def test_cli_into_a_closed_pipe_stops_quietly():
     assert proc.wait() == 0 and err == ""
 
 
-def test_nearest_point_distance_and_out_of_range_on_the_default_config():
-    # config/config.yaml's SGD b 128 (6 epochs, 512 images): T_SGD 7.5e-8, three orders below the paper's lowest SGD point
-    import yaml
-
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").open())
+def test_nearest_point_distance_and_out_of_range_on_a_small_config():
+    # a small config's SGD b 128 (lr 1e-3, 6 epochs, 512 images): T_SGD 7.5e-8, three orders below the paper's lowest SGD point
+    config = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [128], "sigma_w": [1.0], "seed": [0]}},
+                          "lr_l2": {"grid": {"lr": [1e-3, 1e-2], "l2": [0.0, 1e-2], "batch_size": [128], "sigma_w": [1.0], "seed": [0]}}},
+                         data={"source": "synthetic", "n_train": 512, "n_val": 32, "n_test": 32}, lr=1e-3, epochs=6)
     rows = {(r["study"], r["config_id"]): r for r in clocks_table(expand_studies(config))}
     row = rows[("main", "sgd_b128")]
     assert row["governing_clock"] == "T_sgd" and row["T_sgd"] == pytest.approx(7.47e-8, rel=1e-3)

@@ -179,7 +179,7 @@ def test_weight_decay_mode_is_a_spec_option_that_leaves_default_specs_alone():
     config["studies"]["best_recipe"]["grid"]["weight_decay_mode"] = ["decoupled", "coupled"]
     runs = expand_studies(config)["best_recipe"]
     coupled = [r for r in runs if r.spec.get("weight_decay_mode") == "coupled"]
-    assert len(coupled) == len(runs) // 2 and coupled[0].run_id.startswith("sgd_standard_b16_coupled_")
+    assert len(coupled) == len(runs) // 2 and coupled[0].run_id.startswith("sgd_standard_coupled_")
     config["studies"]["best_recipe"]["grid"]["weight_decay_mode"] = ["l2"]
     with pytest.raises(ConfigError, match="weight_decay_mode = 'l2' is unknown"):
         expand_studies(config)

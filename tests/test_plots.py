@@ -267,7 +267,7 @@ def test_log_lines_are_plain_text(tables, capsys):
     assert "fig6:" in err and "$" not in err and "\\" not in err  # ... the log gets plain text
 
 
-def test_a_figure_this_checkout_cannot_draw_says_so(tables):
+def test_an_unknown_figure_says_which_exist(tables):
     runs, history = tables
-    with pytest.raises(ValueError, match="fig10 is built by a plotting function this checkout does not have"):
-        make_figure("fig10", runs, history)
+    with pytest.raises(ValueError, match="unknown figure 'fig11'; choose one of fig1, .*fig8, fig10"):
+        make_figure("fig11", runs, history)

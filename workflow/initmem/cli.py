@@ -155,6 +155,14 @@ def _user_errors() -> tuple[type[Exception], ...]:
     return (ConfigError, RecordError, DataError, ValueError, FileNotFoundError)
 
 
+def _reanalyse(argv: list[str]) -> int:
+    """``python -m initmem reanalyse``: an analysis command (pandas, statsmodels, matplotlib), imported
+    only when asked, so the training and data jobs' environments never need it."""
+    from initmem.evidence import main as reanalyse_main
+
+    return reanalyse_main(argv)
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m initmem``: prepare data or train runs without Snakemake."""
     argv = sys.argv[1:] if argv is None else argv
@@ -163,9 +171,7 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(clocks_main(argv[1:]))
     if argv[:1] == ["reanalyse"]:  # re-analyse a committed evidence folder (initmem/evidence.py)
-        from initmem.evidence import main as reanalyse_main
-
-        sys.exit(reanalyse_main(argv[1:]))
+        sys.exit(_reanalyse(argv[1:]))
     parser = _Parser(prog="initmem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     p = sub.add_parser("prepare", help="write a prepared split file")
