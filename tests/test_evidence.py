@@ -78,3 +78,8 @@ def test_the_tiers_table_puts_each_folder_in_its_own_column():
     assert "| claim b | - | **not reproduced** |" in text
     assert "claim c" not in text  # measured in no folder: only in the counts
     assert "`clocks`: **1 directional" not in text and "`clocks`: **2 directional claims measured" in text
+    other = rows(("a", "outside the paper's regime", "reproduced"))
+    other["quantity"] = "claim a at another setting"
+    text = R.tiers_table({"small": other, "clocks": clocks})
+    assert "| claim a at another setting | **outside the paper's regime** (reproduced) | - |" in text
+    assert "| claim a | - | **reproduced** |" in text

@@ -165,11 +165,13 @@ def _tier_cell(r: pd.Series | None) -> str:
 
 def tiers_table(tables: dict[str, pd.DataFrame]) -> str:
     """The directional claims side by side, one column per evidence folder (claims measured in at
-    least one; '-' where a folder does not measure it), then each folder's counts line."""
-    rows: dict[str, dict] = {}
+    least one; '-' where a folder does not measure it at that setting), then each folder's counts line."""
+    rows: dict[tuple[str, str], dict] = {}
     for name, table in tables.items():
         for _, r in directions(table)[0].iterrows():
-            rows.setdefault(r["id"], {"claim": r["quantity"]})[name] = r
+            # keyed by id and wording: a claim measured at another setting in another folder gets its own row
+            label = r["quantity"] + (f", read at the {r['read_at']}" if r.get("read_at") == AT_END else "")
+            rows.setdefault((r["id"], label), {"claim": label})[name] = r
     cols = {"claim": lambda r: r["claim"]} | {f"`{n}`": (lambda r, n=n: _tier_cell(r.get(n))) for n in tables}
     out = [_table(pd.DataFrame(list(rows.values())), cols) if rows else "No directional claim measured.\n"]
     out += [f"`{n}`: **{counts_line(t)}**\n" for n, t in tables.items()]
