@@ -112,23 +112,15 @@ def _read_tables(files: list[str]):
 
 def write_tables(runs_files: list[str], history_files: list[str], outputs: dict[str, str]) -> None:
     """runs.csv, history.csv.gz, spreads.csv, beta.csv, claims.csv/.md, paper_tables.md."""
-    from initmem.analysis import beta_table, spreads
-    from initmem.claims import claims, claims_markdown
-    from initmem.io import atomic_path
-    from initmem.report import paper_tables
+    from initmem.evidence import analysis_tables, write_table
 
     runs, history = _read_tables(list(runs_files)), _read_tables(list(history_files))
-    spread_table = spreads(runs)
-    frames = {"runs": runs, "history": history, "spreads": spread_table, "beta": beta_table(history),
-              "claims": claims(runs, history)}
-    for key, df in frames.items():
-        with atomic_path(outputs[key]) as tmp:
-            df.to_csv(tmp, index=False, compression="gzip" if outputs[key].endswith(".gz") else None)
-    texts = {"claims_md": claims_markdown(frames["claims"]), "paper_tables_md": paper_tables(runs, spread_table)}
-    for key, text in texts.items():
-        with atomic_path(outputs[key]) as tmp:
-            tmp.write_text(text)
-    print(f"tables: {len(runs)} runs, {len(frames['beta'])} beta rows", file=sys.stderr)
+    keys = {"spreads.csv": "spreads", "beta.csv": "beta", "claims.csv": "claims", "claims.md": "claims_md",
+            "paper_tables.md": "paper_tables_md"}  # file name -> the rule's output name
+    tables = {"runs": runs, "history": history} | {keys[name]: t for name, t in analysis_tables(runs, history).items()}
+    for key, content in tables.items():
+        write_table(content, Path(outputs[key]))
+    print(f"tables: {len(runs)} runs, {len(tables['beta'])} beta rows", file=sys.stderr)
 
 
 def figure_file(name: str, table_files: list[str], pdf: str | Path, png: str | Path) -> None:

@@ -38,23 +38,34 @@ def read_evidence(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.read_csv(tables / "runs.csv"), pd.read_csv(tables / "history.csv.gz")
 
 
-def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> list[Path]:
-    """spreads.csv, beta.csv, claims.csv, claims.md and paper_tables.md from the runs and history."""
+def analysis_tables(runs: pd.DataFrame, history: pd.DataFrame) -> dict[str, pd.DataFrame | str]:
+    """spreads.csv, beta.csv, claims.csv, claims.md and paper_tables.md (file name -> table or text)
+    from the runs and history: what the workflow's ``tables`` rule and ``reanalyse`` both write."""
     from initmem.analysis import beta_table, spreads
     from initmem.claims import claims, claims_markdown
-    from initmem.io import atomic_path
     from initmem.report import paper_tables
 
     spread_table, claim_table = spreads(runs), claims(runs, history)
-    out = {"spreads.csv": spread_table, "beta.csv": beta_table(history), "claims.csv": claim_table,
-           "claims.md": claims_markdown(claim_table), "paper_tables.md": paper_tables(runs, spread_table)}
+    return {"spreads.csv": spread_table, "beta.csv": beta_table(history), "claims.csv": claim_table,
+            "claims.md": claims_markdown(claim_table), "paper_tables.md": paper_tables(runs, spread_table)}
+
+
+def write_table(content: pd.DataFrame | str, path: Path) -> None:
+    """One table (CSV, gzipped for a .gz path) or text, atomically."""
+    from initmem.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        if isinstance(content, str):
+            tmp.write_text(content)
+        else:
+            content.to_csv(tmp, index=False, compression="gzip" if str(path).endswith(".gz") else None)
+
+
+def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> list[Path]:
+    """:func:`analysis_tables` written into ``tables``."""
     written = []
-    for name, content in out.items():
-        with atomic_path(tables / name) as tmp:
-            if isinstance(content, str):
-                tmp.write_text(content)
-            else:
-                content.to_csv(tmp, index=False)
+    for name, content in analysis_tables(runs, history).items():
+        write_table(content, tables / name)
         written.append(tables / name)
     return written
 
