@@ -141,10 +141,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _user_errors() -> tuple[type[Exception], ...]:
     from initmem.data import DataError
+    from initmem.device import DeviceError
     from initmem.records import RecordError
     from initmem.spec import ConfigError
 
-    return (ConfigError, RecordError, DataError, ValueError, FileNotFoundError)
+    return (ConfigError, RecordError, DataError, DeviceError, ValueError, FileNotFoundError)
 
 
 def _reanalyse(argv: list[str]) -> int:

@@ -62,6 +62,7 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
     engine=config["pack"]["engine"],
     max_images=config["pack"]["max_images"],
     checkpoint_every=config["checkpoint"]["every_epochs"],
+    checkpoint_minutes=config["checkpoint"].get("every_minutes", 0),
     keep_checkpoints=config["checkpoint"]["keep"],
 ))
 
