@@ -177,3 +177,18 @@ def test_records_say_which_device_and_numerics_they_ran_with(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     env = devmod.device_environment(torch.device("cpu"))
     assert {"host", "cuda_visible_devices", "torch_cuda", "tf32_matmul", "tf32_cudnn", "determinism"} <= set(env)
+
+
+def test_every_record_says_where_and_how_it_was_computed(tiny_splits, monkeypatch):
+    from conftest import tiny_spec
+
+    from initmem.jobs import train_pack
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    runs = [{"run_id": f"r{s}", "spec": tiny_spec(sigma_w=s, epochs=1)} for s in (0.5, 2.0)]
+    for engine in ("vmap", "loop"):
+        records = train_pack(runs, tiny_splits, device="cpu", engine=engine, log=None)
+        env = records[0]["env"]
+        assert env["slurm_job_id"] == "4242" and env["tf32_matmul"] is False and env["determinism"].startswith("cpu")
+        assert env["device"].startswith("cpu") and env["engine"] == ("vmap" if engine == "vmap" else "loop")
