@@ -138,6 +138,7 @@ def test_evidence_config_runs_and_scale_criteria():
 
 def test_packs_fit_the_runtime_cap_and_runs_that_cannot_are_refused():
     config = load("paper.yaml")
+    config["compute"]["images_per_second"] = 2000  # a flat assumed rate (the rate model: tests/test_rates.py)
     runs = expand_studies(config)
     main = make_packs(runs["main"], 16, 2048, config["compute"])
     from initmem.targets import pack_runtime_minutes

@@ -60,7 +60,7 @@ BOOKKEEPING = [
     ("checkpoint", "every_epochs", 5), ("checkpoint", "keep", True), ("pack", "max_images", 64),
     ("pack", "max_models", 2), ("pack", "engine", "vmap"), ("compute", "device", "auto"), ("compute", "threads", 2),
     ("compute", "compile", True), ("compute", "images_per_second", 5.0), ("compute", "max_runtime_minutes", 600),
-    ("data", "seed", 0),
+    ("compute", "rate_table", None), ("checkpoint", "every_minutes", 30), ("data", "seed", 0),
 ]
 
 

@@ -34,7 +34,8 @@ def test_profile_dry_run_without_slurm(tmp_path):
 
     runs = expand_studies(yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    assert counts["train"] == sum(len(make_packs(runs[s], 16, 2048, config["compute"])) for s in ("main", "lr_l2"))
+    pack = config["pack"]
+    assert counts["train"] == sum(len(make_packs(runs[s], pack["max_models"], pack["max_images"], config["compute"])) for s in ("main", "lr_l2"))
 
 
 def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):

@@ -59,18 +59,17 @@ def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs():
     out = snakemake("runs", "-n", "--configfile", "config/paper.yaml", "--quiet", "rules").stdout
     counts = job_counts(out)
     assert counts["run_metrics"] == 8200
-    # main: 25 configurations of 250 runs; max_images 2048 allows 16 models up to b=128, 8 at b=256
-    # (4 batch sizes x 5 optimizers x 16 packs + 5 x 32); the other studies' counts follow the same rule
+    # main: 25 configurations of 250 runs, in packs sized by the rate model (docs/packs.md): within
+    # max_images 2048 (models x batch size) and the 1,440-minute cap at the stated H200 rates
     from initmem.grid import expand_studies
     from initmem.planning import make_packs
 
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    main = make_packs(expand_studies(config)["main"], 16, 2048, config["compute"])
-    # 16 runs of 300 epochs would need ~47 h at the assumed 2,000 images/s, over the 1,440-minute
-    # cap: packs of 8 (31 per configuration, and one of the remaining 2)
-    assert len(main) == 25 * 32 and {len(p) for p in main.values()} == {8, 2}
+    pack = config["pack"]
+    main = make_packs(expand_studies(config)["main"], pack["max_models"], pack["max_images"], config["compute"])
+    assert len(main) == 350 and max(len(p) for p in main.values()) == 41
     assert max(len(p) * p[0].spec["batch_size"] for p in main.values()) <= 2048
-    assert counts["train"] == counts["plan_pack"] == sum(len(make_packs(r, 16, 2048, config["compute"]))
+    assert counts["train"] == counts["plan_pack"] == sum(len(make_packs(r, pack["max_models"], pack["max_images"], config["compute"]))
                                                          for r in expand_studies(config).values())
 
 

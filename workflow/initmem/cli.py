@@ -2,7 +2,7 @@
 
     python -m initmem prepare --source synthetic --n-train 512 --n-val 256 --n-test 256 data.npz
     python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
-    python -m initmem estimate config/paper.yaml --images-per-second 2000
+    python -m initmem estimate config/paper.yaml       # GPU-hours as a range, from the rate model (or --images-per-second R)
     python -m initmem config config/paper.yaml config/archive.yaml   # the layered config, as the workflow reads it
     python -m initmem clocks --optimizer sgd --lr 1e-2 --batch-size 16 --epochs 300
     python -m initmem reanalyse evidence/jpeg-cifar10-small   # tables, figures, README verdict tables
@@ -141,10 +141,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _user_errors() -> tuple[type[Exception], ...]:
     from initmem.data import DataError
+    from initmem.device import DeviceError
     from initmem.records import RecordError
     from initmem.spec import ConfigError
 
-    return (ConfigError, RecordError, DataError, ValueError, FileNotFoundError)
+    return (ConfigError, RecordError, DataError, DeviceError, ValueError, FileNotFoundError)
 
 
 def _reanalyse(argv: list[str]) -> int:
@@ -194,10 +195,11 @@ def main(argv: list[str] | None = None) -> None:
     tp.add_argument("--threads", type=int, default=1)
     tp.add_argument("--checkpoint-dir")
     tp.add_argument("--log")
-    g = sub.add_parser("estimate", help="GPU-hours per study of a config at a given throughput")
+    g = sub.add_parser("estimate", help="GPU-hours per study of a config: low-central-high, with the rates' source")
     g.add_argument("config", nargs="+", help="config files, layered over the embedded default as the workflow does")
-    g.add_argument("--images-per-second", type=float, required=True,
-                   help="training images/s of one job on your GPU (measure it: benchmarks/throughput.py --device cuda)")
+    g.add_argument("--images-per-second", type=float,
+                   help="an assumed flat images/s of every job instead of the config's rates")
+    g.add_argument("--rate-table", help="rates.csv of benchmarks/device_check.py instead of compute.rate_table")
     c = sub.add_parser("config", help="print the configuration the workflow would use for these config files")
     c.add_argument("config", nargs="*", help="config files, layered over the embedded default (none: the default)")
     sub.add_parser("clocks", help="exact forgetting clocks of a recipe against the paper's points (clocks -h)")
@@ -227,17 +229,16 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         print(yaml.safe_dump(config, sort_keys=False), end="")
     elif args.cmd == "estimate":
         from initmem.configfiles import load_config
-        from initmem.grid import expand_studies
-        from initmem.targets import study_gpu_hours
+        from initmem.targets import estimate_table
 
-        if not args.images_per_second > 0:
+        if args.images_per_second is not None and not args.images_per_second > 0:
             raise ValueError(f"--images-per-second {args.images_per_second:g} must be > 0 (a measured training throughput)")
         config = load_config(args.config)
-        hours = study_gpu_hours(expand_studies(config), args.images_per_second)
-        print(f"| study | runs | GPU-hours at {args.images_per_second:g} images/s per job |\n|---|---:|---:|")
-        for study, (n, h) in hours.items():
-            print(f"| {study} | {n:,} | {h:,.0f} |")
-        print(f"| all | {sum(n for n, _ in hours.values()):,} | {sum(h for _, h in hours.values()):,.0f} |")
+        if args.images_per_second is not None:
+            config["compute"]["images_per_second"] = args.images_per_second
+        elif args.rate_table is not None:
+            config["compute"].update(images_per_second=None, rate_table=args.rate_table)
+        print(estimate_table(config))
     elif args.cmd == "extract-run":
         from initmem.records import extract_run
 

@@ -13,9 +13,10 @@ from typing import TextIO
 
 from initmem.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.data import Splits, load_prepared
+from initmem.device import device_environment, pick_device
 from initmem.planning import read_plan
 from initmem.records import write_pack
-from initmem.train import Preempted, Tensors, install_sigterm_handler, pick_device, train_run
+from initmem.train import Preempted, Tensors, install_sigterm_handler, train_run
 
 ENGINES = ("vmap", "loop")
 PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint; rerun to resume
@@ -23,16 +24,18 @@ PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint
 
 def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
                compile: bool = False, max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
-               log: TextIO | None = sys.stderr) -> list[dict]:
+               checkpoint_minutes: float = 0, log: TextIO | None = sys.stderr) -> list[dict]:
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
     Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
     one vectorised model (:mod:`initmem.packed`); "loop" trains the runs one after another with the
     reference trainer. Either way a run's result does not depend on its pack up to float rounding.
+    ``device`` goes through :func:`initmem.device.pick_device` (no silent CPU, one GPU per job) and
+    every record's ``env`` gets :func:`initmem.device.device_environment`.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
-    dev = pick_device(device)
+    dev = pick_device(device, log)
     data = Tensors.from_splits(splits, dev)
     for r in runs:
         if r["spec"]["n_train"] != len(splits.x_train):
@@ -41,13 +44,21 @@ def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine
         from initmem.packed import train_packed
 
         ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
-        return train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
-                            checkpoint_every=checkpoint_every, log=log)
+        records = train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
+                               checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)
+        return _with_device_env(records, dev)
     records = []
     for r in runs:
         ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
         records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
-                                 precision=precision, compile=compile, log=log))
+                                 checkpoint_minutes=checkpoint_minutes, precision=precision, compile=compile, log=log))
+    return _with_device_env(records, dev)
+
+
+def _with_device_env(records: list[dict], device) -> list[dict]:
+    env = device_environment(device)
+    for record in records:
+        record["env"] = {**record["env"], **env}
     return records
 
 
@@ -64,7 +75,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     its run's identity ``key``; checkpoints are removed once the file is written.
 
     ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
-    max_images, checkpoint_every, keep_checkpoints) and ``precision``, which is part of the key.
+    max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
     Exits with :data:`PREEMPTED_EXIT` after a SIGTERM (a checkpoint was saved: rerun to resume).
     """
     import torch
@@ -80,6 +91,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
                              precision=settings["precision"], compile=settings["compile"],
                              max_images=settings.get("max_images"), checkpoint_dir=ckpt_dir,
                              checkpoint_every=int(settings.get("checkpoint_every", 0)),
+                             checkpoint_minutes=float(settings.get("checkpoint_minutes") or 0),
                              log=sys.stderr)  # read now: the job's log may have replaced it
     except Preempted as exc:
         print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)

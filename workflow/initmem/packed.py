@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from initmem.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
 from initmem.clocks import schedule_clocks
 from initmem.models import build_model, init_weights, kernel_layers, kernel_norm
 from initmem.optim import KerasOptimizer, lr_schedule
@@ -167,7 +167,7 @@ def evaluate_packed(model: PackedModel, x: torch.Tensor, y: torch.Tensor, l2: fl
 
 def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None = None, precision: str = "float32",
                  compile: bool = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
-                 log: TextIO | None = sys.stderr) -> list[dict]:
+                 log: TextIO | None = sys.stderr, checkpoint_minutes: float = 0) -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, differing only in sigma_w and seed) as one
     vectorised pack; one metrics record per run, in order, as :func:`initmem.train.train_run` returns.
 
@@ -205,7 +205,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
     resumed = None
     if checkpoint is not None:
         try:
-            resumed = load_checkpoint(checkpoint, ckpt_key, report=say)
+            resumed = load_checkpoint(checkpoint, ckpt_key, report=say, map_location=device)
         except CheckpointError as exc:
             say(f"{exc}; starting from scratch")
             resumed = None
@@ -232,6 +232,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
                                                "order_rngs": [r.bit_generator.state for r in order_rngs],
                                                "aug_gens": [g.get_state() for g in aug_gens]})
 
+    schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
     started = time.perf_counter() - state.wall_seconds
     while state.epoch < epochs and state.active:
         rows = len(state.active)
@@ -285,8 +286,9 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             val = [state.members[i].history["val_loss"][-1] for i in state.active]
             say(f"epoch {state.epoch}/{epochs}: {len(state.active)} of {n_models} runs training, val loss "
                 f"{min(val):.4f}..{max(val):.4f}, {time.perf_counter() - started:.1f}s")
-        if checkpoint is not None and checkpoint_every and state.epoch % checkpoint_every == 0 and state.epoch < epochs and state.active:
+        if checkpoint is not None and state.active and schedule.due(state.epoch, epochs):
             save()
+            schedule.saved()
     wall = time.perf_counter() - started
     env = environment(device, precision, "vmap", n_models, compile)
     for member, r in enumerate(runs):

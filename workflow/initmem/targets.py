@@ -68,11 +68,41 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minute
     return minutes if max_minutes is None else min(minutes, max_minutes)
 
 
-def pack_mem_mb(specs: list[dict]) -> int:
-    """Host memory estimate: the float32 data splits, plus 2 GB of headroom for the model and torch."""
+# Host memory model of a training job (MiB), benchmarks/checkpoint_memory.md for the checkpoint part.
+HOST_BASE_MB = 1024          # Python, numpy, torch and the job's Snakemake wrapper
+CUDA_CONTEXT_MB = 2560       # host side of the CUDA/cuDNN/cuBLAS context (1-2.5 GB measured elsewhere)
+PARAMS_AT_WIDTH_64 = {"resnet9": 6_575_370, "resnet56": 857_706, "resnet110": 1_734_666}
+STATE_SLOTS = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2, "muon": 2, "muon_full": 2}  # optimizer tensors per parameter
+CHECKPOINT_PEAK = 1.5        # host peak of a checkpoint save or load over the state (measured <= 1.5x)
+ACTIVATION_MB_PER_IMAGE = {"resnet9": 6.7, "resnet56": 8.6, "resnet110": 16.9}  # float32, width 64, saved for backward
+MARGIN = 1.2
+
+
+def pack_state_mb(specs: list[dict]) -> float:
+    """Checkpointed state of a pack: parameters plus optimizer slots, float32."""
     s = specs[0]
-    data_mb = (s["n_train"] + s["n_val"] + s["n_test"]) * 3 * 32 * 32 * 4 / 2**20
-    return int(2048 + 2 * data_mb)
+    params = PARAMS_AT_WIDTH_64[s["arch"]] * (int(s["width"]) / 64) ** 2
+    return len(specs) * params * (1 + STATE_SLOTS[s["optimizer"]]) * 4 / 2**20
+
+
+def pack_mem_mb(specs: list[dict], device: str = "cpu") -> int:
+    """Host memory a pack's training job asks for, from a stated model (docs/slurm.md, "Host memory"):
+    the process and, on a GPU, the CUDA context; the data as loaded (uint8 splits, plus the float32
+    copy being built: all splits stay in host memory on the CPU, only the transient on a GPU);
+    the checkpoint peak (``CHECKPOINT_PEAK`` x the state); on the CPU the activations; and a 20%
+    margin. ``device`` is ``compute.device`` (auto: the larger of both)."""
+    if device == "auto":
+        return max(pack_mem_mb(specs, "cpu"), pack_mem_mb(specs, "cuda"))
+    s = specs[0]
+    n_images = s["n_train"] + s["n_val"] + s["n_test"]
+    uint8_mb, train_f32_mb = n_images * 3072 / 2**20, s["n_train"] * 3072 * 4 / 2**20
+    total = HOST_BASE_MB + uint8_mb + CHECKPOINT_PEAK * pack_state_mb(specs)
+    if device == "cpu":
+        activations = len(specs) * int(s["batch_size"]) * ACTIVATION_MB_PER_IMAGE[s["arch"]] * int(s["width"]) / 64
+        total += 4 * uint8_mb + train_f32_mb + activations
+    else:
+        total += CUDA_CONTEXT_MB + 2 * train_f32_mb
+    return int(math.ceil(MARGIN * total))
 
 
 def run_images(spec: dict) -> float:
@@ -81,7 +111,7 @@ def run_images(spec: dict) -> float:
 
 
 def study_gpu_hours(runs_by_study: dict, images_per_second: float) -> dict[str, tuple[int, float]]:
-    """Per study: (runs, hours at ``images_per_second`` per training job, one job at a time per GPU).
+    """Per study: (runs, hours at a flat ``images_per_second`` per training job, one job at a time per GPU).
 
     Early stopping (ResNet-56/110) makes the real figure smaller; the estimate is an upper bound.
     """
@@ -89,28 +119,94 @@ def study_gpu_hours(runs_by_study: dict, images_per_second: float) -> dict[str, 
             for study, runs in runs_by_study.items()}
 
 
+def pack_gpu_hours(config: dict) -> dict[str, dict]:
+    """Per study of ``config``: runs, jobs (packs as planned from scratch) and GPU-hours (low,
+    central, high) at each pack's :func:`pack_rate`, and the rates' sources. An upper bound where
+    runs stop early (ResNet-56/110)."""
+    from initmem.grid import expand_studies
+    from initmem.planning import plan_studies
+
+    out = {}
+    for study, (packs, _) in plan_studies(config, expand_studies(config)).items():
+        hours, sources, runs = [0.0, 0.0, 0.0], set(), 0
+        for pack in packs.values():
+            specs = [spec for _, spec in pack.members]
+            rate, images = pack_rate(specs, config["compute"]), sum(run_images(s) for s in specs)
+            for i, r in enumerate((rate.high, rate.central, rate.low)):  # a high rate is a low cost
+                hours[i] += images / r / 3600
+            sources.add(rate.source)
+            runs += len(specs)
+        out[study] = {"runs": runs, "jobs": len(packs), "hours": tuple(hours), "sources": sources}
+    return out
+
+
+def estimate_table(config: dict) -> str:
+    """``python -m initmem estimate``: a markdown table of GPU-hours per study as a low-central-high
+    range, the source of its rates and, for the rate model, the central total in each precision."""
+    rows = pack_gpu_hours(config)
+    compute = config["compute"]
+    lines = [f"| study | runs | jobs | GPU-hours low | central | high |  ({compute['precision']})", "|---|---:|---:|---:|---:|---:|"]
+    for study, row in rows.items():
+        lo, mid, hi = row["hours"]
+        lines.append(f"| {study} | {row['runs']:,} | {row['jobs']:,} | {lo:,.0f} | {mid:,.0f} | {hi:,.0f} |")
+    total = [sum(r["hours"][i] for r in rows.values()) for i in range(3)]
+    lines.append(f"| all | {sum(r['runs'] for r in rows.values()):,} | {sum(r['jobs'] for r in rows.values()):,} | "
+                 f"{total[0]:,.0f} | {total[1]:,.0f} | {total[2]:,.0f} |")
+    lines.append("source: " + "; ".join(sorted(set().union(*(r["sources"] for r in rows.values())))))
+    if compute.get("images_per_second") is None:
+        others = {p: sum(r["hours"][1] for r in pack_gpu_hours({**config, "compute": {**compute, "precision": p}}).values())
+                  for p in ("float32", "tf32", "bf16") if p != compute["precision"]}
+        lines.append("central in other precisions (packs re-planned): " + ", ".join(f"{p} {h:,.0f} h" for p, h in others.items()))
+    lines.append("Upper bound where runs stop early (ResNet-56/110, patience 30); one job per GPU at a time.")
+    return "\n".join(lines)
+
+
+def pack_rate(specs: list[dict], compute: dict):
+    """Images/s of the job training ``specs`` (an :class:`initmem.rates.Rate`): ``compute.images_per_second``
+    when the config sets one (an assumed flat rate), else the rate model of ``compute.rate_table``."""
+    from initmem.rates import Rate, load_rates
+
+    ips = compute.get("images_per_second")
+    if ips is not None:
+        return Rate(ips, ips, ips, f"compute.images_per_second = {ips:g} (assumed, flat)")
+    return load_rates(compute.get("rate_table")).rate(specs[0], len(specs), compute["precision"])
+
+
+def job_runtime_minutes(specs: list[dict], compute: dict) -> int:
+    """The runtime a pack's job asks for: :func:`pack_runtime_minutes` at :func:`pack_rate`'s central
+    rate, capped at ``compute.max_runtime_minutes``."""
+    return pack_runtime_minutes(specs, pack_rate(specs, compute).central, compute.get("max_runtime_minutes"))
+
+
 def fitting_pack_size(specs: list[dict], size: int, compute: dict, where: str) -> int:
     """Runs per pack for one configuration's ``specs``: at most ``size`` (the memory budget), and
-    few enough that the job's runtime estimate fits one ``compute.max_runtime_minutes`` attempt.
+    the most whose runtime estimate fits one ``compute.max_runtime_minutes`` attempt.
 
-    A single run longer than one attempt is allowed when it fits ``compute.attempts`` of them (it
-    checkpoints at SIGTERM and resumes on the next attempt); longer than that it can never finish,
-    and the config is refused here, at DAG time, not after days of failed jobs.
+    With a rate model a pack below its knee is launch-bound: each added run costs no time, so packs
+    grow up to the knee, then as far as the cap allows. A single run longer than one attempt is
+    allowed when it fits ``compute.attempts`` of them (it checkpoints at SIGTERM and resumes on the
+    next attempt); then its pack takes the most runs that need no more attempts than one run does.
+    Longer than all attempts it can never finish, and the config is refused here, at DAG time.
     """
     from initmem.spec import ConfigError
 
     cap = compute.get("max_runtime_minutes")
     if cap is None:
         return size
-    ips = compute["images_per_second"]
-    while size > 1 and pack_runtime_minutes(specs[:size], ips) > cap:
-        size -= 1
-    one = pack_runtime_minutes(specs[:1], ips)
+
+    def minutes(n: int) -> int:
+        return pack_runtime_minutes(specs[:n], pack_rate(specs[:n], compute).central)
+
+    one = minutes(1)
     attempts = int(compute.get("attempts", 1))
     if one > cap * attempts:
+        rate = pack_rate(specs[:1], compute)
         raise ConfigError(
-            f"{where}: one run needs ~{one / 60:.0f} h at compute.images_per_second = {ips:g} "
-            f"(1.5x margin), more than compute.attempts = {attempts} x compute.max_runtime_minutes = {cap} "
-            "can give; raise max_runtime_minutes or attempts (the profile's retries + 1), or measure "
-            "a higher images_per_second")
+            f"{where}: one run needs ~{one / 60:.0f} h at {rate.central:,.0f} images/s ({rate.source}; 1.5x margin), "
+            f"more than compute.attempts = {attempts} x compute.max_runtime_minutes = {cap} "
+            "can give; raise max_runtime_minutes or attempts (the profile's retries + 1), or measure the rate "
+            "(benchmarks/device_check.py)")
+    allowed = math.ceil(one / cap)  # attempts one run needs
+    while size > 1 and math.ceil(minutes(size) / cap) > allowed:
+        size -= 1
     return size

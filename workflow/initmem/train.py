@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from initmem import __version__
-from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from initmem.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
 from initmem.clocks import schedule_clocks
 from initmem.data import Splits
 from initmem.models import build_model, init_weights, kernel_norm, kernels
@@ -239,13 +239,14 @@ def environment(device: torch.device, precision: str = "float32", engine: str = 
 
 
 def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
-              checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32",
+              checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32", checkpoint_minutes: float = 0,
               compile: bool = False, log: TextIO | None = sys.stderr) -> dict:
     """Train one run and return its metrics record (see DESIGN "Outputs"). This is the reference
     trainer; :func:`initmem.packed.train_packed` trains many at once with the same semantics.
 
-    With ``checkpoint`` set, resumes from it when present and saves it every ``checkpoint_every``
-    epochs and on SIGTERM (then raises :class:`Preempted`). ``compile``: see :func:`compile_forward`.
+    With ``checkpoint`` set, resumes from it (on ``device``, whichever device wrote it) when present and
+    saves it every ``checkpoint_every`` epochs, at the end of any epoch ``checkpoint_minutes`` after
+    the last save, and on SIGTERM (then raises :class:`Preempted`). ``compile``: see :func:`compile_forward`.
     """
     device = device or data.x_train.device
     autocast = set_precision(precision)
@@ -265,7 +266,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     if checkpoint is not None:
         try:
             report = (lambda msg: print(f"[{run_id}] {msg}", file=log, flush=True)) if log else None
-            resumed = load_checkpoint(checkpoint, spec, report=report)
+            resumed = load_checkpoint(checkpoint, spec, report=report, map_location=device)
         except CheckpointError as exc:
             print(f"[{run_id}] {exc}; starting from scratch", file=log, flush=True)
             resumed = None
@@ -283,6 +284,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
                                            "order_rng": order_rng.bit_generator.state, "aug_gen": aug_gen.get_state()})
 
     patience = spec.get("patience")
+    schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
     started = time.perf_counter() - state.wall_seconds
     while state.epoch < epochs and not state.stopped_early and state.status == "ok":
         if state.perm is None:
@@ -346,9 +348,10 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             print(f"[{run_id}] epoch {state.epoch}/{epochs} loss {row['train_loss']:.4f} acc {row['train_acc']:.3f} "
                   f"val {val_loss:.4f}/{val_acc:.3f} test {test_acc:.3f} {time.perf_counter() - started:.1f}s",
                   file=log, flush=True)
-        if checkpoint is not None and checkpoint_every and state.epoch % checkpoint_every == 0 and state.epoch < epochs:
+        if checkpoint is not None and schedule.due(state.epoch, epochs):
             state.wall_seconds = time.perf_counter() - started
             save()
+            schedule.saved()
     if state.status == "diverged" and log:
         print(f"[{run_id}] diverged (non-finite loss) after {state.epoch} finished epochs", file=log, flush=True)
     return {"format": METRICS_FORMAT, "run_id": run_id, "spec": dict(spec), "status": state.status,

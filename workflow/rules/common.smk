@@ -19,7 +19,7 @@ from initmem.identity import analysis_version, code_version, data_identity, run_
 from initmem.io import write_yaml  # noqa: E402
 from initmem.planning import plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
-from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes, unused_studies_warning  # noqa: E402
+from initmem.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
 
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
@@ -62,6 +62,7 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
     engine=config["pack"]["engine"],
     max_images=config["pack"]["max_images"],
     checkpoint_every=config["checkpoint"]["every_epochs"],
+    checkpoint_minutes=config["checkpoint"].get("every_minutes", 0),
     keep_checkpoints=config["checkpoint"]["keep"],
 ))
 
@@ -147,14 +148,15 @@ def figure_inputs(wildcards):
 
 
 def train_resources():
-    """runtime (minutes) and mem_mb of a training job, estimated from the size of its runs."""
-    ips = config["compute"]["images_per_second"]
+    """A training job's resources: one GPU unless the config trains on the CPU, and the runtime
+    (minutes) and host memory (mem_mb) that initmem.targets estimates from its pack."""
+    compute = config["compute"]
 
     def specs(w):
         return [m["spec"] for m in plan_members(w)]
 
     return dict(
-        gpu=0,
-        runtime=lambda w: pack_runtime_minutes(specs(w), ips, config["compute"].get("max_runtime_minutes")),
-        mem_mb=lambda w: pack_mem_mb(specs(w)),
+        gpu=0 if compute["device"] == "cpu" else 1,
+        runtime=lambda w: job_runtime_minutes(specs(w), compute),
+        mem_mb=lambda w: pack_mem_mb(specs(w), compute["device"]),
     )

@@ -1,0 +1,107 @@
+"""The rate model (issue 26 item 9, issue 29 item 4): pack sizes, runtime requests, host memory and
+`estimate` read one table of images/s per (architecture, batch size, optimizer family, pack size,
+precision), measured or stated defaults."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from initmem.grid import expand_studies
+from initmem.planning import plan_studies, write_plan
+from initmem.rates import RateModel, load_rates
+from initmem.targets import job_runtime_minutes, pack_mem_mb, pack_rate, pack_runtime_minutes, pack_state_mb
+
+
+def paper() -> dict:
+    config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    assert config["compute"]["images_per_second"] is None  # the paper config reads the rate model
+    return config
+
+
+def _packs(config):
+    return {study: packs for study, (packs, _) in plan_studies(config, expand_studies(config)).items()}
+
+
+def test_launch_bound_packs_grow_and_every_request_fits_its_runtime():
+    config = paper()
+    compute = config["compute"]
+    cap, attempts = compute["max_runtime_minutes"], compute["attempts"]
+    sizes = {}
+    for packs in _packs(config).values():
+        for pack in packs.values():
+            specs = [s for _, s in pack.members]
+            estimate = pack_runtime_minutes(specs, pack_rate(specs, compute).central)  # uncapped
+            assert job_runtime_minutes(specs, compute) == min(estimate, cap)
+            assert estimate <= cap * attempts, (pack.name, estimate)  # resumes across attempts at most
+            key = (specs[0]["arch"], specs[0]["batch_size"])
+            sizes[key] = max(sizes.get(key, 0), len(specs))
+    # b=16 ResNet-56/110 packs are launch-bound: they grow to 32-64 runs (they were cut to 8)
+    assert sizes[("resnet56", 16)] >= 32 and sizes[("resnet110", 16)] >= 32
+    # ResNet-110 packs need more than one 24-h attempt; one run alone would need as many
+    resnet110 = [p for packs in _packs(config).values() for p in packs.values() if p.members[0][1]["arch"] == "resnet110"]
+    for pack in resnet110:
+        specs = [s for _, s in pack.members]
+        one = pack_runtime_minutes(specs[:1], pack_rate(specs[:1], compute).central)
+        assert math.ceil(pack_runtime_minutes(specs, pack_rate(specs, compute).central) / cap) <= max(1, math.ceil(one / cap))
+
+
+def test_a_measured_table_replaces_the_defaults_for_its_keys(tmp_path):
+    table = tmp_path / "rates.csv"
+    table.write_text("arch,width,batch_size,family,pack,precision,images_per_s,device\n"
+                     "resnet9,64,16,sgd,1,float32,2000,H200\nresnet9,64,16,sgd,8,float32,8000,H200\n")
+    model = RateModel.from_csv(table)
+    spec = {"arch": "resnet9", "width": 64, "batch_size": 16, "optimizer": "sgd_momentum"}
+    assert model.rate(spec, 2, "float32").central == pytest.approx(4000)  # launch-bound: 2 x 16 / 8 ms
+    assert model.rate(spec, 32, "float32").central == pytest.approx(8000)  # the best measured rate
+    assert "measured" in model.rate(spec, 2, "float32").source
+    assert "defaults" in model.rate({**spec, "optimizer": "adam"}, 2, "float32").source
+    out = subprocess.run([sys.executable, "-m", "initmem", "estimate", "config/paper.yaml", "--rate-table", str(table)],
+                         cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": "workflow", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert f"measured: {table}" in out.stdout and "stated defaults" in out.stdout
+    with pytest.raises(FileNotFoundError, match="rate_table: .*nope.csv does not exist"):
+        load_rates(str(tmp_path / "nope.csv"))
+
+
+def test_estimate_prints_a_range_and_names_its_source():
+    out = subprocess.run([sys.executable, "-m", "initmem", "estimate", "config/paper.yaml"], cwd=ROOT, capture_output=True,
+                         text=True, env={"PYTHONPATH": "workflow", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    total = next(line for line in out.stdout.splitlines() if line.startswith("| all |"))
+    runs, jobs, low, central, high = (float(c.replace(",", "")) for c in total.strip("|").split("|")[1:6])
+    assert runs == 8200 and low < central < high and 1000 < central < 10000
+    assert "source: stated defaults for one H200, not measured" in out.stdout and "tf32" in out.stdout
+
+
+def test_changing_the_rates_never_moves_a_trained_run(tmp_path):
+    """Packs planned under a flat rate and trained stay as they are when the rate model sizes new packs."""
+    config = paper()
+    config["studies"] = {"depth": config["studies"]["depth"]}
+    flat = {**config, "compute": {**config["compute"], "images_per_second": 2000}}
+    runs = expand_studies(config)["depth"]
+    old, _ = plan_studies(flat, {"depth": runs})["depth"]
+    trained = next(p for p in old.values() if p.members[0][1]["arch"] == "resnet110")
+    write_plan(tmp_path / "plans" / "depth" / f"{trained.name}.json",
+               [{"run_id": r, "spec": s, "key": "k"} for r, s in trained.members])
+    (tmp_path / "packs" / "depth").mkdir(parents=True)
+    (tmp_path / "packs" / "depth" / f"{trained.name}.json").write_text("[]")
+    new, pack_of = plan_studies(config, {"depth": runs}, tmp_path / "plans", tmp_path / "packs")["depth"]
+    assert new[trained.name].members == trained.members and new[trained.name].bound
+    assert all(pack_of[r] == trained.name for r, _ in trained.members)
+    assert max(len(p.members) for p in new.values()) > max(len(p.members) for p in old.values())  # new packs grew
+
+
+def test_gpu_jobs_ask_for_the_cuda_context_and_the_checkpoint_peak():
+    spec = next(r.spec for r in expand_studies(paper())["main"] if r.spec["optimizer"] == "adam")
+    pack = [spec] * 8
+    assert pack_state_mb(pack) == pytest.approx(602, rel=0.01)  # 8 x ResNet-9 width 64 + Adam state: 602 MiB
+    gpu, cpu = pack_mem_mb(pack, "cuda"), pack_mem_mb(pack, "cpu")
+    assert gpu >= 2560 + 1.5 * 602 + 2 * 469  # context + checkpoint peak + the float32 training split being built
+    assert gpu > 3454  # what the old model asked for, and what a GPU job outgrew
+    assert pack_mem_mb(pack, "auto") == max(gpu, cpu)
