@@ -126,6 +126,11 @@ class KerasOptimizer:
         return {"iterations": self.iterations, "state": [{k: v.clone() for k, v in s.items()} for s in self.state]}
 
     def load_state_dict(self, sd: dict) -> None:
-        """Restore :meth:`state_dict` output."""
+        """Restore :meth:`state_dict` output onto each parameter's device and floating dtype (a CPU
+        checkpoint resumes on a GPU: the model is moved by its own load, the optimizer state here)."""
+        if len(sd["state"]) != len(self.params):
+            raise ValueError(f"optimizer checkpoint holds state for {len(sd['state'])} tensors, the model has {len(self.params)}; "
+                             "it belongs to another model: delete the checkpoint to start over")
         self.iterations = int(sd["iterations"])
-        self.state = [{k: v.clone() for k, v in s.items()} for s in sd["state"]]
+        self.state = [{k: v.to(device=p.device, dtype=p.dtype if v.is_floating_point() else v.dtype, copy=True) for k, v in s.items()}
+                      for p, s in zip(self.params, sd["state"], strict=True)]
