@@ -117,7 +117,7 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
     return lambda device: contextlib.nullcontext()
 
 
-COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation, for every pack size
+COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation
 
 
 def compile_forward(fn: Callable, compile: bool) -> Callable:
@@ -125,7 +125,7 @@ def compile_forward(fn: Callable, compile: bool) -> Callable:
     ``torch.compile`` (TorchInductor fuses the normalisation and activation arithmetic; the backward
     pass is compiled with it). Off: ``fn`` itself.
 
-    Shapes are static: every new shape (the last partial batch, evaluation, a pack that shrinks)
+    Shapes are static: every new shape (the last partial batch, evaluation; packs keep their size)
     compiles once more, which costs seconds to a minute each. Dynamic shapes would avoid that, but
     their symbolic shape analysis of the vectorised convolutions did not finish (torch 2.14, CPU).
     """
