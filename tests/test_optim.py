@@ -203,3 +203,19 @@ def test_loaded_state_follows_each_parameter_to_its_device():
     assert all(v.device.type == "meta" and v.dtype == torch.float64 and v.shape == p.shape for p, v in tensors)
     with pytest.raises(ValueError, match="state for 2 tensors, the model has 1"):
         KerasOptimizer("adamw", moved[:1]).load_state_dict(sd)
+
+
+def test_flat_buffers_keep_each_parameters_memory_layout():
+    # channels_last kernels (a benchmark variant) stay channels_last and get the same update as contiguous ones
+    torch.manual_seed(0)
+    w = torch.randn(4, 3, 3, 3)
+    plain = torch.nn.Parameter(w.clone())
+    nhwc = torch.nn.Parameter(w.clone().to(memory_format=torch.channels_last))
+    grad = torch.randn(4, 3, 3, 3)
+    for p in (plain, nhwc):
+        opt = KerasOptimizer("muon_full", [p])
+        for _ in range(2):
+            p.grad = grad.clone().to(memory_format=torch.channels_last) if p is nhwc else grad.clone()
+            opt.step(0.1)
+    assert nhwc.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(nhwc.detach().contiguous(), plain.detach())

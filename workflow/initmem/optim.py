@@ -46,20 +46,37 @@ def newton_schulz5(x: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:
     return x.transpose(-2, -1) if tall else x
 
 
+def _layout(t: torch.Tensor) -> list[int]:
+    """Axes of ``t`` from the slowest to the fastest in memory (its layout, e.g. channels_last)."""
+    return sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
+
+
+def flat_view(t: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
+    """``t``'s elements in the memory order of ``like`` (default ``t``), as one axis (a view when they match)."""
+    return t.permute(_layout(t if like is None else like)).reshape(-1)
+
+
+def _shaped_like(chunk: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """``chunk`` (flat, in ``t``'s memory order) viewed with ``t``'s shape and layout."""
+    order = _layout(t)
+    return chunk.view([t.shape[d] for d in order]).permute([order.index(d) for d in range(t.dim())])
+
+
 def flatten_(tensors: list[torch.Tensor]) -> torch.Tensor:
     """One contiguous buffer holding ``tensors`` one after another; each tensor is repointed (``.data``)
-    to its slice of it, so element-wise updates of the buffer update every tensor in one operation."""
-    flat = torch.cat([t.detach().reshape(-1) for t in tensors]) if tensors else torch.zeros(0)
+    to its slice of it, keeping its shape and memory layout, so element-wise updates of the buffer
+    update every tensor in one operation."""
+    flat = torch.cat([flat_view(t.detach()) for t in tensors]) if tensors else torch.zeros(0)
     start = 0
     for t in tensors:
-        t.data = flat[start:start + t.numel()].view(t.shape)
+        t.data = _shaped_like(flat[start:start + t.numel()], t)
         start += t.numel()
     return flat
 
 
 def expand_rows(keep: torch.Tensor, tensors: list[torch.Tensor]) -> torch.Tensor:
-    """Stacked tensors laid out as :func:`flatten_` lays them out: the per-model flags ``keep`` (models,)
-    as one flag per element of that buffer."""
+    """Stacked tensors laid out as :func:`flatten_` lays them out (the model axis slowest): the per-model
+    flags ``keep`` (models,) as one flag per element of that buffer."""
     return torch.cat([keep.repeat_interleave(t[0].numel()) for t in tensors])
 
 
@@ -122,7 +139,7 @@ class KerasOptimizer:
         a, b = self._offsets[id(p)]
         if a < first or b - first > len(buf):
             return None
-        return buf[a - first:b - first].view(p.shape)
+        return _shaped_like(buf[a - first:b - first], p)
 
     @property
     def state(self) -> list[dict[str, torch.Tensor]]:
@@ -142,7 +159,8 @@ class KerasOptimizer:
     def step(self, lr: float) -> None:
         """Apply one update with the scheduled rate ``lr`` (gradients in ``p.grad``; a missing one counts as zero)."""
         t = self.iterations + 1
-        g = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in self._order])
+        g = torch.cat([flat_view(p.grad, p) if p.grad is not None else torch.zeros(p.numel(), dtype=p.dtype, device=p.device)
+                       for p in self._order])
         p = self.flat
         buffers = [p] + [buf for buf, _ in self._slots.values()]
         saved = [buf.clone() for buf in buffers] if self._keep is not None else None
@@ -163,7 +181,7 @@ class KerasOptimizer:
                 self._adam(p[:a], g[:a], m[:a], v, lr, t)
             for q in self._muon_params:
                 lo, hi = self._offsets[id(q)]
-                self._muon(p[lo:hi].view(q.shape), g[lo:hi].view(q.shape), m[lo:hi].view(q.shape), lr)
+                self._muon(*(_shaped_like(buf[lo:hi], q) for buf in (p, g, m)), lr)
         if saved is not None:  # masked models: back to what they were
             for buf, old in zip(buffers, saved, strict=True):
                 keep = self._keep if len(buf) == len(self._keep) else self._keep[:len(buf)]
