@@ -68,3 +68,63 @@ def test_stride2_same_padding_is_bottom_right_like_keras():
     # Keras pads 0 rows on top, 1 at the bottom: windows start at rows/cols 0 and 2.
     assert out.shape == (1, 1, 2, 2)
     assert out.flatten().tolist() == [0.0, 2.0, 8.0, 10.0]
+
+
+def _count_ops(fn) -> int:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.n += not func.is_view
+            return func(*args, **(kwargs or {}))
+    with Count():
+        fn()
+    return Count.n
+
+
+def test_keras_batchnorm_is_the_native_kernel_with_keras_statistics_in_float64():
+    torch.manual_seed(0)
+    bn = KerasBatchNorm(3).double().train()
+    with torch.no_grad():
+        bn.weight.copy_(torch.tensor([0.5, 1.0, 2.0]))
+        bn.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
+    x = (torch.randn(6, 3, 5, 5, dtype=torch.float64) * 3 + 2).requires_grad_(True)
+    ref_x = x.detach().clone().requires_grad_(True)
+    w, b = bn.weight.detach().clone().requires_grad_(True), bn.bias.detach().clone().requires_grad_(True)
+    # Keras: two-pass biased moments, eps 1e-3, moving = 0.99 moving + 0.01 batch
+    mean = ref_x.mean((0, 2, 3), keepdim=True)
+    var = (ref_x - mean).square().mean((0, 2, 3), keepdim=True)
+    ref = (ref_x - mean) / torch.sqrt(var + 1e-3) * w.view(1, 3, 1, 1) + b.view(1, 3, 1, 1)
+    upstream = torch.randn_like(ref)
+    n = _count_ops(lambda: (bn(x) * upstream).sum().backward())
+    (ref * upstream).sum().backward()
+    y = bn.train()(x.detach())  # second call for the output (the first updated the moving statistics once)
+    assert torch.allclose(x.grad, ref_x.grad, rtol=0, atol=1e-12)
+    assert torch.allclose(bn.weight.grad, w.grad, rtol=0, atol=1e-12) and torch.allclose(bn.bias.grad, b.grad, rtol=0, atol=1e-12)
+    assert torch.allclose(y, ref.detach(), rtol=0, atol=1e-12)
+    m = 0.01 * mean.flatten().detach()  # after the first of two updates
+    assert torch.allclose(bn.moving_mean, 0.99 * m + 0.01 * mean.flatten().detach(), rtol=0, atol=1e-14)
+    v = 0.99 + 0.01 * var.flatten().detach()
+    assert torch.allclose(bn.moving_var, 0.99 * v + 0.01 * var.flatten().detach(), rtol=0, atol=1e-14)
+    # one normalisation kernel each way, not a dozen element-wise ones (39 before issue 29)
+    assert n <= 12, n
+
+
+def test_keras_batchnorm_statistics_are_float32_under_bf16_autocast():
+    torch.manual_seed(0)
+    bn = KerasBatchNorm(4).train()
+    conv = torch.nn.Conv2d(3, 4, 1)
+    x = torch.randn(8, 3, 6, 6) + 40.0  # a large mean: bf16 sums would be off by whole units
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = conv(x)
+        y = bn(h)
+    assert h.dtype == torch.bfloat16 and y.dtype == torch.float32
+    h32 = h.float()
+    mean = h32.mean((0, 2, 3))
+    var = (h32 - mean.view(1, 4, 1, 1)).square().mean((0, 2, 3))
+    assert torch.allclose(bn.moving_mean, 0.01 * mean, rtol=1e-5, atol=0)
+    assert torch.allclose(bn.moving_var, 0.99 + 0.01 * var, rtol=1e-5, atol=0)
+    expected = (h32 - mean.view(1, 4, 1, 1)) / torch.sqrt(var.view(1, 4, 1, 1) + 1e-3)
+    assert torch.allclose(y, expected, rtol=0, atol=1e-4)

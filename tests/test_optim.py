@@ -183,3 +183,39 @@ def test_weight_decay_mode_is_a_spec_option_that_leaves_default_specs_alone():
     config["studies"]["best_recipe"]["grid"]["weight_decay_mode"] = ["l2"]
     with pytest.raises(ConfigError, match="weight_decay_mode = 'l2' is unknown"):
         expand_studies(config)
+
+
+def test_loaded_state_follows_each_parameter_to_its_device():
+    # a CPU checkpoint resumed on a GPU: 'meta' stands in for cuda (no GPU in the test machine)
+    torch.manual_seed(0)
+    cpu = [torch.nn.Parameter(torch.randn(3, 4)), torch.nn.Parameter(torch.randn(4))]
+    opt = KerasOptimizer("adamw", cpu)
+    for p in cpu:
+        p.grad = torch.randn_like(p)
+    opt.step(0.1)
+    sd = opt.state_dict()
+    moved = [torch.nn.Parameter(p.detach().to("meta", torch.float64)) for p in cpu]
+    resumed = KerasOptimizer("adamw", moved)
+    resumed.load_state_dict(sd)
+    assert resumed.iterations == 1
+    tensors = [(p, v) for p, s in zip(moved, resumed.state, strict=True) for v in s.values()]
+    assert len(tensors) == 4
+    assert all(v.device.type == "meta" and v.dtype == torch.float64 and v.shape == p.shape for p, v in tensors)
+    with pytest.raises(ValueError, match="state for 2 tensors, the model has 1"):
+        KerasOptimizer("adamw", moved[:1]).load_state_dict(sd)
+
+
+def test_flat_buffers_keep_each_parameters_memory_layout():
+    # channels_last kernels (a benchmark variant) stay channels_last and get the same update as contiguous ones
+    torch.manual_seed(0)
+    w = torch.randn(4, 3, 3, 3)
+    plain = torch.nn.Parameter(w.clone())
+    nhwc = torch.nn.Parameter(w.clone().to(memory_format=torch.channels_last))
+    grad = torch.randn(4, 3, 3, 3)
+    for p in (plain, nhwc):
+        opt = KerasOptimizer("muon_full", [p])
+        for _ in range(2):
+            p.grad = grad.clone().to(memory_format=torch.channels_last) if p is nhwc else grad.clone()
+            opt.step(0.1)
+    assert nhwc.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(nhwc.detach().contiguous(), plain.detach())

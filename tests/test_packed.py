@@ -174,3 +174,49 @@ def test_bf16_precision_is_recorded_and_close_to_float32(tiny_tensors):
         assert a["history"]["train_loss"] != b["history"]["train_loss"]  # bf16 really was used
     with pytest.raises(ValueError, match="unknown precision 'fp8'"):
         set_precision("fp8")
+
+
+@pytest.mark.parametrize("optimizer", ["sgd_momentum", "adam", "muon"])
+def test_a_masked_member_stays_frozen_and_leaves_the_others_alone(optimizer):
+    """A member that stopped (here with NaN weights, as after divergence) keeps its parameters, BatchNorm
+    statistics and optimizer state; the other members train exactly as in a pack without it masked."""
+    from initmem.optim import KerasOptimizer
+    from initmem.packed import pack_step
+
+    def pack(poison: bool):
+        members = []
+        for seed in (0, 1):
+            m = build_model("resnet9", 4)
+            init_weights(m, 1.0, torch.Generator().manual_seed(seed))
+            members.append(m)
+        model = PackedModel(members)
+        model.train()
+        opt = KerasOptimizer(optimizer, list(model.params.values()), stacked=True)
+        if poison:
+            with torch.no_grad():
+                model.params["dense.weight"][1] = float("nan")
+            keep = torch.tensor([True, False])
+            model.set_active(keep)
+            opt.set_active(keep)
+        return model, opt
+
+    torch.manual_seed(0)
+    x, y = torch.rand(2, 8, 3, 32, 32), torch.randint(0, 10, (2, 8))
+    results = []
+    for poison in (False, True):
+        model, opt = pack(poison)
+        before = copy.deepcopy((model.state_dict(), opt.state_dict()))
+        sums = {"loss": torch.zeros(2, dtype=torch.float64), "correct": torch.zeros(2, dtype=torch.float64),
+                "finite": torch.ones(2, dtype=torch.bool)}
+        for _ in range(2):
+            pack_step(model, opt, x, y, 0.01, 1e-3, sums)
+        results.append((before, model.state_dict(), opt.state_dict()))
+    (_, free, free_opt), (before, masked, masked_opt) = results
+    for part in ("params", "buffers"):
+        for k, v in masked[part].items():
+            assert torch.equal(v[0], free[part][k][0]), k                          # member 0 as if alone
+            assert torch.allclose(v[1], before[0][part][k][1], rtol=0, atol=0, equal_nan=True), k  # member 1 frozen
+    assert any(not torch.equal(v[0], before[0]["params"][k][0]) for k, v in masked["params"].items())  # member 0 trained
+    for s_now, s_before, s_free in zip(masked_opt["state"], before[1]["state"], free_opt["state"], strict=True):
+        for k in s_now:
+            assert torch.equal(s_now[k][0], s_free[k][0]) and torch.equal(s_now[k][1], s_before[k][1]), k

@@ -1,11 +1,13 @@
 """The paper's architectures with Keras layer semantics, and the sigma_w initialisation.
 
 - ``KerasBatchNorm``: momentum 0.99 (moving = 0.99 moving + 0.01 batch), eps 1e-3, and the *biased*
-  batch variance for both normalisation and the moving average, computed two-pass
-  (PyTorch's BatchNorm uses the unbiased variance for its running estimate).
+  batch variance for both normalisation and the moving average (PyTorch's BatchNorm uses the
+  unbiased variance for its running estimate, so the native kernel normalises and the moving
+  statistics are updated here). Under bf16 autocast it computes in float32.
 - ``KerasLayerNorm``: Keras ``LayerNormalization()`` default, i.e. over the channel axis at each
   pixel, eps 1e-3.
-- ``Conv``: Keras ``padding='same'``; for stride 2 the extra padding goes bottom/right only.
+- ``Conv``: Keras ``padding='same'``: symmetric inside the convolution for stride 1; for stride 2 the
+  extra padding goes bottom/right only (an explicit pad).
 - Every conv keeps its bias, as a Keras Conv2D does by default.
 """
 
@@ -34,19 +36,18 @@ class KerasBatchNorm(nn.Module):
         self.register_buffer("moving_var", torch.ones(channels))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        if self.training:
-            dims = [0] + list(range(2, x.dim()))
-            mean = x.mean(dims, keepdim=True)
-            var = (x - mean).square().mean(dims, keepdim=True)  # two-pass, biased
-            with torch.no_grad():
-                m = self.momentum
-                self.moving_mean.mul_(m).add_(mean.flatten(), alpha=1 - m)
-                self.moving_var.mul_(m).add_(var.flatten(), alpha=1 - m)
-        else:
-            mean, var = self.moving_mean.view(shape), self.moving_var.view(shape)
-        scale = self.weight.view(shape) * torch.rsqrt(var + self.eps)
-        return (x - mean) * scale + self.bias.view(shape)
+        if x.dtype != self.weight.dtype:  # bf16 autocast: statistics, normalisation and output in float32
+            x = x.to(self.weight.dtype)
+        if not self.training:
+            return F.batch_norm(x, self.moving_mean, self.moving_var, self.weight, self.bias, False, 0.0, self.eps)
+        # The native kernel normalises with the biased batch variance (one kernel forward, one backward);
+        # it returns the batch mean and 1/sqrt(var + eps), from which the Keras moving statistics follow.
+        y, mean, invstd = torch.native_batch_norm(x, self.weight, self.bias, None, None, True, 0.0, self.eps)
+        with torch.no_grad():
+            m = self.momentum  # Keras: moving = momentum moving + (1 - momentum) batch (lerp_ has no vmap rule)
+            self.moving_mean.mul_(m).add_(mean, alpha=1 - m)
+            self.moving_var.mul_(m).add_(invstd.pow(-2) - self.eps, alpha=1 - m)
+        return y
 
 
 class KerasLayerNorm(nn.Module):
@@ -73,6 +74,8 @@ class Conv(nn.Conv2d):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         k, s = self.kernel_size[0], self.stride[0]
+        if s == 1 and k % 2:  # symmetric: the padding goes inside the convolution (no separate pad kernel)
+            return F.conv2d(x, self.weight, self.bias, 1, k // 2)
         size = x.shape[-1]
         total = max((math.ceil(size / s) - 1) * s + k - size, 0)
         before = total // 2

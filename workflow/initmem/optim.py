@@ -39,10 +39,45 @@ def newton_schulz5(x: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:
     if tall:
         x = x.transpose(-2, -1)
     x = x / (torch.linalg.matrix_norm(x, keepdim=True) + 1e-7)
+    mm_add = torch.addmm if x.dim() == 2 else torch.baddbmm  # beta * C + alpha * (A @ B): one kernel each
     for _ in range(steps):
         gram = x @ x.transpose(-2, -1)
-        x = a * x + (b * gram + c * gram @ gram) @ x
+        x = mm_add(x, mm_add(gram, gram, gram, beta=b, alpha=c), x, beta=a)  # a x + (b gram + c gram^2) x
     return x.transpose(-2, -1) if tall else x
+
+
+def _layout(t: torch.Tensor) -> list[int]:
+    """Axes of ``t`` from the slowest to the fastest in memory (its layout, e.g. channels_last)."""
+    return sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
+
+
+def flat_view(t: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
+    """``t``'s elements in the memory order of ``like`` (default ``t``), as one axis (a view when they match)."""
+    return t.permute(_layout(t if like is None else like)).reshape(-1)
+
+
+def _shaped_like(chunk: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """``chunk`` (flat, in ``t``'s memory order) viewed with ``t``'s shape and layout."""
+    order = _layout(t)
+    return chunk.view([t.shape[d] for d in order]).permute([order.index(d) for d in range(t.dim())])
+
+
+def flatten_(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """One contiguous buffer holding ``tensors`` one after another; each tensor is repointed (``.data``)
+    to its slice of it, keeping its shape and memory layout, so element-wise updates of the buffer
+    update every tensor in one operation."""
+    flat = torch.cat([flat_view(t.detach()) for t in tensors]) if tensors else torch.zeros(0)
+    start = 0
+    for t in tensors:
+        t.data = _shaped_like(flat[start:start + t.numel()], t)
+        start += t.numel()
+    return flat
+
+
+def expand_rows(keep: torch.Tensor, tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Stacked tensors laid out as :func:`flatten_` lays them out (the model axis slowest): the per-model
+    flags ``keep`` (models,) as one flag per element of that buffer."""
+    return torch.cat([keep.repeat_interleave(t[0].numel()) for t in tensors])
 
 
 class KerasOptimizer:
@@ -51,6 +86,12 @@ class KerasOptimizer:
     ``weight_decay_mode``: ``decoupled`` (Keras, the default) shrinks p by eta_k * wd * p before the
     update; ``coupled`` adds wd * p to the gradient instead (PyTorch's ``weight_decay``), so that
     momentum and Adam's moments carry it (SGD-momentum 0.9: ~10x the decoupled decay in steady state).
+
+    The parameters live in one flat buffer (:func:`flatten_`; the AdamW branch first, then the tensors
+    Muon orthogonalises), as do the gradients (one concatenation) and every state slot, so each
+    element-wise rule above is one operation over all tensors of a run or pack: the same arithmetic,
+    element by element, as a loop over the tensors, with a handful of kernels per step instead of
+    several per tensor. ``state`` shows the slots per tensor (views) as before.
     """
 
     def __init__(self, name: str, params: list[torch.Tensor], weight_decay: float | None = None,
@@ -65,7 +106,25 @@ class KerasOptimizer:
         self.weight_decay = resolve_weight_decay(name, weight_decay)
         self.momentum = resolve_momentum(name, momentum)
         self.iterations = 0
-        self.state: list[dict[str, torch.Tensor]] = [{} for _ in self.params]
+        muon = [self.uses_muon_step(p) for p in self.params]
+        self._order = [p for p, m in zip(self.params, muon, strict=True) if not m] + [p for p, m in zip(self.params, muon, strict=True) if m]
+        self._muon_params = [p for p, m in zip(self.params, muon, strict=True) if m]
+        self.flat = flatten_(self._order)
+        self._split = sum(p.numel() for p in self._order) - sum(p.numel() for p in self._muon_params)  # first Muon element
+        self._offsets = {}
+        start = 0
+        for p in self._order:
+            self._offsets[id(p)] = (start, start + p.numel())
+            start += p.numel()
+        # slot name -> (buffer, first element it covers): velocity / m over all tensors, v over the AdamW branch
+        zeros = lambda n: torch.zeros(n, dtype=self.flat.dtype, device=self.flat.device)  # noqa: E731
+        if name == "sgd_momentum":
+            self._slots = {"velocity": (zeros(start), 0)}
+        elif name in ("adam", "adamw", "muon", "muon_full"):
+            self._slots = {"m": (zeros(start), 0), "v": (zeros(self._split), 0)}
+        else:
+            self._slots = {}
+        self._keep: torch.Tensor | None = None
 
     def uses_muon_step(self, p: torch.Tensor) -> bool:
         """Keras Muon orthogonalises 2-D variables only; ``muon_full`` also flattened 4-D conv kernels."""
@@ -74,41 +133,69 @@ class KerasOptimizer:
             return dim == 2
         return self.name == "muon_full" and dim in (2, 4)
 
+    def _slot(self, name: str, p: torch.Tensor) -> torch.Tensor | None:
+        """The slot ``name`` of ``p`` (a view of the slot's buffer), or None if ``p`` has none."""
+        buf, first = self._slots[name]
+        a, b = self._offsets[id(p)]
+        if a < first or b - first > len(buf):
+            return None
+        return _shaped_like(buf[a - first:b - first], p)
+
+    @property
+    def state(self) -> list[dict[str, torch.Tensor]]:
+        """Per parameter, its optimizer slots (views of the flat buffers)."""
+        return [{k: v for k in self._slots if (v := self._slot(k, p)) is not None} for p in self.params]
+
+    def set_active(self, keep: torch.Tensor | None) -> None:
+        """Stacked packs: update only the models whose flag in ``keep`` (models,) is set (None: all).
+        The others keep their parameters and optimizer state as they are (masked, not removed, so
+        every tensor keeps its shape and compiled graphs stay valid)."""
+        if keep is None or bool(keep.all()):
+            self._keep = None
+        else:
+            self._keep = expand_rows(keep.to(self.flat.device), self._order)
+
     @torch.no_grad()
     def step(self, lr: float) -> None:
-        """Apply one update with the scheduled rate ``lr`` (gradients in ``p.grad``)."""
+        """Apply one update with the scheduled rate ``lr`` (gradients in ``p.grad``; a missing one counts as zero)."""
         t = self.iterations + 1
-        for p, state in zip(self.params, self.state, strict=True):
-            g = p.grad
-            if g is None:
-                continue
-            if self.weight_decay and self.weight_decay_mode == "coupled":
-                g = g + p * self.weight_decay
-            elif self.weight_decay:
-                p.sub_(p * (self.weight_decay * lr))
-            if self.name == "sgd":
-                p.sub_(g * lr)
-            elif self.name == "sgd_momentum":
-                v = state.setdefault("velocity", torch.zeros_like(p))
-                v.mul_(self.momentum).sub_(g * lr)
-                p.add_(v)
-            elif self.uses_muon_step(p):
-                self._muon(p, g, state, lr)
-            else:
-                self._adam(p, g, state, lr, t)
+        g = torch.cat([flat_view(p.grad, p) if p.grad is not None else torch.zeros(p.numel(), dtype=p.dtype, device=p.device)
+                       for p in self._order])
+        p = self.flat
+        buffers = [p] + [buf for buf, _ in self._slots.values()]
+        saved = [buf.clone() for buf in buffers] if self._keep is not None else None
+        if self.weight_decay and self.weight_decay_mode == "coupled":
+            g = g + p * self.weight_decay
+        elif self.weight_decay:
+            p.sub_(p * (self.weight_decay * lr))
+        if self.name == "sgd":
+            p.sub_(g * lr)
+        elif self.name == "sgd_momentum":
+            v = self._slots["velocity"][0]
+            v.mul_(self.momentum).sub_(g * lr)
+            p.add_(v)
+        else:
+            a = self._split
+            m, v = self._slots["m"][0], self._slots["v"][0]
+            if a:
+                self._adam(p[:a], g[:a], m[:a], v, lr, t)
+            for q in self._muon_params:
+                lo, hi = self._offsets[id(q)]
+                self._muon(*(_shaped_like(buf[lo:hi], q) for buf in (p, g, m)), lr)
+        if saved is not None:  # masked models: back to what they were
+            for buf, old in zip(buffers, saved, strict=True):
+                keep = self._keep if len(buf) == len(self._keep) else self._keep[:len(buf)]
+                buf.copy_(torch.where(keep, buf, old))
         self.iterations += 1
 
     @staticmethod
-    def _adam(p: torch.Tensor, g: torch.Tensor, state: dict, lr: float, t: int) -> None:
-        m = state.setdefault("m", torch.zeros_like(p))
-        v = state.setdefault("v", torch.zeros_like(p))
+    def _adam(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, lr: float, t: int) -> None:
         alpha = lr * math.sqrt(1 - ADAM_BETA2**t) / (1 - ADAM_BETA1**t)
         m.add_((g - m) * (1 - ADAM_BETA1))
         v.add_((g.square() - v) * (1 - ADAM_BETA2))
         p.sub_((m * alpha) / (v.sqrt() + ADAM_EPS))
 
-    def _muon(self, p: torch.Tensor, g: torch.Tensor, state: dict, lr: float) -> None:
-        m = state.setdefault("m", torch.zeros_like(p))
+    def _muon(self, p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, lr: float) -> None:
         m.add_(g + m * (self.momentum - 1))
         lead = p.shape[:1 + self.stacked]  # (out,) or (models, out)
         u = (g + self.momentum * m).reshape(*lead, -1)
@@ -116,16 +203,21 @@ class KerasOptimizer:
         scale = math.sqrt(max(update.shape[-2], update.shape[-1])) * MUON_RMS_RATE
         p.sub_((lr * update * scale).reshape(p.shape))
 
-    def select(self, params: list[torch.Tensor], keep: torch.Tensor) -> None:
-        """Stacked packs: continue with the models ``keep`` (indices), whose parameters are ``params``."""
-        self.params = list(params)
-        self.state = [{k: v[keep] for k, v in s.items()} for s in self.state]
-
     def state_dict(self) -> dict:
-        """Optimizer state for checkpoints."""
+        """Optimizer state for checkpoints: per parameter, its slots."""
         return {"iterations": self.iterations, "state": [{k: v.clone() for k, v in s.items()} for s in self.state]}
 
     def load_state_dict(self, sd: dict) -> None:
-        """Restore :meth:`state_dict` output."""
+        """Restore :meth:`state_dict` output into the flat buffers, i.e. onto each parameter's device and
+        floating dtype (a CPU checkpoint resumes on a GPU: the model is moved by its own load, the optimizer state here)."""
+        if len(sd["state"]) != len(self.params):
+            raise ValueError(f"optimizer checkpoint holds state for {len(sd['state'])} tensors, the model has {len(self.params)}; "
+                             "it belongs to another model: delete the checkpoint to start over")
+        mine = self.state
+        for p, have, saved in zip(self.params, mine, sd["state"], strict=True):
+            if set(have) != set(saved):
+                raise ValueError(f"optimizer checkpoint has slots {sorted(saved)} for a tensor of shape {tuple(p.shape)}, "
+                                 f"{self.name} keeps {sorted(have)}: it belongs to another optimizer")
+            for k, v in saved.items():
+                have[k].copy_(v)
         self.iterations = int(sd["iterations"])
-        self.state = [{k: v.clone() for k, v in s.items()} for s in sd["state"]]

@@ -9,11 +9,15 @@ batched over models). Only float summation order differs from single runs (tests
 
 Device traffic: the data and one epoch of indices and augmentation draws are moved once per epoch;
 divergence flags and running losses stay on the device, so a step never waits for the host. The host
-reads them once per epoch, then members that diverged or stopped early leave the stacked model.
+reads them once per epoch. A member that diverged or stopped early is then masked, not removed: it
+stays in the stacked model (every tensor keeps its shape, so compiled graphs are built once), but
+its parameters, BatchNorm statistics and optimizer state no longer change and nothing more is
+recorded for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import sys
@@ -31,7 +35,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from initmem.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
 from initmem.clocks import schedule_clocks
 from initmem.models import build_model, init_weights, kernel_layers, kernel_norm
-from initmem.optim import KerasOptimizer, lr_schedule
+from initmem.optim import KerasOptimizer, expand_rows, flatten_, lr_schedule
 from initmem.records import METRICS_FORMAT
 from initmem.train import (
     EVAL_BATCH,
@@ -71,6 +75,8 @@ class PackedModel:
         params, buffers = stack_module_state(models)
         self.params: dict[str, torch.Tensor] = params
         self.buffers: dict[str, torch.Tensor] = buffers
+        self.buffer_flat = flatten_(list(buffers.values()))  # one buffer: masked members are restored in one operation
+        self._keep_buffers: torch.Tensor | None = None
         self.base = copy.deepcopy(models[0]).to("meta")  # structure only; tensors come from the stacks
         names = {id(m): n for n, m in models[0].named_modules()}
         self.kernel_names = [f"{names[id(m)]}.weight" for m in kernel_layers(models[0])]
@@ -105,19 +111,35 @@ class PackedModel:
         """Per model: Frobenius norm of all kernels together (float64)."""
         return torch.sqrt(sum(self.params[n].double().square().flatten(1).sum(1) for n in self.kernel_names))
 
-    def select(self, keep: torch.Tensor) -> None:
-        """Continue with the models ``keep`` (indices) only."""
-        self.params = {k: v.detach()[keep].requires_grad_(True) for k, v in self.params.items()}
-        self.buffers = {k: v[keep] for k, v in self.buffers.items()}
+    def set_active(self, keep: torch.Tensor | None) -> None:
+        """Only the models whose flag in ``keep`` (models,) is set update their BatchNorm statistics (None: all)."""
+        if keep is None or bool(keep.all()):
+            self._keep_buffers = None
+        else:
+            self._keep_buffers = expand_rows(keep.to(self.buffer_flat.device), list(self.buffers.values()))
+
+    def forward_masked(self, x: torch.Tensor) -> torch.Tensor:
+        """Training-mode logits of ``x`` (models, images, ...); masked models' statistics stay as they were."""
+        saved = self.buffer_flat.clone() if self._keep_buffers is not None else None
+        logits = self(x)
+        if saved is not None:
+            self.buffer_flat.copy_(torch.where(self._keep_buffers, self.buffer_flat, saved))
+        return logits
 
     def state_dict(self) -> dict:
         return {"params": {k: v.detach().clone() for k, v in self.params.items()},
                 "buffers": {k: v.clone() for k, v in self.buffers.items()}}
 
+    @torch.no_grad()
     def load_state_dict(self, sd: dict) -> None:
-        device = next(iter(self.params.values())).device
-        self.params = {k: v.to(device).requires_grad_(True) for k, v in sd["params"].items()}
-        self.buffers = {k: v.to(device) for k, v in sd["buffers"].items()}
+        """Copy :meth:`state_dict` output into the stacked tensors (in place: the optimizer's and the
+        buffers' flat storage stays shared)."""
+        for have, saved in ((self.params, sd["params"]), (self.buffers, sd["buffers"])):
+            for k, v in saved.items():
+                if v.shape != have[k].shape:
+                    raise ValueError(f"pack checkpoint holds {k} of shape {tuple(v.shape)}, the pack has {tuple(have[k].shape)}: "
+                                     "it was written by an older trainer; delete it to start the pack over")
+                have[k].copy_(v)
 
 
 @dataclass
@@ -125,27 +147,49 @@ class PackState:
     """Shared progress of a pack (all members still in it are at the same step) and per-member states."""
 
     members: list[RunState]
-    active: list[int]                 # member index of each row of the stacked model
+    active: list[int]                 # members still training (row i of the stacked model is member i; the others are masked)
     epoch: int = 0
     step: int = 0
     clocks: dict = field(default_factory=lambda: {"T_sgd": 0.0, "T_l2": 0.0, "T_wd": 0.0, "T_adapt": 0.0})
-    draws: dict | None = None         # this epoch's order and augmentation, rows as ``active``
-    sums: dict | None = None          # this epoch's running loss/correct/finite, rows as ``active``
+    draws: dict | None = None         # this epoch's order and augmentation, a row per member
+    sums: dict | None = None          # this epoch's running loss/correct/finite, a row per member
     seen: int = 0
     finished_at: dict = field(default_factory=dict)  # member -> wall seconds when it left the pack
     wall_seconds: float = 0.0
 
 
-def _draw_epoch(rngs: list[np.random.Generator], gens: list[torch.Generator], n: int, b: int, augment: bool,
-                device: torch.device) -> dict:
+def _draw_epoch(rngs: list[np.random.Generator], gens: list[torch.Generator], active: list[int], n: int, b: int,
+                augment: bool, device: torch.device) -> dict:
     """One epoch of data order (and augmentation) per member, drawn in exactly the order a single
-    run draws them (a permutation per epoch, then flips and offsets batch by batch)."""
-    perms = np.stack([rng.permutation(n) for rng in rngs])
+    run draws them (a permutation per epoch, then flips and offsets batch by batch). Only members
+    still training draw; a masked member's row repeats the first active member's draws."""
+    rows = [active.index(i) if i in active else 0 for i in range(len(rngs))]
+    perms = np.stack([rngs[i].permutation(n) for i in active])[rows]
     draws = {"perm": torch.from_numpy(perms).to(device)}
     if augment:
-        flips, offsets = zip(*(draw_epoch_augment(gen, n, b) for gen in gens), strict=True)
-        draws.update(flip=torch.stack(flips).to(device), offsets=torch.stack(offsets).to(device))
+        flips, offsets = zip(*(draw_epoch_augment(gens[i], n, b) for i in active), strict=True)
+        draws.update(flip=torch.stack(flips)[rows].to(device), offsets=torch.stack(offsets)[rows].to(device))
     return draws
+
+
+def pack_step(model: PackedModel, opt: KerasOptimizer, x: torch.Tensor, y: torch.Tensor, lr: float, l2: float,
+              sums: dict[str, torch.Tensor], autocast: contextlib.AbstractContextManager | None = None) -> None:
+    """One training step of a pack (every model its own batch ``x`` (models, images, ...)): forward,
+    per-model loss (+ L2), backward and the optimizer's update; masked models change nothing. Each
+    model's loss x images, correct count and finiteness go into ``sums`` on the device."""
+    rows = model.size
+    with autocast or contextlib.nullcontext():
+        logits = model.forward_masked(x)
+    loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view(rows, -1).mean(1)
+    if l2:
+        loss = loss + model.kernel_l2() * l2
+    sums["finite"] &= torch.isfinite(loss)  # read once per epoch: no host sync here
+    for p in opt.params:
+        p.grad = None
+    loss.sum().backward()  # members share no parameter: each gets its own run's gradient
+    opt.step(lr)
+    sums["loss"] += loss.detach().double() * y.shape[1]
+    sums["correct"] += (logits.argmax(-1) == y).sum(1).double()
 
 
 @torch.no_grad()
@@ -211,7 +255,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             resumed = None
         if resumed is not None:
             state = resumed["state"]
-            model.load_state_dict(resumed["model"])  # possibly fewer members than at the start
+            model.load_state_dict(resumed["model"])
             for rng, st in zip(order_rngs, resumed["order_rngs"], strict=True):
                 rng.bit_generator.state = st
             for gen, st in zip(aug_gens, resumed["aug_gens"], strict=True):
@@ -224,6 +268,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
                          weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
     if resumed is not None:
         opt.load_state_dict(resumed["optimizer"])
+    _mask(state, model, opt, n_models, device)
     wd = opt.weight_decay
 
     def save() -> None:
@@ -235,10 +280,9 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
     schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
     started = time.perf_counter() - state.wall_seconds
     while state.epoch < epochs and state.active:
-        rows = len(state.active)
+        rows = n_models
         if state.draws is None:
-            state.draws = _draw_epoch([order_rngs[i] for i in state.active], [aug_gens[i] for i in state.active],
-                                      n, b, bool(spec["augment"]), device)
+            state.draws = _draw_epoch(order_rngs, aug_gens, state.active, n, b, bool(spec["augment"]), device)
             state.step, state.seen = 0, 0
             state.sums = {"loss": torch.zeros(rows, dtype=torch.float64, device=device),
                           "correct": torch.zeros(rows, dtype=torch.float64, device=device),
@@ -253,18 +297,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             x, y = data.x_train[idx], data.y_train[idx]
             if spec["augment"]:
                 x = apply_augment(x, state.draws["flip"][:, batch], state.draws["offsets"][:, batch])
-            with autocast(device):
-                logits = model(x)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view(rows, -1).mean(1)
-            if l2:
-                loss = loss + model.kernel_l2() * l2
-            sums["finite"] &= torch.isfinite(loss)  # read once per epoch: no host sync here
-            for p in opt.params:
-                p.grad = None
-            loss.sum().backward()  # members share no parameter: each gets its own run's gradient
-            opt.step(lr)
-            sums["loss"] += loss.detach().double() * y.shape[1]
-            sums["correct"] += (logits.argmax(-1) == y).sum(1).double()
+            pack_step(model, opt, x, y, lr, l2, sums, autocast(device))
             state.seen += y.shape[1]
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
@@ -275,13 +308,10 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         _end_epoch(state, model, data, l2, eval_chunk, autocast(device), last_lr, patience, started)
         state.epoch += 1
         state.draws = state.sums = None
-        keep = [row for row, member in enumerate(state.active) if state.members[member].status == "ok"
-                and not state.members[member].stopped_early]
-        if len(keep) < rows:
-            keep_idx = torch.tensor(keep, dtype=torch.long, device=device)
-            model.select(keep_idx)
-            opt.select(list(model.params.values()), keep_idx)
-            state.active = [state.active[row] for row in keep]
+        keep = [member for member in state.active if state.members[member].status == "ok" and not state.members[member].stopped_early]
+        if len(keep) < len(state.active):
+            state.active = keep
+            _mask(state, model, opt, n_models, device)
         if state.active:
             val = [state.members[i].history["val_loss"][-1] for i in state.active]
             say(f"epoch {state.epoch}/{epochs}: {len(state.active)} of {n_models} runs training, val loss "
@@ -301,6 +331,17 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             for member, (r, st) in enumerate(zip(runs, state.members, strict=True))]
 
 
+def _mask(state: PackState, model: PackedModel, opt: KerasOptimizer, n_models: int, device: torch.device) -> None:
+    """Mask the members that no longer train (kept in the stacked model, frozen)."""
+    keep = None
+    if len(state.active) < n_models:
+        keep = torch.zeros(n_models, dtype=torch.bool)
+        keep[state.active] = True
+        keep = keep.to(device)
+    model.set_active(keep)
+    opt.set_active(keep)
+
+
 def _end_epoch(state: PackState, model: PackedModel, data: Tensors, l2: float, eval_chunk: int, autocast,
                last_lr: float, patience: int | None, started: float) -> None:
     """Evaluate, append each member's history row, and apply divergence and early stopping (one host read)."""
@@ -308,8 +349,8 @@ def _end_epoch(state: PackState, model: PackedModel, data: Tensors, l2: float, e
     test_loss, test_acc = evaluate_packed(model, data.x_test, data.y_test, l2, eval_chunk, autocast)
     columns = torch.stack([state.sums["loss"] / state.seen, state.sums["correct"] / state.seen, val_loss, val_acc,
                            test_loss, test_acc, model.kernel_norms(), state.sums["finite"].double()]).tolist()
-    for row, member in enumerate(state.active):
-        st = state.members[member]
+    for member in state.active:
+        row, st = member, state.members[member]
         train_loss, train_acc, v_loss, v_acc, t_loss, t_acc, norm, finite = (c[row] for c in columns)
         if not (finite and math.isfinite(v_loss) and math.isfinite(t_loss)):
             st.status = "diverged"

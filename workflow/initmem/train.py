@@ -117,7 +117,7 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
     return lambda device: contextlib.nullcontext()
 
 
-COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation, for every pack size
+COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation
 
 
 def compile_forward(fn: Callable, compile: bool) -> Callable:
@@ -125,7 +125,7 @@ def compile_forward(fn: Callable, compile: bool) -> Callable:
     ``torch.compile`` (TorchInductor fuses the normalisation and activation arithmetic; the backward
     pass is compiled with it). Off: ``fn`` itself.
 
-    Shapes are static: every new shape (the last partial batch, evaluation, a pack that shrinks)
+    Shapes are static: every new shape (the last partial batch, evaluation; packs keep their size)
     compiles once more, which costs seconds to a minute each. Dynamic shapes would avoid that, but
     their symbolic shape analysis of the vectorised convolutions did not finish (torch 2.14, CPU).
     """
@@ -158,6 +158,24 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l2: float
         total_loss += F.cross_entropy(logits.float(), y[i:i + EVAL_BATCH], reduction="sum").double()
         correct += (logits.argmax(1) == y[i:i + EVAL_BATCH]).sum()
     return float(total_loss) / len(x) + float(l2_penalty(model, l2)), int(correct) / len(x)
+
+
+def run_step(net: Callable[[torch.Tensor], torch.Tensor], model: torch.nn.Module, opt: KerasOptimizer, x: torch.Tensor,
+             y: torch.Tensor, lr: float, l2: float, sums: dict[str, torch.Tensor],
+             autocast: contextlib.AbstractContextManager | None = None) -> None:
+    """One training step of a single run: forward (through ``net``, e.g. the compiled ``model``), loss
+    (+ the L2 term), backward and the optimizer's update; the batch's loss x images, correct count
+    and finiteness go into ``sums`` on the device (no host read)."""
+    with autocast or contextlib.nullcontext():
+        logits = net(x)
+    loss = F.cross_entropy(logits.float(), y) + l2_penalty(model, l2)
+    sums["finite"] &= torch.isfinite(loss)
+    for p in opt.params:
+        p.grad = None
+    loss.backward()
+    opt.step(lr)
+    sums["loss"] += loss.detach().double() * len(y)
+    sums["correct"] += (logits.argmax(1) == y).sum().double()
 
 
 @dataclass
@@ -295,8 +313,9 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
         # One copy to the device per epoch, sums and the divergence flag kept there: no host sync per step.
         perm = torch.from_numpy(state.perm).to(device)
         flips, offsets = (t.to(device) for t in state.augment) if spec["augment"] else (None, None)
-        loss_sum, correct = (torch.tensor(v, dtype=torch.float64, device=device) for v in (state.loss_sum, state.correct))
-        finite = torch.ones((), dtype=torch.bool, device=device)
+        sums = {"loss": torch.tensor(state.loss_sum, dtype=torch.float64, device=device),
+                "correct": torch.tensor(state.correct, dtype=torch.float64, device=device),
+                "finite": torch.ones((), dtype=torch.bool, device=device)}
         model.train()
         while state.step < steps:
             k = state.epoch * steps + state.step
@@ -307,27 +326,18 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             if spec["augment"]:
                 aug = slice(batch.start - state.augment_from * b, batch.stop - state.augment_from * b)
                 x = apply_augment(x, flips[aug], offsets[aug])
-            with autocast(device):
-                logits = net(x)
-            loss = F.cross_entropy(logits.float(), y) + l2_penalty(model, l2)
-            finite &= torch.isfinite(loss)
-            for p in model.parameters():
-                p.grad = None
-            loss.backward()
-            opt.step(lr)
-            loss_sum += loss.detach().double() * len(y)
-            correct += (logits.argmax(1) == y).sum().double()
+            run_step(net, model, opt, x, y, lr, l2, sums, autocast(device))
             state.seen += len(y)
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
-                state.loss_sum, state.correct = float(loss_sum), float(correct)
-                if not finite:
+                state.loss_sum, state.correct = float(sums["loss"]), float(sums["correct"])
+                if not sums["finite"]:
                     state.status = "diverged"
                 state.wall_seconds = time.perf_counter() - started
                 save()
                 raise Preempted(f"[{run_id}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
-        state.loss_sum, state.correct = float(loss_sum), float(correct)
-        if not finite:  # a non-finite loss anywhere in the epoch: Keras' TerminateOnNaN, read once per epoch
+        state.loss_sum, state.correct = float(sums["loss"]), float(sums["correct"])
+        if not sums["finite"]:  # a non-finite loss anywhere in the epoch: Keras' TerminateOnNaN, read once per epoch
             state.status = "diverged"
         if state.status != "ok":
             break
