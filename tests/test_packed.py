@@ -120,11 +120,13 @@ def test_diverged_member_leaves_the_pack_and_the_others_go_on(tiny_tensors):
 
 
 def test_members_stop_early_at_their_own_epochs(tiny_tensors):
-    runs = _runs(sigmas=(0.3, 1.0, 2.0), seeds=(0, 1, 2), lr=0.5, epochs=5, patience=1)
+    # three members that stop at three different epochs (full length, 2, 3); chosen by trying the
+    # sigma_w x seed grid at lr 0.1 once the BatchNorm moved to the native kernel (at lr 0.5 the stops moved with its rounding)
+    runs = _runs(sigmas=(0.3, 0.5, 1.5), seeds=(0, 0, 2), lr=0.1, epochs=5, patience=1)
     packed = train_packed(runs, tiny_tensors, log=None)
     single = [train_run(r["spec"], tiny_tensors, r["run_id"], log=None) for r in runs]
     assert [len(r["history"]["epoch"]) for r in packed] == [len(r["history"]["epoch"]) for r in single] == [5, 2, 3]
-    assert_same_records(packed, single, rtol=None)  # lr 0.5 is chaotic: rounding shows in the losses by epoch 2
+    assert_same_records(packed, single, rtol=None)  # large steps: rounding shows in the losses within epochs
 
 
 def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensors):
