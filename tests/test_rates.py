@@ -41,8 +41,17 @@ def test_launch_bound_packs_grow_and_every_request_fits_its_runtime():
             assert estimate <= cap * attempts, (pack.name, estimate)  # resumes across attempts at most
             key = (specs[0]["arch"], specs[0]["batch_size"])
             sizes[key] = max(sizes.get(key, 0), len(specs))
-    # b=16 ResNet-56/110 packs are launch-bound: they grow to 32-64 runs (they were cut to 8)
-    assert sizes[("resnet56", 16)] >= 32 and sizes[("resnet110", 16)] >= 32
+    # launch-bound packs (b=16 ResNet-56/110: knee > 8) grow to their knee, where they stop gaining
+    # throughput, or until one more run would need more attempts than one run alone (they were cut to 8)
+    model = load_rates(None)
+    for pack in (p for packs in _packs(config).values() for p in packs.values()):
+        specs = [s for _, s in pack.members]
+        if specs[0]["arch"] == "resnet9" or specs[0]["batch_size"] != 16 or len(specs) < max(sizes[(specs[0]["arch"], 16)], 2):
+            continue  # a configuration's last, smaller pack holds what is left
+        knee = model.knee(specs[0], compute["precision"])
+        one = math.ceil(pack_runtime_minutes(specs[:1], pack_rate(specs[:1], compute).central) / cap)
+        more = specs + specs[:1]
+        assert knee > 8 and (len(specs) >= knee or math.ceil(pack_runtime_minutes(more, pack_rate(more, compute).central) / cap) > one), pack.name
     # ResNet-110 packs need more than one 24-h attempt; one run alone would need as many
     resnet110 = [p for packs in _packs(config).values() for p in packs.values() if p.members[0][1]["arch"] == "resnet110"]
     for pack in resnet110:
@@ -54,13 +63,13 @@ def test_launch_bound_packs_grow_and_every_request_fits_its_runtime():
 def test_a_measured_table_replaces_the_defaults_for_its_keys(tmp_path):
     table = tmp_path / "rates.csv"
     table.write_text("arch,width,batch_size,family,pack,precision,images_per_s,device\n"
-                     "resnet9,64,16,sgd,1,float32,2000,H200\nresnet9,64,16,sgd,8,float32,8000,H200\n")
+                     "resnet9,64,16,sgd,1,tf32,2000,H200\nresnet9,64,16,sgd,8,tf32,8000,H200\n")
     model = RateModel.from_csv(table)
     spec = {"arch": "resnet9", "width": 64, "batch_size": 16, "optimizer": "sgd_momentum"}
-    assert model.rate(spec, 2, "float32").central == pytest.approx(4000)  # launch-bound: 2 x 16 / 8 ms
-    assert model.rate(spec, 32, "float32").central == pytest.approx(8000)  # the best measured rate
-    assert "measured" in model.rate(spec, 2, "float32").source
-    assert "defaults" in model.rate({**spec, "optimizer": "adam"}, 2, "float32").source
+    assert model.rate(spec, 2, "tf32").central == pytest.approx(4000)  # launch-bound: 2 x 16 / 8 ms
+    assert model.rate(spec, 32, "tf32").central == pytest.approx(8000)  # the best measured rate
+    assert "measured" in model.rate(spec, 2, "tf32").source
+    assert "defaults" in model.rate({**spec, "optimizer": "adam"}, 2, "tf32").source
     out = subprocess.run([sys.executable, "-m", "initmem", "estimate", "config/paper.yaml", "--rate-table", str(table)],
                          cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": "workflow", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
@@ -77,6 +86,10 @@ def test_estimate_prints_a_range_and_names_its_source():
     runs, jobs, low, central, high = (float(c.replace(",", "")) for c in total.strip("|").split("|")[1:6])
     assert runs == 8200 and low < central < high and 1000 < central < 10000
     assert "source: stated defaults for one H200, not measured" in out.stdout and "tf32" in out.stdout
+    # what the fewer-kernels engine (issue 29) saves, as a range: the per-tensor engine costs more at every end
+    saving = next(line for line in out.stdout.splitlines() if line.startswith("the per-tensor engine before issue 29"))
+    before = [float(x.replace(",", "")) for x in saving.split(": ")[1].split(" h")[0].split(" / ")]
+    assert [b > a for b, a in zip(before, (low, central, high), strict=True)] == [True, True, True]
 
 
 def test_changing_the_rates_never_moves_a_trained_run(tmp_path):

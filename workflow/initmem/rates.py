@@ -11,10 +11,12 @@ Measured (``benchmarks/device_check.py`` writes ``rates.csv``; ``compute.rate_ta
 t_host from the smallest measured pack, r_gpu the best measured rate, per key. Not measured: the
 stated defaults below, derived for one H200 with today's code (issue 26 "Why" item 10, issue 29):
 
-- t_host = operations per step x 7.3 us. Operations (non-view aten ops, ~ one kernel each, counted
-  on the CPU): ResNet-9 SGD 435, SGD-momentum 537, Adam 843, AdamW 911, Muon 949; ResNet-56
-  2,800-6,000; ResNet-110 5,500-11,700 (low: SGD, high: Muon). 7.3 us per operation makes one b=16
-  ResNet-9 run 3,000 images/s at the five optimizers' mean 735 operations (the review's anchor).
+- t_host = operations per step x 7.3 us, the operations of one run (pack of 1) or of a vmap pack
+  (any N > 1: vmap batches each operation, it does not repeat it), non-view aten operations, ~ one
+  kernel each, counted on the CPU (``benchmarks/ops_per_step.md``, family means). 7.3 us per
+  operation made one b=16 ResNet-9 run of the per-tensor engine 3,000 images/s at the five
+  optimizers' mean of 735 operations (the review's anchor, issue 26); the fewer-kernels engine
+  (issue 29: 139-177 per ResNet-9 step) keeps the 7.3 us. ResNet-110 = twice ResNet-56's blocks.
 - r_gpu = an effective float32 rate / training FLOPs per image: 22.7 TFLOP/s (one b=128 ResNet-9
   run ~10,000 images/s at 2.27 GFLOP per training image, ~1/3 of the H200's 67 TFLOP/s float32
   peak) for ResNet-9; half that for ResNet-56/110 (0.75 and 1.52 GFLOP: 16-64 channels are memory
@@ -34,13 +36,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FAMILY = {"sgd": "sgd", "sgd_momentum": "sgd", "adam": "adam", "adamw": "adam", "muon": "muon", "muon_full": "muon"}
-OPS_PER_STEP = {  # (architecture, family) -> operations per step of one run, today's engine
-    ("resnet9", "sgd"): 486, ("resnet9", "adam"): 877, ("resnet9", "muon"): 949,
-    ("resnet56", "sgd"): 3100, ("resnet56", "adam"): 5500, ("resnet56", "muon"): 6000,
-    ("resnet110", "sgd"): 6000, ("resnet110", "adam"): 10800, ("resnet110", "muon"): 11700,
+# (architecture, family) -> (operations per step of one run, of a vmap pack), family means of
+# benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
+OPS_PER_STEP = {  # the fewer-kernels engine (flat-buffer optimizers, native batch norm): today's
+    ("resnet9", "sgd"): (140, 248), ("resnet9", "adam"): (150, 258), ("resnet9", "muon"): (177, 290),
+    ("resnet56", "sgd"): (753, 1321), ("resnet56", "adam"): (763, 1331), ("resnet56", "muon"): (790, 1363),
+    ("resnet110", "sgd"): (1480, 2620), ("resnet110", "adam"): (1500, 2640), ("resnet110", "muon"): (1555, 2700),
 }
+OPS_PER_STEP_BEFORE = {  # the per-tensor engine before issue 29, for estimate's "what it saves" line
+    ("resnet9", "sgd"): (486, 536), ("resnet9", "adam"): (877, 927), ("resnet9", "muon"): (949, 1014),
+    ("resnet56", "sgd"): (3130, 3362), ("resnet56", "adam"): (5729, 5961), ("resnet56", "muon"): (5993, 6240),
+    ("resnet110", "sgd"): (6235, 6700), ("resnet110", "adam"): (11433, 11900), ("resnet110", "muon"): (11961, 12450),
+}
+ENGINES = {"fewer-kernels": OPS_PER_STEP, "per-tensor": OPS_PER_STEP_BEFORE}
 SECONDS_PER_OP = 7.3e-6
-TRAIN_FLOP_PER_IMAGE = {"resnet9": 2.27e9, "resnet56": 0.75e9, "resnet110": 1.52e9}  # at width 64 (ResNets: base 16)
+# at the spec's width 64 (the ResNet-9 base; ResNet-56/110 build width // 4 = 16 base channels)
+TRAIN_FLOP_PER_IMAGE = {"resnet9": 2.27e9, "resnet56": 0.75e9, "resnet110": 1.52e9}
 EFFECTIVE_FLOPS = {"resnet9": 22.7e12, "resnet56": 11.35e12, "resnet110": 11.35e12}  # float32, one H200
 PRECISION_GPU = {"float32": 1.0, "tf32": 2.0, "bf16": 2.5}
 PRECISION_HOST = {"float32": 1.0, "tf32": 1.0, "bf16": 1.3}
@@ -64,9 +75,12 @@ def family(optimizer: str) -> str:
     return FAMILY[optimizer]
 
 
-def default_curve(arch: str, width: int, batch_size: int, fam: str, precision: str) -> tuple[float, float]:
-    """(t_host seconds per step, r_gpu images/s) of the stated defaults."""
-    t_host = OPS_PER_STEP[(arch, fam)] * SECONDS_PER_OP * PRECISION_HOST[precision]
+def default_curve(arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int = 1,
+                  engine: str = "fewer-kernels") -> tuple[float, float]:
+    """(t_host seconds per step, r_gpu images/s) of the stated defaults for a pack of ``pack`` runs
+    (``engine``: a key of :data:`ENGINES`; the older one only for comparisons)."""
+    single, packed = ENGINES[engine][(arch, fam)]
+    t_host = (single if pack == 1 else packed) * SECONDS_PER_OP * PRECISION_HOST[precision]
     flop = TRAIN_FLOP_PER_IMAGE[arch] * (width / 64) ** 2  # convolutions scale with the channels squared
     return t_host, EFFECTIVE_FLOPS[arch] / flop * PRECISION_GPU[precision]
 
@@ -74,8 +88,9 @@ def default_curve(arch: str, width: int, batch_size: int, fam: str, precision: s
 class RateModel:
     """r(N) per key, from measured points (``{key: {pack: images/s}}``) where there are any."""
 
-    def __init__(self, measured: dict[tuple, dict[int, float]] | None = None, source: str = DEFAULTS_SOURCE):
-        self.measured, self.source = measured or {}, source
+    def __init__(self, measured: dict[tuple, dict[int, float]] | None = None, source: str = DEFAULTS_SOURCE,
+                 engine: str = "fewer-kernels"):
+        self.measured, self.source, self.engine = measured or {}, source, engine
 
     @classmethod
     def from_csv(cls, path: str | Path) -> RateModel:
@@ -90,18 +105,18 @@ class RateModel:
             measured.setdefault(key, {})[int(row["pack"])] = float(row["images_per_s"])
         return cls(measured, f"measured: {path}")
 
-    def curve(self, arch: str, width: int, batch_size: int, fam: str, precision: str) -> tuple[float, float, str]:
-        """(t_host, r_gpu, source kind) for one key."""
+    def curve(self, arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int = 2) -> tuple[float, float, str]:
+        """(t_host, r_gpu, source kind) for one key and pack size (defaults: a single run's t_host differs)."""
         points = self.measured.get((arch, width, batch_size, fam, precision))
         if not points:
-            return (*default_curve(arch, width, batch_size, fam, precision), "defaults")
+            return (*default_curve(arch, width, batch_size, fam, precision, pack, self.engine), "defaults")
         smallest = min(points)
         return smallest * batch_size / points[smallest], max(points.values()), "measured"
 
     def rate(self, spec: dict, pack: int, precision: str) -> Rate:
         """Images/s of a job training ``pack`` runs like ``spec`` in ``precision``."""
         b = int(spec["batch_size"])
-        t_host, r_gpu, kind = self.curve(spec["arch"], int(spec["width"]), b, family(spec["optimizer"]), precision)
+        t_host, r_gpu, kind = self.curve(spec["arch"], int(spec["width"]), b, family(spec["optimizer"]), precision, pack)
         central = min(pack * b / t_host, r_gpu)
         low, high = RANGE[kind]
         return Rate(central * low, central, central * high, self.source if kind == "measured" else DEFAULTS_SOURCE)
@@ -114,10 +129,10 @@ class RateModel:
 
 
 @functools.lru_cache(maxsize=8)
-def load_rates(path: str | None) -> RateModel:
-    """The rate model of ``compute.rate_table`` (None: the stated defaults), read once per process."""
+def load_rates(path: str | None, engine: str = "fewer-kernels") -> RateModel:
+    """The rate model of ``compute.rate_table`` (None: the stated defaults of ``engine``), read once per process."""
     if path is None:
-        return RateModel()
+        return RateModel(engine=engine)
     if not Path(path).is_file():
         raise FileNotFoundError(f"compute.rate_table: {path} does not exist; run benchmarks/device_check.py on the GPU "
                                 "and commit its rates.csv, or set rate_table: null for the stated defaults")

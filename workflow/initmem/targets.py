@@ -157,6 +157,12 @@ def estimate_table(config: dict) -> str:
         others = {p: sum(r["hours"][1] for r in pack_gpu_hours({**config, "compute": {**compute, "precision": p}}).values())
                   for p in ("float32", "tf32", "bf16") if p != compute["precision"]}
         lines.append("central in other precisions (packs re-planned): " + ", ".join(f"{p} {h:,.0f} h" for p, h in others.items()))
+        if compute.get("rate_table") is None:
+            before = [sum(r["hours"][i] for r in pack_gpu_hours({**config, "compute": {**compute, "rate_engine": "per-tensor"}}).values())
+                      for i in range(3)]
+            lines.append(f"the per-tensor engine before issue 29 (435-949 operations per ResNet-9 step, now 139-177): "
+                         f"{before[0]:,.0f} / {before[1]:,.0f} / {before[2]:,.0f} h; the fewer-kernels engine saves "
+                         f"{before[0] - total[0]:,.0f} / {before[1] - total[1]:,.0f} / {before[2] - total[2]:,.0f} h (low / central / high)")
     lines.append("Upper bound where runs stop early (ResNet-56/110, patience 30); one job per GPU at a time.")
     return "\n".join(lines)
 
@@ -169,7 +175,8 @@ def pack_rate(specs: list[dict], compute: dict):
     ips = compute.get("images_per_second")
     if ips is not None:
         return Rate(ips, ips, ips, f"compute.images_per_second = {ips:g} (assumed, flat)")
-    return load_rates(compute.get("rate_table")).rate(specs[0], len(specs), compute["precision"])
+    # "rate_engine" exists only in memory: estimate's comparison with the engine before issue 29
+    return load_rates(compute.get("rate_table"), compute.get("rate_engine", "fewer-kernels")).rate(specs[0], len(specs), compute["precision"])
 
 
 def job_runtime_minutes(specs: list[dict], compute: dict) -> int:
