@@ -14,7 +14,8 @@ from initmem import verdicts as V
 from initmem.verdicts import Cell, Estimate, Side
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
-           "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale"]
+           "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
+           "null_mean", "p_null", "corrected"]
 ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
          "muon_full": "Muon (full)", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
@@ -115,6 +116,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
         v = V.NOT_MEASURED if kind == "direction" else ""
         return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
+                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan,
                        "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
     notes = [note]
     v = ""
@@ -134,6 +136,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
     return base | {"reproduced": est.effect, "ci_low": est.low, "ci_high": est.high, "ci_method": est.method, "verdict": v,
                    "statistic_verdict": stat_v, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
                    "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
+                   "null_mean": est.null_mean, "p_null": est.p_null, "corrected": est.corrected,
                    "note": "; ".join(n for n in notes if n)}
 
 

@@ -118,7 +118,7 @@ def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
                 ("|beta|", "val_acc_best", "val_acc_end", abs_slope, lambda cl, s: cl.slopes(s), "val acc per unit sigma_w")):
             for read_at, metric, suffix in ((AT_BEST, metric_best, "best"), (AT_END, metric_end, "end")):
                 cell = c.cell(metric)
-                est = V.estimate([cell], stat, prepare=prepare)
+                est = V.spread_estimate(cell) if what == "spread" else V.estimate([cell], stat, prepare=prepare)
                 rows.append(row(f"cell_{_slug(c.label)}_{'spread' if what == 'spread' else 'beta'}_{suffix}", "cell",
                                 f"{c.label}: {what} ({unit})", math.nan, scale, est, cells=[cell], read_at=read_at,
                                 note=_clocks_note(c)))
@@ -210,10 +210,10 @@ def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, cloc
         est = V.estimate(cells, lambda m: V.spread_pp(m[0]) / V.spread_pp(m[1])) if None not in cells else None
         decided = None
         if est is not None and not est.one_seed:
-            base = V.estimate(cells[1:], lambda m: V.spread_pp(m[0]))
-            if not base.low > 0:
-                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} [{base.low:.3g}, {base.high:.3g}] pp "
-                                           "is not clearly above 0: nothing to keep or lose")
+            base = V.spread_estimate(cells[1])
+            if not base.p_null < 1 - V.LEVEL:
+                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise-only null "
+                                           f"(mean {base.null_mean:.3g} pp, p = {base.p_null:.2g}): nothing to keep or lose")
         rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
                         f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
                         cells=[x for x in cells if x], read_at=read_at,

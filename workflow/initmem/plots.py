@@ -253,8 +253,8 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
 
 def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
-    """Spread vs ``x`` with its seed interval as error bars (``spreads.csv``'s ``spread_ci_low/high``: a 0.95
-    t-interval with the leave-one-seed-out jackknife SE, df = seeds - 1; none with one seed)."""
+    """Spread vs ``x`` with its interval against the noise as error bars (``spreads.csv``'s
+    ``spread_ci_low/high``: :func:`initmem.verdicts.spread_estimate`; none with one seed)."""
     d = d.sort_values(x)
     err = np.vstack([d["spread_pp"] - d["spread_ci_low"], d["spread_ci_high"] - d["spread_pp"]])
     ax.errorbar(d[x], d["spread_pp"], yerr=np.where(np.isfinite(err), err, 0), marker="o", ms=3, capsize=2, label=label, **kw)
