@@ -170,7 +170,7 @@ def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough
     shape0 = V.beta_shape(*cell.fits([]), cell.epochs)
     fall = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
     floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
-    decided = V.decay_verdict(fall, obs, bool(shape0.last[0] <= floor), floor_is_enough)
+    decided = V.decay_verdict(fall, obs, bool(shape0.end[0] <= floor), floor_is_enough)
     if V.sign_changes(cell.slopes([]), cell.epochs):
         note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
     side = V.greater(V.DECAY_ORDERS)

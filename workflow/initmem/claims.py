@@ -332,10 +332,8 @@ def _flat_rows(cell: V.Cell, b: int, scale: str) -> list[dict]:
     shape0 = V.beta_shape(*cell.fits([]), cell.epochs)
     floor = float(shape0.floor[0])
     change = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).change, prepare=fits)
-    decided = None
-    if not shape0.peak[0] > floor:
-        decided = (V.BELOW_FLOOR, f"no window of |beta| rises above the noise floor {floor:.3g}") if not change.one_seed else None
-    rows = [row(f"beta_flat_sgd_b{b}", "direction", f"SGD b={b}: change of |beta(t)| over the run, log10(last tenth / second tenth) (orders)",
+    decided = V.flat_decided(change, shape0)
+    rows = [row(f"beta_flat_sgd_b{b}", "direction", f"SGD b={b}: range of |beta(t)| over the settled run, log10(highest / lowest tenth), + when rising (orders)",
                 0.0, scale, change, side=V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS), decided=decided, cells=[cell], read_at=CURVE,
                 note=f"'stays flat' read as within {V.FLAT_ORDERS:g} orders either way (rising fails too); noise floor {floor:.3g} (2 OLS SE)")]
     level = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).last, prepare=fits)

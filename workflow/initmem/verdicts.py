@@ -53,17 +53,19 @@ WINDOWS = 10
 # Noise floor: FLOOR_SE x the median OLS standard error of beta over the run. An estimated slope
 # below two standard errors is consistent with zero, so a |beta| there cannot be told from the floor.
 FLOOR_SE = 2.0
-# "stays flat near 1e-1": the change over the run, log10(last window / first settled window), is
-# within +-FLAT_ORDERS (rising fails as well as falling); the first window is left out as settling
-# (training leaves chance there). The level: the last window's |beta| within LEVEL_ORDERS of 1e-1.
+# "stays flat near 1e-1": the range of the settled windows (all but the first: training leaves
+# chance there), log10(highest / lowest), signed by which comes first, is within +-FLAT_ORDERS: a
+# rise, a fall, a hump and a dip all fail. Where part of the settled run sits at the noise floor,
+# the range is a lower bound ("cannot be decided above the noise floor" unless it already fails). The level: the last window's |beta| within LEVEL_ORDERS of 1e-1.
 FLAT_ORDERS = 0.5
 PAPER_FLAT_LEVEL = 0.1
 LEVEL_ORDERS = 0.5
-# "decay by 1-2 orders of magnitude": the fall from the peak window to the last window is at least
-# DECAY_ORDERS. A curve falling exactly one order (log-linearly, first to last epoch) measures 0.9
-# between window means of tenths, so 0.8 lets it pass and still fails any flat or rising curve.
+# "decay by 1-2 orders of magnitude": the fall from the peak level to the end level, each held over
+# two neighbouring windows (a spike or a one-window transient is no peak), is at least DECAY_ORDERS.
+# A curve falling exactly one order (log-linearly, first to last epoch) measures 0.7 between those
+# levels of tenths' means, so 0.6 lets it pass and still fails any flat, rising or spiked curve.
 # A curve whose peak is not SIGNAL_ORDERS above the noise floor has no fall to measure.
-DECAY_ORDERS = 0.8
+DECAY_ORDERS = 0.6
 SIGNAL_ORDERS = math.log10(2)
 # Collapse: a pair of curves is compared only where each has at least MIN_OVERLAP of its epochs
 # inside the range of the paper's clock the two share (and >= 2 epochs each).
@@ -397,46 +399,83 @@ def sign_changes(slopes: np.ndarray, epochs: np.ndarray) -> bool:
     return bool(np.any(np.sign(after) * np.sign(w[peak]) < 0))
 
 
+def _held_high(w: np.ndarray) -> np.ndarray:
+    """Per row: the highest level held over two neighbouring windows (max_k min(w_k, w_k+1)): a
+    single-window spike or an early transient in one window is not a peak."""
+    if w.shape[1] < 2:
+        return w[:, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmax(np.fmin(w[:, :-1], w[:, 1:]), axis=1)
+
+
 @dataclass
 class Shape:
     """Per-replicate |beta(t)| shape: window means of |beta| (the paper's |d ValAcc / d sigma_w|),
-    the noise floor, the peak, first settled and last windows, and the statistics built from them.
-    Every window enters the statistics floored at the noise floor: where beta crosses zero its |beta|
-    is small but not a decay, so a fall counts only down to the floor (:func:`sign_changes` flags it)."""
+    the noise floor, and the statistics built from them. Every window enters the statistics floored
+    at the noise floor: where beta crosses zero its |beta| is small but not a decay, so a fall counts
+    only down to the floor (:func:`sign_changes` flags it). A level counts only when it holds over
+    two neighbouring windows (:func:`_held_high`): a spike or a one-window transient is no peak, a
+    one-window dip at the end no fall."""
 
     windows: np.ndarray
     floor: np.ndarray
 
     @property
     def peak(self) -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmax(self.windows, axis=1)
+        """The highest level held over two neighbouring windows."""
+        return _held_high(self.windows)
 
     @property
     def last(self) -> np.ndarray:
+        """The last window's |beta| (the level of "flat near 1e-1")."""
         return self.windows[:, -1]
 
     @property
+    def end(self) -> np.ndarray:
+        """The level at the end held over the last two windows (the larger of the two)."""
+        return np.fmax(self.windows[:, -2], self.windows[:, -1]) if self.windows.shape[1] > 1 else self.windows[:, -1]
+
+    @property
     def settled(self) -> np.ndarray:
-        return self.windows[:, 1] if self.windows.shape[1] > 1 else self.windows[:, 0]
+        """The windows after the first (training leaves chance there), floored at the noise floor."""
+        w = self.windows[:, 1:] if self.windows.shape[1] > 2 else self.windows
+        return self._above(w)
 
     def _above(self, v: np.ndarray) -> np.ndarray:
-        return np.maximum(v, self.floor)
+        floor = self.floor if v.ndim == 1 else self.floor[:, None]
+        return np.maximum(v, floor)
 
     @property
     def change(self) -> np.ndarray:
-        """"flat": log10 of the last window over the first settled window, both floored at the noise
-        floor (positive: rising; negative: falling; a curve that stays at the floor measures 0)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.log10(self._above(self.last) / self._above(self.settled))
+        """"flat": the range of the settled windows, log10(highest / lowest), signed + when the
+        highest comes after the lowest (a rise or a hump), - when before (a fall or a dip); every
+        window floored at the noise floor (a curve that stays at the floor measures 0)."""
+        w = self.settled
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            logs = np.log10(w)
+            ok = np.isfinite(logs).any(axis=1)
+            hi = np.where(ok, np.argmax(np.where(np.isfinite(logs), logs, -np.inf), axis=1), 0)
+            lo = np.where(ok, np.argmin(np.where(np.isfinite(logs), logs, np.inf), axis=1), 0)
+            rows = np.arange(len(w))
+            size = logs[rows, hi] - logs[rows, lo]
+            return np.where(ok, np.where(hi >= lo, size, -size), np.nan)
+
+    @property
+    def hidden_start(self) -> np.ndarray:
+        """Whether a settled window lies at the noise floor while another rises above it: the change
+        measured from the floor is only a lower bound (a rise from below the floor looks flat)."""
+        w = self.windows[:, 1:] if self.windows.shape[1] > 2 else self.windows
+        floor = self.floor[:, None]
+        return (w <= floor).any(axis=1) & (w > floor).any(axis=1)
 
     @property
     def fall(self) -> np.ndarray:
-        """"decay": orders of magnitude from the peak window down to the last one, the last floored
+        """"decay": orders of magnitude from the held peak down to the held end level, the end floored
         at the noise floor (a fall into the floor counts only as far as the floor)."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.log10(self._above(self.peak) / self._above(self.last))
+            return np.log10(self._above(self.peak) / self._above(self.end))
 
     @property
     def observable(self) -> np.ndarray:
@@ -448,6 +487,21 @@ class Shape:
 def beta_shape(slopes: np.ndarray, se: np.ndarray, epochs: np.ndarray) -> Shape:
     """The :class:`Shape` of replicate slope curves (rows) with their standard errors."""
     return Shape(window_means(np.abs(slopes), epochs), noise_floor(se))
+
+
+def flat_decided(change: Estimate, shape: Shape) -> tuple[str, str] | None:
+    """"Stays flat": ``cannot be decided above the noise floor`` (with the reason) when no level of the
+    full sample's |beta| rises above the floor, or when part of its settled run sits at the floor and
+    the change measured from there (a lower bound) does not already leave +-FLAT_ORDERS; else None
+    (the interval against +-FLAT_ORDERS decides)."""
+    if change.one_seed:
+        return None
+    floor = float(shape.floor[0])
+    if not shape.peak[0] > floor:
+        return BELOW_FLOOR, f"no level of |beta| rises above the noise floor {floor:.3g}"
+    if shape.hidden_start[0] and not (change.low > FLAT_ORDERS or change.high < -FLAT_ORDERS):
+        return BELOW_FLOOR, f"part of the settled run lies at the noise floor {floor:.3g}: the change from there is only a lower bound"
+    return None
 
 
 def decay_verdict(fall: Estimate, observable: float, reached_floor: bool, floor_is_enough: bool) -> tuple[str, str]:
