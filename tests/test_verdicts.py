@@ -345,7 +345,7 @@ def clock_history(cells, slope_of, n_train: int = 1024, seeds=(0, 1, 2), noise: 
         for e in range(1, epochs + 1):
             k = e * math.ceil(n_train / b)
             T = {"T_sgd": lr**2 * k / b, "T_l2": lr * l2 * k, "T_wd": 0.0, "T_adapt": lr * k}
-            slope = slope_of(T)
+            slope = slope_of(T | {"lr": lr, "steps": k})
             for sw in (0.1, 1.0, 2.5):
                 for s in seeds:
                     acc = 0.8 + slope * sw + rng.normal(0, noise)
@@ -384,9 +384,21 @@ def test_adaptive_beta_falls_once_t_adapt_is_large():
 def test_curves_align_in_the_clock_across_learning_rates_and_batch_sizes_only_when_they_follow_it():
     t = clock_table(ADAM_CELLS, lambda T: -0.1 * math.exp(-T["T_adapt"] / 2))
     for what in ("beta", "spread"):
-        assert t.loc[f"collapse_{what}_adam_T_adapt", "verdict"] == "reproduced", t.loc[f"collapse_{what}_adam_T_adapt", "note"]
+        r = t.loc[f"collapse_{what}_adam_T_adapt"]
+        assert r["verdict"] == "reproduced" and r["ci_low"] <= 1 <= r["ci_high"] and r["ci_low"] > 0.5, r["note"]  # excludes K eta^0.5
+        assert "pair(s) of 6 used" in r["note"]
     t = clock_table(ADAM_CELLS, lambda T: -0.1 * math.exp(-T["T_sgd"] * 1e4))  # follows T_SGD, not T_adapt
     assert t.loc["collapse_beta_adam_T_adapt", "verdict"] == "not reproduced"
+
+
+def test_a_clock_with_the_wrong_exponent_is_not_reproduced():
+    """Curves that follow K eta^1.5: the old test (T_adapt beats epochs, raw steps and T_SGD) said
+    `reproduced`; the exponent scan finds 1.5 and excludes the paper's 1."""
+    cells = [("adam", 1e-3, 16, 40, 0.0), ("adam", 3e-3, 16, 40, 0.0), ("adam", 1e-2, 16, 12, 0.0), ("adam", 1e-2, 64, 40, 0.0)]
+    t = clock_table(cells, lambda T: -0.1 * math.exp(-T["steps"] * T["lr"] ** 1.5 / 0.06))  # the old margin rule: |beta| `reproduced`
+    for what in ("beta", "spread"):
+        r = t.loc[f"collapse_{what}_adam_T_adapt"]
+        assert r["verdict"] == "not reproduced" and r["reproduced"] == pytest.approx(1.5, abs=0.15), r["note"]
     assert t.loc["collapse_beta_sgd_T_sgd", "verdict"] == "not measured"  # no SGD cells
 
 

@@ -78,6 +78,11 @@ NULL_PERMUTATIONS = 2000
 NULL_RNG_SEED = 20260
 SPREAD_METHOD = (f"observed -/+ the 97.5% quantile of a sigma_w-permutation null within seeds ({NULL_PERMUTATIONS} permutations), "
                  "floored at 0")
+# The clock's exponent: collapse is scanned over the learning rate's exponent in the clock (T_adapt:
+# K eta^p, the paper's p = 1; T_SGD: K eta^p / b, the paper's p = 2) on EXPONENT_GRID; the interval of
+# the best exponent comes from EXPONENT_DRAWS seed resamples (paired across configurations).
+EXPONENT_GRID = np.round(np.arange(-1.0, 3.0001, 0.1), 10)
+EXPONENT_DRAWS = 200
 BETA_FLOOR = 1e-5  # |beta| below this counts as this on a log axis (an exact 0 has no logarithm)
 
 
@@ -600,3 +605,62 @@ def collapse(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str, nu
     if by_null:
         out["margin"] = np.min(list(by_null.values()), axis=0)
     return out
+
+
+# --- the clock's exponent ----------------------------------------------------------------------
+
+def exponent_coordinate(cell: Cell, clock: str, lr: float, paper_p: float, p: float) -> np.ndarray:
+    """The clock with the learning rate's exponent ``p`` in place of the paper's ``paper_p``:
+    ``clock`` x lr^(p - paper_p) (T_adapt = K eta -> K eta^p; T_SGD = K eta^2 / b -> K eta^p / b).
+    The schedule's shape stays in it; p = 0 is the schedule-weighted step count."""
+    return _coordinate(cell, clock) * float(lr) ** (p - paper_p)
+
+
+def exponent_scan(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str, lrs: Sequence[float], paper_p: float,
+                  grid: np.ndarray = EXPONENT_GRID) -> dict:
+    """Mean distance between the ``curves`` (replicate rows) of different configurations against
+    the clock with each exponent of ``grid`` (:func:`exponent_coordinate`), every exponent compared
+    over the same stretch of each pair (where the two share the paper's clock range: :func:`collapse`).
+
+    Returns ``distance`` (exponent index -> replicate array), ``best`` (the exponent of least distance
+    per replicate), ``kept`` and ``omitted`` (pairs, with reasons)."""
+    names = [f"p={p:.6g}" for p in grid]
+    scanned = []
+    for c, lr in zip(cells, lrs, strict=True):
+        coords = dict(c.clocks) | {n: exponent_coordinate(c, clock, lr, paper_p, p) for n, p in zip(names, grid, strict=True)}
+        scanned.append(Cell(c.key, c.sigmas, c.seeds, c.values, c.epochs, coords, c.fit, c.label))
+    out = collapse(scanned, curves, clock, names)
+    d = out["distance"]
+    if not all(n in d for n in names):
+        return {"kept": out["kept"], "omitted": out["omitted"], "distance": {}, "best": None}
+    table = np.stack([d[n] for n in names], axis=0)  # (exponent, replicate)
+    table = np.where(np.isfinite(table), table, np.inf)
+    return {"kept": out["kept"], "omitted": [o for o in out["omitted"] if "no usable p=" not in o], "distance": table,
+            "best": np.asarray(grid)[np.argmin(table, axis=0)]}
+
+
+def seed_bootstrap(cells: Sequence[Cell], draws: int = EXPONENT_DRAWS, rng_seed: int = NULL_RNG_SEED) -> list[list[Cell]]:
+    """``draws`` resamples of the seeds with replacement, paired across the cells (one draw picks the
+    same seed labels in every cell that has them; a fixed RNG seed: the same draws every run)."""
+    seeds = seeds_of(cells)
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for _ in range(draws):
+        pick = rng.choice(len(seeds), len(seeds), replace=True)
+        drawn = []
+        for c in cells:
+            idx = [int(np.flatnonzero(c.seeds == seeds[i])[0]) for i in pick if np.any(c.seeds == seeds[i])]
+            idx = idx or list(range(c.n_seeds))
+            drawn.append(Cell(c.key, c.sigmas, c.seeds[idx], c.values[..., idx], c.epochs, c.clocks, c.fit, c.label))
+        out.append(drawn)
+    return out
+
+
+def exponent_verdict(low: float, high: float, paper_p: float) -> str:
+    """``reproduced`` when the exponent's interval contains the paper's and excludes raw steps (p = 0);
+    ``not reproduced`` when it excludes the paper's; else ``inconclusive``."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return INCONCLUSIVE
+    if not low <= paper_p <= high:
+        return NOT_REPRODUCED
+    return REPRODUCED if low > 0 else INCONCLUSIVE
