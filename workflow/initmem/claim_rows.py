@@ -11,11 +11,12 @@ import numpy as np
 import pandas as pd
 
 from initmem import verdicts as V
+from initmem.claims_registry import lookup, regime_check
 from initmem.verdicts import Cell, Estimate, Side
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
-           "null_mean", "p_null", "corrected"]
+           "null_mean", "p_null", "corrected", "section", "regime", "would_decide"]
 ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
          "muon_full": "Muon (full)", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
@@ -46,6 +47,11 @@ def describe(filters: dict) -> str:
     return " ".join(parts)
 
 
+def config_of(df: pd.DataFrame) -> dict:
+    """The settings one configuration's rows share (optimizer, lr, l2, batch_size; the regime rules read them)."""
+    return {k: df[k].iloc[0] for k in ("optimizer", "lr", "l2", "batch_size", "epochs") if k in df and df[k].nunique(dropna=False) == 1}
+
+
 def label_of(df: pd.DataFrame) -> str:
     """:func:`describe` of the settings one configuration's rows share."""
     keys = [k for k in ("optimizer", "batch_size", "lr", "l2", "epochs") if k in df and df[k].nunique() == 1]
@@ -57,7 +63,7 @@ def to_cell(sel: pd.DataFrame, metric: str = "test_acc_best", label: str = "") -
     if sel.empty:
         return None
     cell = V.cell_from_runs(sel, metric)
-    cell.label = label or label_of(sel)
+    cell.label, cell.config = label or label_of(sel), config_of(sel)
     return cell
 
 
@@ -79,7 +85,7 @@ def curve_cell(history: pd.DataFrame, runs: pd.DataFrame, study: str | None, met
             print(f"claims: several configurations of {study} match {filters}; the curve claims on them are left out", file=sys.stderr)
         return None
     cell = V.cell_from_history(sel, metric)
-    cell.fit, cell.label = V.regime_counts(select(runs, study, **filters)), label_of(sel)
+    cell.fit, cell.label, cell.config = V.regime_counts(select(runs, study, **filters)), label_of(sel), config_of(sel)
     return cell
 
 
@@ -116,7 +122,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
         v = V.NOT_MEASURED if kind == "direction" else ""
         return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
-                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan,
+                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan, "section": "", "regime": "",
                        "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
     notes = [note]
     v = ""
@@ -130,13 +136,18 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
             v = V.side_verdict(est, side)
     stat_v = v
     reg = V.regime(list(cells))
-    if kind == "direction" and fitted and reg["in_regime"] is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
+    claim = lookup(cid) if kind == "direction" else None
+    in_regime, why = regime_check(claim, cells)
+    if in_regime is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
         v = V.OUTSIDE_REGIME
-        notes.append(f"outside the fitted regime ({reg['least']})")
+        notes.append(f"outside the paper's regime {why}")
+    elif why:
+        notes.append(why)
     return base | {"reproduced": est.effect, "ci_low": est.low, "ci_high": est.high, "ci_method": est.method, "verdict": v,
                    "statistic_verdict": stat_v, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
                    "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
                    "null_mean": est.null_mean, "p_null": est.p_null, "corrected": est.corrected,
+                   "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "",
                    "note": "; ".join(n for n in notes if n)}
 
 

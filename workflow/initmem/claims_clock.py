@@ -63,7 +63,7 @@ class ClockCell:
 
     def curve(self, metric: str = "val_acc") -> V.Cell:
         cell = V.cell_from_history(self.history, metric)
-        cell.fit, cell.label = V.regime_counts(self.runs), self.label
+        cell.fit, cell.label, cell.config = V.regime_counts(self.runs), self.label, dict(self.settings)
         return cell
 
     def cell(self, metric: str) -> V.Cell:
@@ -173,7 +173,7 @@ def _common_sigmas(cells: list[V.Cell]) -> list[V.Cell]:
     out = []
     for c in cells:
         keep = np.isin(np.round(c.sigmas, 12), sorted(common))
-        out.append(V.Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label))
+        out.append(V.Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label, c.config))
     return out
 
 

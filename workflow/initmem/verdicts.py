@@ -138,6 +138,17 @@ class Cell:
     clocks: dict = field(default_factory=dict)  # curves: coordinate name -> value per epoch
     fit: tuple[int, int, int] | None = None
     label: str = ""
+    config: dict = field(default_factory=dict)  # optimizer, lr, l2, batch_size (the regime rules read it)
+
+    @property
+    def end_clocks(self) -> dict:
+        """Curves: each clock's last finite value (where the run ended)."""
+        out = {}
+        for k, x in self.clocks.items():
+            x = np.asarray(x, float)
+            if k.startswith("T_") and np.isfinite(x).any():
+                out[k] = float(x[np.isfinite(x)][-1])
+        return out
 
     @property
     def n_seeds(self) -> int:
@@ -628,7 +639,7 @@ def exponent_scan(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: st
     scanned = []
     for c, lr in zip(cells, lrs, strict=True):
         coords = dict(c.clocks) | {n: exponent_coordinate(c, clock, lr, paper_p, p) for n, p in zip(names, grid, strict=True)}
-        scanned.append(Cell(c.key, c.sigmas, c.seeds, c.values, c.epochs, coords, c.fit, c.label))
+        scanned.append(Cell(c.key, c.sigmas, c.seeds, c.values, c.epochs, coords, c.fit, c.label, c.config))
     out = collapse(scanned, curves, clock, names)
     d = out["distance"]
     if not all(n in d for n in names):
@@ -651,7 +662,7 @@ def seed_bootstrap(cells: Sequence[Cell], draws: int = EXPONENT_DRAWS, rng_seed:
         for c in cells:
             idx = [int(np.flatnonzero(c.seeds == seeds[i])[0]) for i in pick if np.any(c.seeds == seeds[i])]
             idx = idx or list(range(c.n_seeds))
-            drawn.append(Cell(c.key, c.sigmas, c.seeds[idx], c.values[..., idx], c.epochs, c.clocks, c.fit, c.label))
+            drawn.append(Cell(c.key, c.sigmas, c.seeds[idx], c.values[..., idx], c.epochs, c.clocks, c.fit, c.label, c.config))
         out.append(drawn)
     return out
 
