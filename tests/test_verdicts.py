@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from initmem import verdicts as V
 from initmem.claim_rows import COLUMNS
@@ -73,8 +74,10 @@ def test_three_seeds_give_a_t_interval_on_per_seed_differences_never_a_bootstrap
     assert est.effect == pytest.approx(d.mean(), rel=1e-9)
     assert (est.low, est.high) == pytest.approx((d.mean() - half, d.mean() + half), rel=1e-9)
     assert est.low < d.min() and d.max() < est.high  # wider than the range of the seeds, unlike the bootstrap's
-    md = claims_markdown(claims(runs))
-    assert "bootstrap" not in md and "95%" not in md and "t, jackknife over 3 seeds, df 2" in md
+    table = claims(runs)
+    spreads_rows = table[table["id"].str.contains("sgd_gt|spread")]
+    assert not spreads_rows["ci_method"].str.contains("bootstrap").any()  # only the clock's exponent is bootstrapped
+    assert "t, jackknife over 3 seeds, df 2" in claims_markdown(table)
 
 
 def test_intervals_are_reproducible_and_match_spreads_csv():
@@ -561,3 +564,25 @@ def test_a_single_spike_or_an_early_transient_is_not_a_decay():
     early[:10] = -0.1
     assert _decay(beta_cell(early, noise=1e-6)) == "not reproduced"
     assert _shape_estimate(beta_cell(early, noise=1e-6), "fall").effect < 0.05
+
+
+# --- power -------------------------------------------------------------------------------------------
+
+def test_the_seeds_that_would_decide_give_an_even_chance_of_a_decision():
+    """At the predicted number of seeds, a contrast whose 3-seed interval crosses 0 is decided about
+    half the time (the formula: t(0.975, n-1) se sqrt(n0/n) < |effect|)."""
+    def contrast(n, rng):
+        a = 0.6 + rng.normal(0, 0.02, (1, n))
+        b = 0.6 - 0.01 + rng.normal(0, 0.02, (1, n))   # a true difference of 1 pp, per-seed noise 2.8 pp
+        cells = [V.Cell("a", np.array([1.0]), np.arange(n), a), V.Cell("b", np.array([1.0]), np.arange(n), b)]
+        return V.estimate(cells, lambda m: 100 * (m[0][:, 0] - m[1][:, 0]))
+
+    rng = np.random.default_rng(3)
+    pilot = contrast(400, rng)  # the effect and noise measured well: the formula's inputs
+    n = int(V.seeds_to_decide(V.Estimate(1.0, *(1.0 + np.array([-1, 1]) * (pilot.high - pilot.low) / 2 * math.sqrt(400 / 3)
+                                                   * stats.t.ppf(0.975, 2) / stats.t.ppf(0.975, 399)), "t, x", 0, 3, np.zeros(1)),
+                                  V.greater(0)))
+    assert 25 <= n <= 40  # (1.96 x 2.83 pp / 1 pp)^2 = 31
+    decided = np.mean([V.side_verdict(contrast(n, rng), V.greater(0)) == "reproduced" for _ in range(200)])
+    assert 0.3 < decided < 0.9
+    assert V.seeds_to_see_fall(0.3, 0.6, 3, 2.0) == pytest.approx((3 * 2.0 * 10 ** 0.6, math.ceil(3 * 10 ** 0.6)))

@@ -108,7 +108,7 @@ def regime_columns(cells: list[Cell]) -> dict:
 
 def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estimate | None = None, *,
         side: Side | None = None, decided: tuple[str, str] | None = None, cells: list[Cell] = (), fitted: bool = True,
-        read_at: str = AT_BEST, note: str = "", missing: str = "") -> dict:
+        read_at: str = AT_BEST, note: str = "", missing: str = "", power: str = "") -> dict:
     """One claims.csv row.
 
     ``est`` None: the config lacks what the claim needs (``not measured`` for a direction, with
@@ -122,7 +122,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
         v = V.NOT_MEASURED if kind == "direction" else ""
         return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
-                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan, "section": "", "regime": "",
+                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan, "section": "", "regime": "", "would_decide": "",
                        "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
     notes = [note]
     v = ""
@@ -135,6 +135,10 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
         else:
             v = V.side_verdict(est, side)
     stat_v = v
+    if kind == "direction" and stat_v == V.INCONCLUSIVE and decided is None and not power and side is not None:
+        n = V.seeds_to_decide(est, side)
+        power = (f"~{n:.0f} seeds per configuration (the interval shrinking as 1/sqrt(seeds) at the measured effect)"
+                 if math.isfinite(n) else ("more than 100,000 seeds" if n == math.inf else "no number of seeds: the effect sits on the boundary"))
     reg = V.regime(list(cells))
     claim = lookup(cid) if kind == "direction" else None
     in_regime, why = regime_check(claim, cells)
@@ -147,7 +151,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
                    "statistic_verdict": stat_v, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
                    "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
                    "null_mean": est.null_mean, "p_null": est.p_null, "corrected": est.corrected,
-                   "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "",
+                   "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "", "would_decide": power,
                    "note": "; ".join(n for n in notes if n)}
 
 
@@ -182,9 +186,15 @@ def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough
     fall = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
     floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
     decided = V.decay_verdict(fall, obs, bool(shape0.end[0] <= floor), floor_is_enough)
+    power = ""
+    if decided[0] == V.BELOW_FLOOR and np.isfinite(obs):
+        sxx = float(np.sum((cell.sigmas - cell.sigmas.mean()) ** 2))
+        need, seeds = V.seeds_to_see_fall(max(obs, 0.0), V.DECAY_ORDERS, cell.n_seeds, sxx)
+        power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}; floor = 2 sigma_r / sqrt(seeds x Sxx)): "
+                 f"~{seeds:.0f} seeds at this sigma_w grid to see a {V.DECAY_ORDERS:g}-order fall")
     if V.sign_changes(cell.slopes([]), cell.epochs):
         note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
     side = V.greater(V.DECAY_ORDERS)
-    return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE,
+    return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
                note=f"{note}; >= {V.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
                     f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak")

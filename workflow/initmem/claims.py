@@ -333,8 +333,16 @@ def _flat_rows(cell: V.Cell, b: int, scale: str) -> list[dict]:
     floor = float(shape0.floor[0])
     change = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).change, prepare=fits)
     decided = V.flat_decided(change, shape0)
+    power = ""
+    if decided is not None and decided[0] == V.BELOW_FLOOR:
+        low = float(np.nanmin(shape0.windows[0, 1:])) if shape0.windows.shape[1] > 2 else math.nan
+        if low > 0:
+            sxx = float(np.sum((cell.sigmas - cell.sigmas.mean()) ** 2))
+            need, seeds = V.seeds_to_see_fall(math.log10(floor / low) * -1 if floor > 0 else 0.0, 0.0, cell.n_seeds, sxx)
+            power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}): ~{seeds:.0f} seeds at this sigma_w grid "
+                     f"to bring the noise floor below the lowest settled tenth ({low:.3g})")
     rows = [row(f"beta_flat_sgd_b{b}", "direction", f"SGD b={b}: range of |beta(t)| over the settled run, log10(highest / lowest tenth), + when rising (orders)",
-                0.0, scale, change, side=V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS), decided=decided, cells=[cell], read_at=CURVE,
+                0.0, scale, change, side=V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS), decided=decided, cells=[cell], read_at=CURVE, power=power,
                 note=f"'stays flat' read as within {V.FLAT_ORDERS:g} orders either way (rising fails too); noise floor {floor:.3g} (2 OLS SE)")]
     level = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).last, prepare=fits)
     band = V.between(V.PAPER_FLAT_LEVEL * 10 ** -V.LEVEL_ORDERS, V.PAPER_FLAT_LEVEL * 10 ** V.LEVEL_ORDERS)

@@ -243,6 +243,11 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
                      f"of the best exponent (grid {V.EXPONENT_GRID[0]:g} to {V.EXPONENT_GRID[-1]:g} by 0.1)",
                      int(sum(c.n_runs for c in curves_of)), n_seeds, np.array([best]))
     decided = None if n_seeds < 2 else (V.exponent_verdict(low, high, paper_p), "")
+    power = ""
+    if decided is not None and decided[0] == V.INCONCLUSIVE:
+        power = (f"~{math.ceil(n_seeds * ((best - low) / best) ** 2)} seeds per configuration for the interval to leave p = 0 "
+                 "(its half-width shrinking as 1/sqrt(seeds) about the best exponent)" if best > 0
+                 else "no number of seeds at this effect: the best exponent is <= 0")
     grid = list(V.EXPONENT_GRID)
     dist = full["distance"][:, 0]
     at = lambda p: float(dist[int(np.argmin(np.abs(np.asarray(grid) - p)))])  # noqa: E731
@@ -256,7 +261,8 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         f"every exponent compared over the stretch of each pair inside their shared {CLOCK_NAMES[clock]} range "
         f"(minimum overlap {V.MIN_OVERLAP:.0%} of each curve)",
         _signs(curves_of) if what == "beta" else "") if n)
-    return row(cid, "direction", quantity, paper_p, scale, est, side=side, decided=decided, cells=curves_of, read_at=CURVE, note=note)
+    return row(cid, "direction", quantity, paper_p, scale, est, side=side, decided=decided, cells=curves_of, read_at=CURVE, note=note,
+               power=power)
 
 
 # --- the spread kept on either side of the threshold ---------------------------------------------
@@ -272,15 +278,19 @@ def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, cloc
     for read_at, metric, suffix in ((AT_BEST, "test_acc_best", "best"), (AT_END, "test_acc_end", "end")):
         cells = [to_cell(a, metric, c.label), to_cell(b, metric, ref.label)]
         est = V.estimate(cells, lambda m: V.spread_pp(m[0]) / V.spread_pp(m[1])) if None not in cells else None
-        decided = None
+        decided, power = None, ""
         if est is not None and not est.one_seed:
             base = V.spread_estimate(cells[1])
             if not base.p_null < 1 - V.LEVEL:
                 decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise-only null "
                                            f"(mean {base.null_mean:.3g} pp, p = {base.p_null:.2g}): nothing to keep or lose")
+                q = base.high - base.effect
+                power = (f"~{math.ceil(base.n_seeds * (q / base.corrected) ** 2)} seeds for the reference spread to clear its noise "
+                         "(the null's quantile shrinking as 1/sqrt(seeds) below the noise-corrected spread)" if base.corrected > 0
+                         else "no number of seeds at this effect: the reference spread is all noise")
         rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
                         f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
-                        cells=[x for x in cells if x], read_at=read_at,
+                        cells=[x for x in cells if x], read_at=read_at, power=power,
                         note="; ".join(n for n in (
                             f"{CLOCK_NAMES[clock]} {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g} for the "
                             f"reference; below {T_THRESHOLD:g} the paper's cells keep > {KEEP_SHARE:g} of the spread, past it < {KEEP_SHARE:g}",
