@@ -586,3 +586,12 @@ def test_the_seeds_that_would_decide_give_an_even_chance_of_a_decision():
     decided = np.mean([V.side_verdict(contrast(n, rng), V.greater(0)) == "reproduced" for _ in range(200)])
     assert 0.3 < decided < 0.9
     assert V.seeds_to_see_fall(0.3, 0.6, 3, 2.0) == pytest.approx((3 * 2.0 * 10 ** 0.6, math.ceil(3 * 10 ** 0.6)))
+
+
+def test_pairs_at_one_learning_rate_cannot_measure_the_exponent():
+    """Two learning rates 100x apart whose clocks never overlap: the only pair kept shares one lr, so
+    every exponent gives the same distance (the scan used to report its first grid point, -1)."""
+    cells = [("adam", 1e-3, 16, 40, 0.0), ("adam", 1e-3, 32, 40, 0.0), ("adam", 1e-1, 16, 40, 0.0)]
+    t = clock_table(cells, lambda T: -0.1 * math.exp(-T["T_adapt"] / 2))
+    r = t.loc["collapse_beta_adam_T_adapt"]
+    assert r["verdict"] == "not measured" and "two learning rates" in r["note"]

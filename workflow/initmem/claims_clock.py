@@ -233,9 +233,9 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
     if full["best"] is None or not full["kept"]:
         why = "; ".join(full["omitted"][:4]) + (f"; {len(full['omitted']) - 4} more" if len(full["omitted"]) > 4 else "")
         return row(cid, "direction", quantity, paper_p, scale, side=side,
-                   missing=f"no pair of configurations overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
+                   missing=f"no pair of configurations at two learning rates overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
     best = float(full["best"][0])
-    draws = [V.exponent_scan(d, [prepare(c) for c in d], clock, lrs, paper_p)["best"] for d in V.seed_bootstrap(curves_of)]
+    draws = [V.exponent_scan(d, [prepare(c) for c in d], clock, lrs, paper_p)["best"] for d in V.seed_bootstrap(curves_of)]  # noqa: E501
     draws = np.array([float(b[0]) for b in draws if b is not None])
     low, high = (float(np.quantile(draws, 0.5 - V.LEVEL / 2)), float(np.quantile(draws, 0.5 + V.LEVEL / 2))) if len(draws) else (math.nan, math.nan)
     n_seeds = min(c.n_seeds for c in curves_of)

@@ -646,8 +646,10 @@ def exponent_scan(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: st
         return {"kept": out["kept"], "omitted": out["omitted"], "distance": {}, "best": None}
     table = np.stack([d[n] for n in names], axis=0)  # (exponent, replicate)
     table = np.where(np.isfinite(table), table, np.inf)
-    return {"kept": out["kept"], "omitted": [o for o in out["omitted"] if "no usable p=" not in o], "distance": table,
-            "best": np.asarray(grid)[np.argmin(table, axis=0)]}
+    omitted = [o for o in out["omitted"] if "no usable p=" not in o]
+    if not np.ptp(table[:, 0]) > 1e-12:  # every kept pair shares one learning rate: p changes nothing
+        return {"kept": out["kept"], "omitted": omitted + ["no kept pair spans two learning rates"], "distance": table, "best": None}
+    return {"kept": out["kept"], "omitted": omitted, "distance": table, "best": np.asarray(grid)[np.argmin(table, axis=0)]}
 
 
 def seed_bootstrap(cells: Sequence[Cell], draws: int = EXPONENT_DRAWS, rng_seed: int = NULL_RNG_SEED) -> list[list[Cell]]:
