@@ -118,6 +118,10 @@ def test_the_clock_tiers_numbers_in_prose_match_its_runs():
     for sentence, true in said.items():
         assert sentence.replace("\n", " ") in " ".join(readme.split()), sentence
         assert true, sentence
+    claims = _claims(ROOT / "evidence" / "jpeg-cifar10-clocks").set_index("id")
+    note = claims.loc["collapse_beta_adam_T_adapt", "note"]
+    assert "3 pair(s) of 10 used, 1 of them at two learning rates" in note and "3 of the 10 pairs" in " ".join(readme.split())
+    assert claims.loc["collapse_beta_adam_T_adapt", "ci_low"] <= 0 and claims.loc["collapse_beta_adam_T_adapt", "ci_high"] >= 1
     top = " ".join((ROOT / "README.md").read_text().split())
     assert "fits 46 of its 60 Adam runs" in top and (fit & adam).sum() == 46
 

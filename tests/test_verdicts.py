@@ -420,7 +420,7 @@ def test_curves_align_in_the_clock_across_learning_rates_and_batch_sizes_only_wh
     for what in ("beta", "spread"):
         r = t.loc[f"collapse_{what}_adam_T_adapt"]
         assert r["verdict"] == "reproduced" and r["ci_low"] <= 1 <= r["ci_high"] and r["ci_low"] > 0.5, r["note"]  # excludes K eta^0.5
-        assert "pair(s) of 6 used" in r["note"]
+        assert "pair(s) of 6 used, 3 of them at two learning rates" in r["note"]
     t = clock_table(ADAM_CELLS, lambda T: -0.1 * math.exp(-T["T_sgd"] * 1e4))  # follows T_SGD, not T_adapt
     assert t.loc["collapse_beta_adam_T_adapt", "verdict"] == "not reproduced"
 

@@ -217,6 +217,12 @@ def _signs(cells: list[V.Cell]) -> str:
     return ""
 
 
+def _across_lr(pairs: list[str], group: list[ClockCell]) -> int:
+    """How many of the kept pairs ('label / label') join two learning rates."""
+    lr = {c.label: float(c.settings["lr"]) for c in group}
+    return sum(lr.get(a) != lr.get(b) for a, b in (p.split(" / ", 1) for p in pairs))
+
+
 def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, paper_p: float, scale: str) -> dict:
     if what == "beta":
         curves_of = [c.curve("val_acc") for c in group]
@@ -256,7 +262,8 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         f"{how}; mean distance at the best p {best:g}{edge} {at(best):.3g}, at the paper's p {paper_p:g} {at(paper_p):.3g}, "
         f"at p = 0 (schedule-weighted steps) {at(0.0):.3g}",
         f"reproduced when the interval contains p = {paper_p:g} and excludes p = 0",
-        f"{len(full['kept'])} pair(s) of {len(group) * (len(group) - 1) // 2} used: {', '.join(full['kept'])}",
+        f"{len(full['kept'])} pair(s) of {len(group) * (len(group) - 1) // 2} used, {_across_lr(full['kept'], group)} of them at two "
+        f"learning rates (only those measure p): {', '.join(full['kept'])}",
         f"left out: {'; '.join(full['omitted'])}" if full["omitted"] else "",
         f"every exponent compared over the stretch of each pair inside their shared {CLOCK_NAMES[clock]} range "
         f"(minimum overlap {V.MIN_OVERLAP:.0%} of each curve)",
