@@ -271,3 +271,13 @@ def test_an_unknown_figure_says_which_exist(tables):
     runs, history = tables
     with pytest.raises(ValueError, match="unknown figure 'fig11'; choose one of fig1, .*fig8, fig10"):
         make_figure("fig11", runs, history)
+
+
+def test_fig6_panels_without_runs_say_not_in_this_tier(tables):
+    """The clock tier has no AdamW or Muon runs: its panels said "no |beta| >= 1e-05", as if runs had been drawn."""
+    runs, history = tables
+    keep = ~history["optimizer"].isin(["adamw", "muon"])
+    fig = make_figure("fig6", runs[~runs["optimizer"].isin(["adamw", "muon"])], history[keep])
+    texts = {ax.get_title()[:3]: "".join(t.get_text() for t in ax.texts) for ax in fig.axes}
+    assert texts["(c)"] == "not in this tier" and texts["(d)"] == "not in this tier"
+    assert "not in this tier" not in texts["(a)"]

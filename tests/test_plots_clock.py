@@ -44,6 +44,7 @@ def test_figure_draws_each_cell_in_its_family_and_says_what_is_missing():
     labels = [t.get_text() for t in axes[2].get_legend().get_texts()]  # (c) Adam vs T_adapt
     assert labels[:2] == ["lr 0.01, b 16, 4 ep", "lr 0.1, b 32, 4 ep"] and "median OLS SE" in labels
     assert len(axes[5].get_lines()) == 2  # (f) SGD vs T_SGD: one cell + the SE line
-    assert "no data" in [t.get_text() for t in axes[11].texts]  # (l) no SGD+L2 cell
+    assert "not in this tier" in [t.get_text() for t in axes[11].texts]  # (l) no SGD+L2 cell
+    assert "not in this tier" in [t.get_text() for t in axes[6].texts]   # (g) no SGD+L2 |beta| either
     footnote = fig._supxlabel.get_text()
     assert "no SGD + L2 cells in this config" in footnote

@@ -16,7 +16,7 @@ import pandas as pd
 
 from initmem.records import load_record
 from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
-from initmem.verdicts import cell_from_runs, spread_interval
+from initmem.verdicts import cell_from_runs, spread_estimate
 
 PACKED = ("sigma_w", "seed")
 CONFIG_KEYS = [k for k in SPEC_KEYS if k not in PACKED] + list(OPTIONAL_SPEC_KEYS) + ["variant"]
@@ -64,8 +64,10 @@ def _diverged(df: pd.DataFrame) -> pd.Series:
 def spreads(runs: pd.DataFrame) -> pd.DataFrame:
     """Per study, configuration and sigma_w: seed-mean test/train accuracy at tau_best and the
     configuration's spread (max - min over sigma_w of the seed mean, percentage points) with its
-    seed interval (``spread_ci_low/high``, method in ``spread_ci_method``: a t-interval with the
-    delete-one-seed jackknife error, :func:`initmem.verdicts.jackknife_t`; NaN with one seed).
+    interval against its noise (``spread_ci_low/high``, method in ``spread_ci_method``; NaN with one seed),
+    the noise-only mean spread of the sigma_w-permutation null (``spread_null_mean_pp``), the
+    share of that null at least as large (``spread_p_null``) and the noise-corrected spread
+    (``spread_corrected_pp``): :func:`initmem.verdicts.spread_estimate`.
 
     Diverged runs are counted (``n_diverged``) and enter with their best epoch before diverging;
     a run that diverged in its first epoch has no value (``n_runs`` - ``n_seeds`` per sigma_w).
@@ -85,9 +87,11 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
         if means.empty:
             continue
         hi, lo = means.idxmax(), means.idxmin()
-        low, high, method = spread_interval(cell_from_runs(g))
+        est = spread_estimate(cell_from_runs(g))
         stats.append({**dict(zip(keys, group, strict=True)), "spread_pp": 100 * (means[hi] - means[lo]),
-                      "spread_ci_low": low, "spread_ci_high": high, "spread_ci_method": method, "argmax_sigma_w": hi, "argmin_sigma_w": lo,
+                      "spread_ci_low": est.low, "spread_ci_high": est.high, "spread_ci_method": est.method,
+                      "spread_null_mean_pp": est.null_mean, "spread_p_null": est.p_null, "spread_corrected_pp": est.corrected,
+                      "argmax_sigma_w": hi, "argmin_sigma_w": lo,
                       "seed_std_pp": 100 * g.groupby("sigma_w")["test_acc_best"].std().mean(),
                       "n_diverged_config": int(g["diverged"].sum())})
     if not stats:
@@ -106,7 +110,8 @@ def config_spreads(spread_table: pd.DataFrame) -> pd.DataFrame:
     if spread_table.empty or "spread_pp" not in spread_table:
         return pd.DataFrame(columns=["study", "spread_pp"])
     keys = group_keys(spread_table)
-    cols = ["spread_pp", "spread_ci_low", "spread_ci_high", "spread_ci_method", "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp",
+    cols = ["spread_pp", "spread_ci_low", "spread_ci_high", "spread_ci_method", "spread_null_mean_pp", "spread_p_null",
+            "spread_corrected_pp", "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp",
             "n_diverged_config"]
     out = spread_table.drop_duplicates(keys)[keys + cols]
     n = spread_table.groupby(keys, dropna=False).agg(n_runs=("n_runs", "sum"), n_seeds=("n_seeds", "max")).reset_index()

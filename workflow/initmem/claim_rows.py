@@ -11,10 +11,12 @@ import numpy as np
 import pandas as pd
 
 from initmem import verdicts as V
+from initmem.claims_registry import lookup, regime_check
 from initmem.verdicts import Cell, Estimate, Side
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
-           "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale"]
+           "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
+           "null_mean", "p_null", "corrected", "section", "regime", "would_decide"]
 ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
          "muon_full": "Muon (full)", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
@@ -45,6 +47,11 @@ def describe(filters: dict) -> str:
     return " ".join(parts)
 
 
+def config_of(df: pd.DataFrame) -> dict:
+    """The settings one configuration's rows share (optimizer, lr, l2, batch_size; the regime rules read them)."""
+    return {k: df[k].iloc[0] for k in ("optimizer", "lr", "l2", "batch_size", "epochs") if k in df and df[k].nunique(dropna=False) == 1}
+
+
 def label_of(df: pd.DataFrame) -> str:
     """:func:`describe` of the settings one configuration's rows share."""
     keys = [k for k in ("optimizer", "batch_size", "lr", "l2", "epochs") if k in df and df[k].nunique() == 1]
@@ -56,7 +63,7 @@ def to_cell(sel: pd.DataFrame, metric: str = "test_acc_best", label: str = "") -
     if sel.empty:
         return None
     cell = V.cell_from_runs(sel, metric)
-    cell.label = label or label_of(sel)
+    cell.label, cell.config = label or label_of(sel), config_of(sel)
     return cell
 
 
@@ -78,7 +85,7 @@ def curve_cell(history: pd.DataFrame, runs: pd.DataFrame, study: str | None, met
             print(f"claims: several configurations of {study} match {filters}; the curve claims on them are left out", file=sys.stderr)
         return None
     cell = V.cell_from_history(sel, metric)
-    cell.fit, cell.label = V.regime_counts(select(runs, study, **filters)), label_of(sel)
+    cell.fit, cell.label, cell.config = V.regime_counts(select(runs, study, **filters)), label_of(sel), config_of(sel)
     return cell
 
 
@@ -101,7 +108,7 @@ def regime_columns(cells: list[Cell]) -> dict:
 
 def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estimate | None = None, *,
         side: Side | None = None, decided: tuple[str, str] | None = None, cells: list[Cell] = (), fitted: bool = True,
-        read_at: str = AT_BEST, note: str = "", missing: str = "") -> dict:
+        read_at: str = AT_BEST, note: str = "", missing: str = "", power: str = "") -> dict:
     """One claims.csv row.
 
     ``est`` None: the config lacks what the claim needs (``not measured`` for a direction, with
@@ -115,6 +122,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
         v = V.NOT_MEASURED if kind == "direction" else ""
         return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
+                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan, "section": "", "regime": "", "would_decide": "",
                        "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
     notes = [note]
     v = ""
@@ -127,13 +135,23 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
         else:
             v = V.side_verdict(est, side)
     stat_v = v
+    if kind == "direction" and stat_v == V.INCONCLUSIVE and decided is None and not power and side is not None:
+        n = V.seeds_to_decide(est, side)
+        power = (f"~{n:.0f} seeds per configuration (the interval shrinking as 1/sqrt(seeds) at the measured effect)"
+                 if math.isfinite(n) else ("more than 100,000 seeds" if n == math.inf else "no number of seeds: the effect sits on the boundary"))
     reg = V.regime(list(cells))
-    if kind == "direction" and fitted and reg["in_regime"] is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
+    claim = lookup(cid) if kind == "direction" else None
+    in_regime, why = regime_check(claim, cells)
+    if in_regime is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
         v = V.OUTSIDE_REGIME
-        notes.append(f"outside the fitted regime ({reg['least']})")
+        notes.append(f"outside the paper's regime {why}")
+    elif why:
+        notes.append(why)
     return base | {"reproduced": est.effect, "ci_low": est.low, "ci_high": est.high, "ci_method": est.method, "verdict": v,
                    "statistic_verdict": stat_v, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
                    "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
+                   "null_mean": est.null_mean, "p_null": est.p_null, "corrected": est.corrected,
+                   "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "", "would_decide": power,
                    "note": "; ".join(n for n in notes if n)}
 
 
@@ -167,10 +185,16 @@ def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough
     shape0 = V.beta_shape(*cell.fits([]), cell.epochs)
     fall = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
     floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
-    decided = V.decay_verdict(fall, obs, bool(shape0.last[0] <= floor), floor_is_enough)
+    decided = V.decay_verdict(fall, obs, bool(shape0.end[0] <= floor), floor_is_enough)
+    power = ""
+    if decided[0] == V.BELOW_FLOOR and np.isfinite(obs):
+        sxx = float(np.sum((cell.sigmas - cell.sigmas.mean()) ** 2))
+        need, seeds = V.seeds_to_see_fall(max(obs, 0.0), V.DECAY_ORDERS, cell.n_seeds, sxx)
+        power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}; floor = 2 sigma_r / sqrt(seeds x Sxx)): "
+                 f"~{seeds:.0f} seeds at this sigma_w grid to see a {V.DECAY_ORDERS:g}-order fall")
     if V.sign_changes(cell.slopes([]), cell.epochs):
         note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
     side = V.greater(V.DECAY_ORDERS)
-    return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE,
+    return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
                note=f"{note}; >= {V.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
                     f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak")

@@ -59,10 +59,11 @@ class ClockCell:
     runs: pd.DataFrame
     history: pd.DataFrame
     clocks: dict
+    clocks_best: dict = None  # the clocks at each run's tau_best, averaged over the runs (where spreads at tau_best sit)
 
     def curve(self, metric: str = "val_acc") -> V.Cell:
         cell = V.cell_from_history(self.history, metric)
-        cell.fit, cell.label = V.regime_counts(self.runs), self.label
+        cell.fit, cell.label, cell.config = V.regime_counts(self.runs), self.label, dict(self.settings)
         return cell
 
     def cell(self, metric: str) -> V.Cell:
@@ -86,13 +87,20 @@ def clock_cells(runs: pd.DataFrame, history: pd.DataFrame) -> list[ClockCell]:
     end = last[["study", "run_id", "test_acc", "val_acc", *[c for c in CLOCK_NAMES if c in last]]].rename(
         columns={"test_acc": "test_acc_end", "val_acc": "val_acc_end"})
     runs = runs.merge(end, on=["study", "run_id"], how="left")
+    if "tau_best" in runs:
+        at_best = hist.merge(runs[["study", "run_id", "tau_best"]], on=["study", "run_id"])
+        at_best = at_best[at_best["epoch"] == at_best["tau_best"]]
+        runs = runs.merge(at_best[["study", "run_id", *[c for c in CLOCK_NAMES if c in at_best]]].rename(
+            columns={c: f"{c}_best" for c in CLOCK_NAMES}), on=["study", "run_id"], how="left")
     hist = carry_forward(hist)
     cells = []
     for _, g in runs.groupby(keys, dropna=False, sort=True):
         h = hist.merge(g[["study", "run_id"]], on=["study", "run_id"])
         settings = {k: g[k].iloc[0] for k in ("optimizer", "lr", "batch_size", "epochs", "l2", "weight_decay") if k in g}
-        cells.append(ClockCell(label_of(g), settings, g.drop(columns=list(CLOCK_NAMES)), h,
-                               {c: float(g[c].mean()) for c in CLOCK_NAMES if c in g}))
+        best_cols = [f"{c}_best" for c in CLOCK_NAMES]
+        cells.append(ClockCell(label_of(g), settings, g.drop(columns=list(CLOCK_NAMES) + [c for c in best_cols if c in g]), h,
+                               {c: float(g[c].mean()) for c in CLOCK_NAMES if c in g},
+                               {c: float(g[f"{c}_best"].mean()) for c in CLOCK_NAMES if f"{c}_best" in g}))
     return cells
 
 
@@ -102,8 +110,22 @@ def _plain(c: ClockCell, optimizers: tuple[str, ...]) -> bool:
     return c.settings.get("optimizer") in optimizers and not c.settings.get("l2") and (wd is None or not wd or pd.isna(wd))
 
 
-def _clocks_note(c: ClockCell) -> str:
-    return ", ".join(f"{CLOCK_NAMES[k]} {v:.3g}" for k, v in c.clocks.items() if k != "T_wd" or v) + " at the end of training"
+def _clocks_note(c: ClockCell, at_best: bool = False) -> str:
+    """The cell's clocks where a reading sits: at the end of training, or at tau_best (mean over its runs)."""
+    clocks = (c.clocks_best or {}) if at_best else c.clocks
+    where = "at tau_best (mean over the runs)" if at_best else "at the end of training"
+    return ", ".join(f"{CLOCK_NAMES[k]} {v:.3g}" for k, v in clocks.items() if (k != "T_wd" or v) and np.isfinite(v)) + f" {where}"
+
+
+def _signed_beta(cell: V.Cell) -> str:
+    """The signed beta beside |beta|, and each seed's sign (a sign change is not forgetting)."""
+    per_seed = []
+    for j in range(cell.n_seeds):
+        y, ok = cell.values[:, j], np.isfinite(cell.values[:, j])
+        if ok.sum() >= 2:
+            per_seed.append(np.polyfit(cell.sigmas[ok], y[ok], 1)[0])
+    pos, neg = sum(b > 0 for b in per_seed), sum(b < 0 for b in per_seed)
+    return f"signed beta {float(cell.slopes([])[0]):.3g} (per seed: {neg} negative, {pos} positive)"
 
 
 # --- two reading points --------------------------------------------------------------------------
@@ -118,10 +140,12 @@ def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
                 ("|beta|", "val_acc_best", "val_acc_end", abs_slope, lambda cl, s: cl.slopes(s), "val acc per unit sigma_w")):
             for read_at, metric, suffix in ((AT_BEST, metric_best, "best"), (AT_END, metric_end, "end")):
                 cell = c.cell(metric)
-                est = V.estimate([cell], stat, prepare=prepare)
+                est = V.spread_estimate(cell) if what == "spread" else V.estimate([cell], stat, prepare=prepare)
+                note = _clocks_note(c, at_best=read_at == AT_BEST)
+                if what != "spread":
+                    note += f"; {_signed_beta(cell)}"
                 rows.append(row(f"cell_{_slug(c.label)}_{'spread' if what == 'spread' else 'beta'}_{suffix}", "cell",
-                                f"{c.label}: {what} ({unit})", math.nan, scale, est, cells=[cell], read_at=read_at,
-                                note=_clocks_note(c)))
+                                f"{c.label}: {what} ({unit})", math.nan, scale, est, cells=[cell], read_at=read_at, note=note))
     return rows
 
 
@@ -149,50 +173,103 @@ def _common_sigmas(cells: list[V.Cell]) -> list[V.Cell]:
     out = []
     for c in cells:
         keep = np.isin(np.round(c.sigmas, 12), sorted(common))
-        out.append(V.Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label))
+        out.append(V.Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label, c.config))
     return out
 
 
+PAPER_EXPONENT = {"T_adapt": 1.0, "T_sgd": 2.0}  # the learning rate's exponent in each clock (K eta; K eta^2 / b)
+
+
 def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
-    """|beta| curves and spread curves of one optimizer's configurations (every lr, b and length)
-    closer against its clock than against every null (:func:`initmem.verdicts.collapse`)."""
+    """The exponent of the learning rate under which one optimizer's |beta| curves and spread curves
+    (every lr, b and length, no L2 or weight decay) collapse best, against the paper's clock
+    (:func:`initmem.verdicts.exponent_scan`)."""
     rows = []
-    for opt, clock, nulls in COLLAPSES:
+    for opt, clock, _nulls in COLLAPSES:
         group = [c for c in cells if _plain(c, (opt,))]
+        paper_p = PAPER_EXPONENT[clock]
+        form = "K eta^p" if clock == "T_adapt" else "K eta^p / b"
         for what in ("beta", "spread"):
             cid = f"collapse_{what}_{opt}_{clock}"
-            quantity = (f"{LABEL[opt]}: {'log10 |beta|' if what == 'beta' else 'spread'} curves across lr and b, "
-                        f"distance under the best null minus under {CLOCK_NAMES[clock]} ({'orders' if what == 'beta' else 'pp'})")
+            quantity = (f"{LABEL[opt]}: exponent p of the clock {form} under which the {'log10 |beta|' if what == 'beta' else 'spread'} "
+                        f"curves across lr and b collapse best (paper: {CLOCK_NAMES[clock]}, p = {paper_p:g})")
+            side = V.between(0.0, math.inf)
             if len(group) < 2:
-                rows.append(row(cid, "direction", quantity, math.nan, scale, side=V.greater(0),
+                rows.append(row(cid, "direction", quantity, paper_p, scale, side=side,
                                 missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}"))
                 continue
-            rows.append(_collapse_row(cid, quantity, group, what, clock, nulls, scale))
+            lrs = {float(c.settings["lr"]) for c in group}
+            if len(lrs) < 2:
+                rows.append(row(cid, "direction", quantity, paper_p, scale, side=side,
+                                missing=f"the {LABEL[opt]} configurations share one learning rate ({min(lrs):g}): its exponent cannot be measured"))
+                continue
+            rows.append(_collapse_row(cid, quantity, group, what, clock, paper_p, scale))
     return rows
 
 
-def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, nulls: tuple, scale: str) -> dict:
+def _signs(cells: list[V.Cell]) -> str:
+    """Which configurations' beta at the end of training is positive and which negative (a sign change
+    across configurations at the same clock is not forgetting)."""
+    signs = {c.label: float(np.sign(c.slopes([])[0][-1])) for c in cells}
+    pos, neg = [k for k, v in signs.items() if v > 0], [k for k, v in signs.items() if v < 0]
+    if pos and neg:
+        return f"beta changes sign across configurations at the end of training: positive in {', '.join(pos)}; negative in {', '.join(neg)}"
+    return ""
+
+
+def _across_lr(pairs: list[str], group: list[ClockCell]) -> int:
+    """How many of the kept pairs ('label / label') join two learning rates."""
+    lr = {c.label: float(c.settings["lr"]) for c in group}
+    return sum(lr.get(a) != lr.get(b) for a, b in (p.split(" / ", 1) for p in pairs))
+
+
+def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, paper_p: float, scale: str) -> dict:
     if what == "beta":
         curves_of = [c.curve("val_acc") for c in group]
         floor = max(float(V.noise_floor(c.fits([])[1])[0]) for c in curves_of)
-        prepare = lambda cl, s: V.log_abs_beta(cl.slopes(s), floor)  # noqa: E731
+        prepare = lambda cl: V.log_abs_beta(cl.slopes([]), floor)  # noqa: E731
         how = f"log10 |beta| floored at the noise floor {floor:.3g} (2 OLS SE, the largest of the configurations')"
     else:
         curves_of = _common_sigmas([c.curve("test_acc") for c in group])
-        prepare = lambda cl, s: V.spread_pp(cl.means(s))  # noqa: E731
+        prepare = lambda cl: V.spread_pp(cl.means([]))  # noqa: E731
         how = f"spread of seed-mean test acc per epoch over sigma_w {'/'.join(f'{s:g}' for s in curves_of[0].sigmas)}"
-    full = V.collapse(curves_of, [prepare(c, []) for c in curves_of], clock, nulls)
-    if not full["kept"] or "margin" not in full:
+    lrs = [float(c.settings["lr"]) for c in group]
+    full = V.exponent_scan(curves_of, [prepare(c) for c in curves_of], clock, lrs, paper_p)
+    side = V.between(0.0, math.inf)
+    if full["best"] is None or not full["kept"]:
         why = "; ".join(full["omitted"][:4]) + (f"; {len(full['omitted']) - 4} more" if len(full["omitted"]) > 4 else "")
-        return row(cid, "direction", quantity, math.nan, scale, side=V.greater(0),
-                   missing=f"no pair of configurations overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
-    est = V.estimate(curves_of, lambda m: V.collapse(curves_of, m, clock, nulls)["margin"], prepare=prepare)
-    d = full["distance"]
-    note = (f"{how}; distance under {', '.join(f'{CLOCK_NAMES.get(k, k)} {d[k][0]:.3g}' for k in (clock, *nulls) if k in d)}; "
-            f"{len(full['kept'])} pair(s) kept of {len(group) * (len(group) - 1) // 2}"
-            + (f"; left out: {'; '.join(full['omitted'])}" if full["omitted"] else "")
-            + f"; minimum overlap {V.MIN_OVERLAP:.0%} of each curve in the shared {CLOCK_NAMES[clock]} range")
-    return row(cid, "direction", quantity, math.nan, scale, est, side=V.greater(0), cells=curves_of, read_at=CURVE, note=note)
+        return row(cid, "direction", quantity, paper_p, scale, side=side,
+                   missing=f"no pair of configurations at two learning rates overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
+    best = float(full["best"][0])
+    draws = [V.exponent_scan(d, [prepare(c) for c in d], clock, lrs, paper_p)["best"] for d in V.seed_bootstrap(curves_of)]  # noqa: E501
+    draws = np.array([float(b[0]) for b in draws if b is not None])
+    low, high = (float(np.quantile(draws, 0.5 - V.LEVEL / 2)), float(np.quantile(draws, 0.5 + V.LEVEL / 2))) if len(draws) else (math.nan, math.nan)
+    n_seeds = min(c.n_seeds for c in curves_of)
+    est = V.Estimate(best, low, high, f"seed bootstrap, {V.EXPONENT_DRAWS} draws paired across configurations, 2.5-97.5% "
+                     f"of the best exponent (grid {V.EXPONENT_GRID[0]:g} to {V.EXPONENT_GRID[-1]:g} by 0.1)",
+                     int(sum(c.n_runs for c in curves_of)), n_seeds, np.array([best]))
+    decided = None if n_seeds < 2 else (V.exponent_verdict(low, high, paper_p), "")
+    power = ""
+    if decided is not None and decided[0] == V.INCONCLUSIVE:
+        power = (f"~{math.ceil(n_seeds * ((best - low) / best) ** 2)} seeds per configuration for the interval to leave p = 0 "
+                 "(its half-width shrinking as 1/sqrt(seeds) about the best exponent)" if best > 0
+                 else "no number of seeds at this effect: the best exponent is <= 0")
+    grid = list(V.EXPONENT_GRID)
+    dist = full["distance"][:, 0]
+    at = lambda p: float(dist[int(np.argmin(np.abs(np.asarray(grid) - p)))])  # noqa: E731
+    edge = " (at the edge of the scan)" if best in (grid[0], grid[-1]) else ""
+    note = "; ".join(n for n in (
+        f"{how}; mean distance at the best p {best:g}{edge} {at(best):.3g}, at the paper's p {paper_p:g} {at(paper_p):.3g}, "
+        f"at p = 0 (schedule-weighted steps) {at(0.0):.3g}",
+        f"reproduced when the interval contains p = {paper_p:g} and excludes p = 0",
+        f"{len(full['kept'])} pair(s) of {len(group) * (len(group) - 1) // 2} used, {_across_lr(full['kept'], group)} of them at two "
+        f"learning rates (only those measure p): {', '.join(full['kept'])}",
+        f"left out: {'; '.join(full['omitted'])}" if full["omitted"] else "",
+        f"every exponent compared over the stretch of each pair inside their shared {CLOCK_NAMES[clock]} range "
+        f"(minimum overlap {V.MIN_OVERLAP:.0%} of each curve)",
+        _signs(curves_of) if what == "beta" else "") if n)
+    return row(cid, "direction", quantity, paper_p, scale, est, side=side, decided=decided, cells=curves_of, read_at=CURVE, note=note,
+               power=power)
 
 
 # --- the spread kept on either side of the threshold ---------------------------------------------
@@ -208,15 +285,19 @@ def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, cloc
     for read_at, metric, suffix in ((AT_BEST, "test_acc_best", "best"), (AT_END, "test_acc_end", "end")):
         cells = [to_cell(a, metric, c.label), to_cell(b, metric, ref.label)]
         est = V.estimate(cells, lambda m: V.spread_pp(m[0]) / V.spread_pp(m[1])) if None not in cells else None
-        decided = None
+        decided, power = None, ""
         if est is not None and not est.one_seed:
-            base = V.estimate(cells[1:], lambda m: V.spread_pp(m[0]))
-            if not base.low > 0:
-                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} [{base.low:.3g}, {base.high:.3g}] pp "
-                                           "is not clearly above 0: nothing to keep or lose")
+            base = V.spread_estimate(cells[1])
+            if not base.p_null < 1 - V.LEVEL:
+                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise-only null "
+                                           f"(mean {base.null_mean:.3g} pp, p = {base.p_null:.2g}): nothing to keep or lose")
+                q = base.high - base.effect
+                power = (f"~{math.ceil(base.n_seeds * (q / base.corrected) ** 2)} seeds for the reference spread to clear its noise "
+                         "(the null's quantile shrinking as 1/sqrt(seeds) below the noise-corrected spread)" if base.corrected > 0
+                         else "no number of seeds at this effect: the reference spread is all noise")
         rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
                         f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
-                        cells=[x for x in cells if x], read_at=read_at,
+                        cells=[x for x in cells if x], read_at=read_at, power=power,
                         note="; ".join(n for n in (
                             f"{CLOCK_NAMES[clock]} {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g} for the "
                             f"reference; below {T_THRESHOLD:g} the paper's cells keep > {KEEP_SHARE:g} of the spread, past it < {KEEP_SHARE:g}",

@@ -11,13 +11,17 @@ import pandas as pd
 
 from initmem import verdicts as V
 from initmem.claim_rows import AT_BEST, AT_END
+from initmem.claims_registry import REGISTRY, lookup, registry_markdown
 
 BEGIN, END = "<!-- verdict-table:begin -->", "<!-- verdict-table:end -->"
 
 INTERVALS = (
-    "Intervals: a t-interval at level 0.95 around the full-sample statistic, with the delete-one-seed jackknife "
-    "standard error and n - 1 degrees of freedom (`ci_method`); for a contrast of seed means it is the t-interval on "
-    "the per-seed values, whose coverage is right at any n >= 2 when seed noise is roughly normal. Seeds pair "
+    "Intervals: for contrasts and ratios, a t-interval at level 0.95 around the full-sample statistic, with the delete-one-seed "
+    "jackknife standard error and n - 1 degrees of freedom (`ci_method`); for a contrast of seed means it is the t-interval on "
+    "the per-seed values, whose coverage is right at any n >= 2 when seed noise is roughly normal. A single spread (max - min "
+    "over sigma_w) is positive even when sigma_w does nothing: it is read against a null that permutes the sigma_w labels "
+    "within seeds (`null_mean`, its p-value `p_null`, the noise-corrected `corrected`), its interval the observed spread -/+ "
+    "that null's 97.5% quantile. The clock's exponent: a seed bootstrap of the best-collapsing exponent. Seeds pair "
     "configurations (one seed, the same init draws); compared configurations are matched on sigma_w values and seeds. "
     "No interval with one seed.")
 WORDS = (
@@ -80,7 +84,8 @@ def verdict_table(table: pd.DataFrame, compact: bool = False) -> str:
         cols = {"claim": lambda r: r["quantity"], "read at": lambda r: r["read_at"], "measured": lambda r: r["reproduced"],
                 "interval": lambda r: _interval(r["ci_low"], r["ci_high"]), "paper's side": lambda r: r["paper_side"],
                 "statistic alone": lambda r: r["statistic_verdict"], "verdict": lambda r: f"**{r['verdict']}**",
-                "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"])}
+                "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
+                "would decide": lambda r: r.get("would_decide", "")}
     methods = sorted(set(measured["ci_method"]) - {""})
     out = [_table(measured, cols), f"Intervals: {'; '.join(methods) or 'none'} (level 0.95).\n", f"**{counts_line(table)}**\n"]
     if not missing.empty:
@@ -93,11 +98,16 @@ def _cells_table(cells: pd.DataFrame) -> str:
     rows = []
     for name, g in cells.groupby(cells["quantity"].str.split(": ").str[0], sort=False):
         get = lambda what, at, g=g: g[g["id"].str.contains(f"_{what}_") & (g["read_at"] == at)].iloc[0]  # noqa: E731
-        r = {"configuration": name, "clocks": g["note"].iloc[0]}
+        r = {"configuration": name, "clocks at the end": get("spread", AT_END)["note"].split("; ")[0],
+             "clocks at tau_best": get("spread", AT_BEST)["note"].split("; ")[0]}
         for what, label in (("spread", "spread (pp)"), ("beta", "|beta|")):
             for at in (AT_BEST, AT_END):
                 x = get(what, at)
                 r[f"{label} at {at}"] = f"{_fmt(x['reproduced'])} {_interval(x['ci_low'], x['ci_high'])}".strip()
+                if what == "spread":
+                    r[f"{label} at {at}"] += f", noise-only {_fmt(x.get('null_mean', math.nan))}, p {_fmt(x.get('p_null', math.nan), '.2g')}"
+                else:
+                    r[f"{label} at {at}"] += f" ({x['note'].split('; ')[-1]})"
         first = g.iloc[0]
         r |= {"fitted": _share(first["share_fit"]), "tau_best fitted": _share(first["share_best_fitted"]), "runs": int(first["n_runs"])}
         rows.append(r)
@@ -123,7 +133,7 @@ def claims_markdown(table: pd.DataFrame) -> str:
                 "paper's side": lambda r: r["paper_side"], "statistic alone": lambda r: r["statistic_verdict"],
                 "verdict": lambda r: r["verdict"], "fitted": lambda r: _share(r["share_fit"]),
                 "tau_best fitted": lambda r: _share(r["share_best_fitted"]), "runs": lambda r: int(r["n_runs"]),
-                "note": lambda r: r["note"]}
+                "would decide": lambda r: r.get("would_decide", ""), "note": lambda r: r["note"]}
         out += ["## Directional claims\n", _table(measured, cols)]
     if not missing.empty:
         out += ["## Not measured\n", _table(missing, {"id": lambda r: r["id"], "quantity": lambda r: r["quantity"],
@@ -140,8 +150,12 @@ def claims_markdown(table: pd.DataFrame) -> str:
         out += ["## Headline numbers\n", _table(n, {"id": lambda r: r["id"], "quantity": lambda r: r["quantity"], "paper": lambda r: r["paper"],
                                                      "measured": lambda r: r["reproduced"],
                                                      "interval": lambda r: _interval(r["ci_low"], r["ci_high"]),
+                                                     "noise-only mean": lambda r: r.get("null_mean", math.nan),
+                                                     "p (noise)": lambda r: r.get("p_null", math.nan),
+                                                     "noise-corrected": lambda r: r.get("corrected", math.nan),
                                                      "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
                                                      "note": lambda r: r["note"]})]
+    out += ["## The claims tested (`initmem/claims_registry.py`)\n", registry_markdown()]
     c = table[table["kind"] == "clock"]
     if not c.empty:
         out += ["## Forgetting timescales\n", _table(c, {k: (lambda r, k=k: r[k]) for k in ("id", "quantity", "paper", "reproduced",
@@ -178,6 +192,66 @@ def tiers_table(tables: dict[str, pd.DataFrame]) -> str:
     return "\n".join(out)
 
 
+def what_size_decides(table: pd.DataFrame) -> str:
+    """What this folder's size can and cannot decide, from its rows: the decided rows, and for the
+    undecided ones the seeds (or seeds x sigma_w grid) the power column says would decide them."""
+    measured = directions(table)[0]
+    decided = measured[measured["statistic_verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED])]
+    open_ = measured[measured["statistic_verdict"].isin([V.INCONCLUSIVE, V.BELOW_FLOOR])]
+    seeds = pd.to_numeric(open_["would_decide"].astype(str).str.extract(r"~(\d+) seeds")[0], errors="coerce").dropna()
+    nums = measured["n_seeds"][measured["n_seeds"] > 0]
+    few, many = (int(nums.min()), int(nums.max())) if len(nums) else (0, 0)
+    lines = [f"**What this size decides.** With {few if few == many else f'{few}-{many}'} seeds per "
+             f"configuration, the intervals alone decide {len(decided)} of {len(measured)} measured claims "
+             f"(`statistic alone`: reproduced or not reproduced); {len(open_)} stay open."]
+    if len(seeds):
+        lines.append(f"At the measured effects and noise those open rows would need ~{int(seeds.min())}-{int(seeds.max())} seeds per "
+                     f"configuration (median {int(seeds.median())}; column `would decide`: the interval's half-width shrinking as "
+                     "1/sqrt(seeds); for |beta| shapes, seeds x Sxx of the sigma_w grid, since the noise floor is "
+                     "2 sigma_r / sqrt(seeds x Sxx)).")
+    return " ".join(lines) + "\n"
+
+
+def _family(cid: str) -> str:
+    claim = lookup(cid)
+    return claim.family if claim else "other"
+
+
+def _short_counts(rows: pd.DataFrame) -> str:
+    counts = rows["verdict"].value_counts()
+    return ", ".join(f"{counts[v]} {SHORT_WORD.get(v, v)}" for v in V.VERDICTS if counts.get(v, 0))
+
+
+SHORT_WORD = {V.OUTSIDE_REGIME: "outside the regime", V.BELOW_FLOOR: "below the noise floor", V.ONE_SEED: "one seed"}
+
+
+def family_summary(tables: dict[str, pd.DataFrame]) -> str:
+    """The README's short view: per claim family (:mod:`initmem.claims_registry`) and evidence folder,
+    the verdict counts of the measured directional claims, then every decided row (reproduced or not)
+    with its number, interval and the paper's side; each folder's counts line."""
+    fams = list(dict.fromkeys(c.family for c in REGISTRY)) + ["other"]
+    rows = []
+    for fam in fams:
+        r = {"claim family": fam}
+        for name, table in tables.items():
+            measured = directions(table)[0]
+            mine = measured[measured["id"].map(_family) == fam]
+            r[f"`{name}`"] = _short_counts(mine) if not mine.empty else "not measured"
+        if any(v != "not measured" for k, v in r.items() if k != "claim family"):
+            rows.append(r)
+    df = pd.DataFrame(rows)
+    out = [_table(df, {c: (lambda r, c=c: r[c]) for c in df.columns}) if rows else "No directional claim measured.\n"]
+    decided = []
+    for name, table in tables.items():
+        measured = directions(table)[0]
+        for _, r in measured[measured["verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED])].iterrows():
+            decided.append(f"- `{name}`: {r['quantity']}: **{r['verdict']}**, {_fmt(r['reproduced'])} "
+                           f"{_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']})")
+    out.append("Decided rows:\n\n" + ("\n".join(decided) if decided else "none") + "\n")
+    out += [f"`{n}`: **{counts_line(t)}**\n" for n, t in tables.items()]
+    return "\n".join(out)
+
+
 def readme_block(folders: list[Path], root: Path, compact: bool = False) -> str:
     """The verdict tables of the evidence ``folders`` (from each one's tables/claims.csv), with the
     command that regenerates them; ``compact`` (the repository's README): every folder side by side
@@ -185,9 +259,12 @@ def readme_block(folders: list[Path], root: Path, compact: bool = False) -> str:
     out = ["<!-- generated by `python -m initmem reanalyse`: edit the claims, not this table -->\n"]
     tables = {f.name: pd.read_csv(f / "tables" / "claims.csv", keep_default_na=False, na_values=[""]) for f in folders}
     if compact:
-        return "\n".join(out + [tiers_table(tables)]).rstrip() + "\n"
+        return "\n".join(out + [family_summary(tables),
+                                 "Every row, with its interval, regime and the seeds that would decide it: each folder's README "
+                                 "and `tables/claims.md`.\n"]).rstrip() + "\n"
     for f in folders:
-        out += [f"Verdicts of `{f.resolve().relative_to(root.resolve())}` (`tables/claims.md`):\n", verdict_table(tables[f.name])]
+        out += [f"Verdicts of `{f.resolve().relative_to(root.resolve())}` (`tables/claims.md`):\n", verdict_table(tables[f.name]),
+                what_size_decides(tables[f.name])]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -18,6 +18,7 @@ the folder's ``config.resolved.yaml`` and the code, Figure 9 is not kept here.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from pathlib import Path
@@ -50,15 +51,30 @@ def analysis_tables(runs: pd.DataFrame, history: pd.DataFrame) -> dict[str, pd.D
             "claims.md": claims_markdown(claim_table), "paper_tables.md": paper_tables(runs, spread_table)}
 
 
-def write_table(content: pd.DataFrame | str, path: Path) -> None:
-    """One table (CSV, gzipped for a .gz path) or text, atomically."""
+CHANGED: list[Path] = []  # the files the current reanalyse rewrote (a byte-identical result is left alone)
+
+
+def write_bytes(data: bytes, path: Path) -> bool:
+    """Write ``data`` to ``path`` atomically unless the file already holds exactly these bytes (its
+    timestamp then stays as it was); True when it changed."""
     from initmem.io import atomic_path
 
+    if path.is_file() and path.read_bytes() == data:
+        return False
     with atomic_path(path) as tmp:
-        if isinstance(content, str):
-            tmp.write_text(content)
-        else:
-            content.to_csv(tmp, index=False, compression="gzip" if str(path).endswith(".gz") else None)
+        tmp.write_bytes(data)
+    CHANGED.append(path)
+    return True
+
+
+def write_table(content: pd.DataFrame | str, path: Path) -> None:
+    """One table (CSV, gzipped for a .gz path, with no timestamp in it) or text, atomically, only when it changed."""
+    import gzip
+
+    data = content.encode() if isinstance(content, str) else content.to_csv(index=False).encode()
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    write_bytes(data, path)
 
 
 def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> list[Path]:
@@ -84,11 +100,13 @@ def write_theory(folder: Path) -> list[Path]:
 
     written = []
     resolved = folder / "config.resolved.yaml"
-    if resolved.is_file():
-        write_clocks_table(expand_studies(yaml.safe_load(resolved.read_text())), str(folder / "tables" / "clocks.csv"))
-        written.append(folder / "tables" / "clocks.csv")
     with tempfile.TemporaryDirectory() as tmp:
-        write_linear_check(f"{tmp}/fig9.pdf", f"{tmp}/fig9.png", str(folder / "tables" / "linear_check.csv"))
+        if resolved.is_file():
+            write_clocks_table(expand_studies(yaml.safe_load(resolved.read_text())), f"{tmp}/clocks.csv")
+            write_bytes(Path(f"{tmp}/clocks.csv").read_bytes(), folder / "tables" / "clocks.csv")
+            written.append(folder / "tables" / "clocks.csv")
+        write_linear_check(f"{tmp}/fig9.pdf", f"{tmp}/fig9.png", f"{tmp}/linear_check.csv")
+        write_bytes(Path(f"{tmp}/linear_check.csv").read_bytes(), folder / "tables" / "linear_check.csv")
     written.append(folder / "tables" / "linear_check.csv")
     return written
 
@@ -97,7 +115,6 @@ def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> l
     """``figures/<fig>.png`` for every figure the runs' studies support (:data:`initmem.targets.FIGURES`)."""
     import matplotlib.pyplot as plt
 
-    from initmem.io import atomic_path
     from initmem.plots import make_figure
     from initmem.targets import FIGURES, figure_studies
 
@@ -109,9 +126,10 @@ def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> l
         if use is None:
             continue
         fig = make_figure(name, runs[runs["study"].isin(use)], history[history["study"].isin(use)])
-        with atomic_path(figures / f"{name}.png") as tmp:
-            fig.savefig(tmp, format="png", dpi=PNG_DPI, bbox_inches="tight")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", metadata={"Software": None})
         plt.close(fig)
+        write_bytes(buf.getvalue(), figures / f"{name}.png")
         written.append(figures / f"{name}.png")
     return written
 
@@ -128,8 +146,7 @@ def update_readme(readme: Path, folders: list[Path], root: Path, compact: bool =
         new = replace_block(text, readme_block(folders, root, compact))
     except ValueError:
         return False
-    if new != text:
-        readme.write_text(new)
+    write_bytes(new.encode(), readme)
     return True
 
 
@@ -140,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-figures", action="store_true", help="tables and README blocks only")
     parser.add_argument("--root", type=Path, default=Path("."), help="the repository (its README.md and evidence/*); default: .")
     args = parser.parse_args(argv)
+    CHANGED.clear()
     try:
         for folder in args.folders:
             start = time.perf_counter()
@@ -153,10 +171,14 @@ def main(argv: list[str] | None = None) -> int:
         for readme, folders, compact in readmes:
             if readme.is_file():
                 filled = update_readme(readme, folders, args.root, compact)
-                print(f"{readme}: {'verdict table updated' if filled else 'no verdict-table block, left alone'}", file=sys.stderr)
+                print(f"{readme}: {'verdict table filled (unchanged unless listed below)' if filled else 'no verdict-table block, left alone'}", file=sys.stderr)
     except (FileNotFoundError, ValueError) as exc:
         print(f"initmem reanalyse: error: {exc}", file=sys.stderr)
         return 2
+    if CHANGED:
+        print(f"{len(CHANGED)} file(s) changed: {', '.join(str(p) for p in CHANGED)}", file=sys.stderr)
+    else:
+        print("nothing changed: every file already held what this analysis writes", file=sys.stderr)
     return 0
 
 

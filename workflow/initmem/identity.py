@@ -23,7 +23,7 @@ LIBRARY = Path(__file__).resolve().parent
 TRAINER_MODULES = ("train.py", "packed.py", "models.py", "optim.py", "spec.py", "data.py", "clocks.py")
 # Modules whose code decides the tables and figures (never a reason to retrain).
 ANALYSIS_MODULES = ("analysis.py", "plots.py", "plots_clock.py", "records.py", "verdicts.py", "claims.py", "claim_rows.py",
-                    "claims_clock.py", "claims_report.py", "report.py", "evidence.py")
+                    "claims_clock.py", "claims_registry.py", "claims_report.py", "report.py", "evidence.py")
 
 # Sources whose prepared split is CIFAR-10 itself: torchvision's md5-checked download and a local
 # archive whose md5 was verified give the same pixels, so switching between them retrains nothing.

@@ -253,8 +253,8 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
 
 def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
-    """Spread vs ``x`` with its seed interval as error bars (``spreads.csv``'s ``spread_ci_low/high``: a 0.95
-    t-interval with the leave-one-seed-out jackknife SE, df = seeds - 1; none with one seed)."""
+    """Spread vs ``x`` with its interval against the noise as error bars (``spreads.csv``'s
+    ``spread_ci_low/high``: :func:`initmem.verdicts.spread_estimate`; none with one seed)."""
     d = d.sort_values(x)
     err = np.vstack([d["spread_pp"] - d["spread_ci_low"], d["spread_ci_high"] - d["spread_pp"]])
     ax.errorbar(d[x], d["spread_pp"], yerr=np.where(np.isfinite(err), err, 0), marker="o", ms=3, capsize=2, label=label, **kw)
@@ -415,7 +415,8 @@ def _readable_log_ticks(axis) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def _finish_log_panel(ax, xlog: bool) -> None:
+def _finish_log_panel(ax, xlog: bool, has_runs: bool = True) -> None:
+    """Log axes and a legend; an empty panel says why: no runs in this tier, or no |beta| to draw."""
     if ax.lines:
         ax.set_yscale("log")
         if xlog:
@@ -424,7 +425,7 @@ def _finish_log_panel(ax, xlog: bool) -> None:
         _readable_log_ticks(ax.yaxis)
         ax.legend(fontsize=6, loc="best", framealpha=0.8)
     else:
-        _no_data(ax, f"no data (no |beta| >= {BETA_FLOOR:g})")
+        _no_data(ax, f"no data (no |beta| >= {BETA_FLOOR:g})" if has_runs else "not in this tier")
 
 
 def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
@@ -458,6 +459,7 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
     for i, opt in enumerate(["sgd", "adam", "adamw", "muon"]):
         ax[i].set(title=f"({chr(97 + i)}) {LABELS[opt]}", xlabel="epoch", ylabel="$|\\beta(t)|$")
+        has_runs = not main.empty and (main["optimizer"] == opt).any() or (opt == "sgd" and not abl.empty)
         for b in bs:
             d = main[(main["optimizer"] == opt) & (main["batch_size"] == b)]
             if not d.empty:
@@ -465,7 +467,7 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         if opt == "sgd":
             for b in abl_bs:
                 curve(ax[i], abl[abl["batch_size"] == b], "epoch", f"SGD+L2 b={b}", ls="--", color=abl_color[b])
-        _finish_log_panel(ax[i], xlog=False)
+        _finish_log_panel(ax[i], xlog=False, has_runs=has_runs)
         ax[i].xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax[4].set(title="(e) SGD vs $T_{SGD}$, SGD+L2 vs $T_{L2}$", xlabel="cumulative clock", ylabel="$|\\beta|$")
     ax[5].set(title="(f) Adam vs $T_{adapt}$", xlabel="$T_{adapt} = \\sum_k \\eta_k$", ylabel="$|\\beta|$")
@@ -478,8 +480,9 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             curve(ax[5], d, "T_adapt", f"Adam b={b}", color=color[b], xlog=True)
     for b in abl_bs:
         curve(ax[4], abl[abl["batch_size"] == b], "T_l2", f"SGD+L2 b={b} vs $T_{{L2}}$", ls="--", color=abl_color[b], xlog=True)
-    for a in (ax[4], ax[5]):
-        _finish_log_panel(a, xlog=True)
+    has = lambda o: not main.empty and (main["optimizer"] == o).any()  # noqa: E731
+    _finish_log_panel(ax[4], xlog=True, has_runs=has("sgd") or not abl.empty)
+    _finish_log_panel(ax[5], xlog=True, has_runs=has("adam"))
     if not beta.empty and (beta["n_carried"] > 0).any():
         notes.add("runs that stopped early are carried forward at their last epoch (beta.csv: n_carried)")
     if not beta.empty and (beta["n_diverged"] > 0).any():

@@ -73,7 +73,7 @@ def fig10(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
                     notes.add(f"{family} {cell_label(c)}: no non-zero |beta| to draw")
             if ses:
                 ax.axhline(float(np.median(ses)), color="grey", ls=":", lw=1, label="median OLS SE")
-            _finish_log_panel(ax, xlog=xlog)
+            _finish_log_panel(ax, xlog=xlog, has_runs=bool(mine))
         if not mine:
             notes.add(f"no {family} cells in this config")
     for col, (family, member, clock, clock_label) in enumerate(FAMILIES):
@@ -89,7 +89,8 @@ def fig10(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             ax.xaxis.set_minor_formatter(NullFormatter())  # labelled decades only: minor labels overlap
             ax.legend(fontsize=6)
         else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="dimgray")
+            ax.text(0.5, 0.5, "not in this tier" if not any(member(c) for c in cells) else "no data", ha="center", va="center",
+                    transform=ax.transAxes, color="dimgray")
     scale = _scale(runs)
     fig.suptitle(f"Figure 10: forgetting against epochs, steps and the clock ({scale})", fontsize=9)
     notes.add("|beta| below the median OLS SE (dotted) is at the noise floor; |beta| = 0 is not drawn on the log axis")

@@ -139,9 +139,10 @@ def paper_tables(runs: pd.DataFrame, spread_table: pd.DataFrame) -> str:
     cs = config_spreads(spread_table)
     studies = lambda *s: f"Scale: {scale_label(runs, list(s))}\n"  # noqa: E731
     out = ["# Paper tables at this config's scale\n",
-           "Spreads: max - min over sigma_w of the seed-mean test accuracy at tau_best, with a seed interval in "
-           "brackets: a t-interval at level 0.95 with the delete-one-seed jackknife standard error, n - 1 degrees of "
-           "freedom (`spreads.csv`: `spread_ci_method`; none with one seed).\n"]
+           "Spreads: max - min over sigma_w of the seed-mean test accuracy at tau_best, with an interval against its noise "
+           "in brackets: the observed spread -/+ the 97.5% quantile of the spreads the same runs give with sigma_w labels "
+           "permuted within seeds, floored at 0 (`spreads.csv`: `spread_ci_method`, the noise-only mean `spread_null_mean_pp`, "
+           "its p-value `spread_p_null` and the noise-corrected `spread_corrected_pp`; none with one seed).\n"]
     out += ["## Table 1: main-grid optimizer settings\n", studies("main"), to_markdown(table1(runs), ".4g")]
     out += ["## Table 4: SGD LR x L2 sigma_w spreads\n", studies("lr_l2", "main"), to_markdown(table4(cs), ".3g")]
     out += ["## Table 7: best recipe vs Adam\n", studies("best_recipe"), WEIGHT_DECAY_NOTE, to_markdown(table7(spread_table, cs))]
