@@ -3,15 +3,19 @@ planned when a seed or sigma_w is added; bookkeeping settings, moving the direct
 analysis code retrain nothing; editing the trainer retrains everything; a damaged pack or metrics
 file costs no good file; outputs follow the umask; logs keep every attempt."""
 
+import base64
 import copy
+import json
 import os
+import re
 import shutil
 import stat
+import subprocess
 
 import pytest
 import yaml
 from conftest import tiny_config
-from test_workflow import job_counts, snakemake, workdir_copy
+from test_workflow import ROOT, job_counts, snakemake, workdir_copy
 
 BASE = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0, 1]}}},
                    pack=4, epochs=1, width=4)
@@ -127,28 +131,125 @@ def test_truncated_pack_file_keeps_its_intact_run_files(work):
     pack.write_text(pack.read_text()[:200])  # truncated, and newer than the run files
     assert _plan(work) == {}
     assert all(r.stat().st_size > 1000 for r in runs)
-    # a run file that must be cut from it again: the error names the pack and the repair command
+    # a run file that must be cut from it again: the error names the pack and a repair command that
+    # works as printed (the same config file, cores, the target first)
     runs[0].unlink()
     proc = snakemake(str(runs[0].relative_to(work)), "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
     log = (work / "results/logs/runs/main" / runs[0].name.replace(".json", ".log")).read_text()
-    assert proc.returncode != 0 and f"{pack.relative_to(work)}: damaged pack file" in log and "rm " in log
+    assert proc.returncode != 0 and f"{pack.relative_to(work)}: damaged pack file" in log
     assert all(r.is_file() for r in runs[1:])
+    _run_repair(log, work)
+    assert runs[0].stat().st_size > 1000 and _plan(work) == {}
+
+
+def _run_repair(message: str, work) -> None:
+    """Run the repair command a message prints, verbatim, in the project."""
+    command = re.search(r"(rm \S+ && \S+ (?:-m snakemake )?--cores .*?)(?:\n|$)", message).group(1)
+    assert "--configfile c.yaml" in command, command
+    proc = subprocess.run(command, shell=True, cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
 
 
 @pytest.mark.slow
-def test_corrupt_metrics_file_is_named_and_the_advice_repairs_it(work):
+def test_corrupt_metrics_file_is_named_and_the_printed_repair_works(work):
     run = next((work / "results/runs/main").glob("*.json"))
     good = run.read_text()
     run.write_text(good[:100])
-    proc = snakemake("results/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
+    proc = snakemake("runs", "results/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
     log = (work / "results/logs/collect/main.log").read_text()
     assert proc.returncode != 0 and str(run.relative_to(work)) in log
-    # the advice: rm the file, make it again from its pack, then everything else
-    run.unlink()
-    snakemake(str(run.relative_to(work)), "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    # the failed collection removed the study's tables; a plain rerun makes them again (and fails
+    # again, saying the same), never "Nothing to be done"
+    again = snakemake("-n", "--configfile", "c.yaml", cwd=work)
+    assert "collect_study" in again.stdout
+    _run_repair(log, work)  # rm the file && snakemake --cores 1 <the study table> runs ... --configfile c.yaml
     assert run.read_text() == good
-    snakemake("results/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work)
     assert (work / "results/tables/studies/main.runs.csv").stat().st_size > 100
+
+
+@pytest.mark.slow
+def test_an_empty_table_is_an_error_with_a_repair_that_works(work):
+    table = work / "results/tables/studies/main.runs.csv"
+    table.write_text("")
+    proc = snakemake("runs", "-n", "--configfile", "c.yaml", cwd=work, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "results/tables/studies/main.runs.csv: empty (damaged)" in text
+    _run_repair(text, work)
+    assert table.stat().st_size > 100
+
+
+@pytest.mark.slow
+def test_the_same_command_goes_on_after_an_interruption(work):
+    """Ctrl-C between a job's write and Snakemake's bookkeeping leaves a complete file marked
+    incomplete; the same command (the workflow profile passes --rerun-incomplete) finishes."""
+    run = next((work / "results/runs/main").glob("*.json"))
+    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(run.relative_to(work)).encode()).decode()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text('{"external_jobid": null}')
+    proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "rule train:" not in proc.stdout + proc.stderr  # nothing retrains: the run is cut again from its pack
+    assert run.stat().st_size > 1000 and _plan(work) == {}
+
+
+@pytest.mark.slow
+def test_a_data_change_is_planned_and_trained_in_one_invocation(work):
+    """Snakemake hid the training behind a rerun of prepare_data: one call prepared the data and
+    said "100% done", only a second trained (issue 27)."""
+    cfg = copy.deepcopy(BASE)
+    cfg["data"]["n_train"] = 48
+    _write(work, cfg)
+    counts = _plan(work)  # one dry run shows all of it
+    assert counts["prepare_data"] == 1 and counts["train"] == 1 and counts["run_metrics"] == 4
+    snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)  # one real run does all of it
+    assert _plan(work) == {}
+    record = json.loads(next((work / "results/runs/main").glob("*.json")).read_text())
+    assert record["spec"]["n_train"] == 48 and record["history"]["epoch"] == [1]
+
+
+def _trained_files(work) -> dict:
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for d in ("data", "plans", "packs") for p in (work / "results" / d).rglob("*.*")}
+
+
+@pytest.mark.slow
+def test_another_configs_invocation_deletes_and_retrains_nothing(work):
+    """Why 2 of issue 27: one invocation with another config whose data cannot be prepared (it used
+    to delete the prepared data and rewrite the plans), then back: zero packs retrained."""
+    before = _trained_files(work)
+    other = copy.deepcopy(BASE)  # the same sizes: the same run specs, another data identity
+    (work / "copy.tar.gz").write_bytes(b"not an archive")
+    other["data"] = {"source": "archive", "archive": "copy.tar.gz", "verify_md5": False, "n_train": 64, "n_val": 32, "n_test": 32}
+    (work / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    proc = snakemake("runs", "--cores", "1", "--configfile", "other.yaml", cwd=work, check=False)
+    assert proc.returncode != 0  # prepare_data fails on the bad archive
+    after = _trained_files(work)
+    assert {p: v for p, v in after.items() if p in before} == before  # nothing of the first config touched
+    assert _plan(work) == {}  # back to the first config: zero packs to retrain, nothing to do
+
+
+OLD_CHECKOUT = "ee9aefd"  # the last commit with one shared results/data/cifar10.npz
+
+
+@pytest.mark.slow
+def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path):
+    old = tmp_path / "project"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", OLD_CHECKOUT, "Snakefile", "workflow", "config", "envs", "profiles"],
+                             capture_output=True)
+    if archive.returncode != 0:
+        pytest.skip(f"commit {OLD_CHECKOUT} is not in this clone's history")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    _write(old, BASE)
+    snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=old)
+    assert (old / "results/data/cifar10.npz").is_file()
+    packs = {p: p.stat().st_mtime_ns for p in (old / "results/packs").rglob("*.json")}
+    for name in ("Snakefile", "workflow", "config", "envs", "profiles"):  # pull this version
+        shutil.rmtree(old / name) if (old / name).is_dir() else (old / name).unlink()
+    workdir_copy(old)
+    proc = snakemake("runs", "-n", "--configfile", "c.yaml", cwd=old)
+    assert "Nothing to be done" in proc.stdout + proc.stderr and "moved results/data/cifar10.npz" in proc.stderr
+    assert not (old / "results/data/cifar10.npz").exists() and len(list((old / "results/data").glob("*/cifar10.npz"))) == 1
+    assert {p: p.stat().st_mtime_ns for p in (old / "results/packs").rglob("*.json")} == packs
 
 
 @pytest.mark.slow

@@ -14,16 +14,16 @@ PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.depl
 sys.path.insert(0, LIBRARY_DIR)
 
 from initmem.grid import expand_studies  # noqa: E402
-from initmem.guards import InvocationError, check_data_archive, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
-from initmem.identity import analysis_version, code_version, data_identity, run_key, trainer_version  # noqa: E402
+from initmem.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
+from initmem.identity import analysis_version, code_version, data_folder, data_identity, run_key, trainer_version  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
-from initmem.planning import plan_path, plan_studies, read_plan, write_plan  # noqa: E402
+from initmem.legacy import migrate_legacy_data  # noqa: E402
+from initmem.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes, unused_studies_warning  # noqa: E402
 
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
-DATA = "results/data/cifar10.npz"
 
 # Mistakes that would otherwise surface only when a job runs (or on the cluster): one line each,
 # already at `snakemake -n`.
@@ -34,6 +34,20 @@ try:
         print(_warning, file=sys.stderr)
     check_workflow_profile(sys.argv, _bases)
     check_slurm_account(sys.argv, _bases, list(getattr(workflow.resource_settings.default_resources, "args", None) or []))
+    if not config["data"].get("verify_md5", True):
+        check_data_archive(config["data"], None)  # read for its md5 right below
+    # What a run's result depends on (docs/reruns.md): its spec, the prepared data's
+    # content, the trainer's code, the precision. Bookkeeping settings never go through params.
+    DATA_ID = data_identity(config["data"])
+    DATA_CODE = code_version(("data.py",))
+    # One prepared file per data identity (and data code), written once and never replaced: another
+    # config's prepare_data never removes it, and prepare_data has no reason to run but a missing file.
+    # That is what makes one invocation plan everything: a job that must rerun for a reason of its own
+    # hides everything downstream of it from Snakemake's first needrun pass, and the training jobs'
+    # ancient() data input would then keep them hidden (docs/reruns.md, "One invocation").
+    if (_moved := migrate_legacy_data(Path.cwd(), data_folder)):
+        print(_moved, file=sys.stderr)
+    DATA = f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"
     check_data_archive(config["data"], Path(DATA))
 except InvocationError as exc:
     raise WorkflowError(str(exc))
@@ -41,16 +55,12 @@ except InvocationError as exc:
 
 try:
     RUNS = expand_studies(config)
-    PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR)
+    PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR, DATA_ID)
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
-# What a run's result depends on (docs/reruns.md): its spec, the prepared data's
-# content, the trainer's code, the precision. Bookkeeping settings never go through params.
-DATA_ID = data_identity(config["data"])
-DATA_CODE = code_version(("data.py",))
 PRECISION = config["compute"]["precision"]
 TRAINER = trainer_version()
 ANALYSIS = analysis_version()
@@ -70,7 +80,22 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
 # bookkeeping settings) reaches them through the environment: Snakemake neither compares it nor
 # takes it for an undeclared input. A job on a cluster node re-parses this file and sets it there.
 os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
-                  INITMEM_DATA_CONFIG=DATA_CONFIG_JSON)
+                  INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)})
+# The command that started this invocation, for repair commands that work as printed
+# (initmem.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
+def _targets(argv):
+    """The targets of this command line, as Snakemake's own parser reads them."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        return list(get_argument_parser().parse_args(argv[1:]).targets or [])
+    except (SystemExit, Exception):  # the command line Snakemake accepted; should it not parse here, no targets
+        return []
+
+
+if workflow.is_main_process:
+    os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []), _targets(sys.argv),
+                                                       workflow.resource_settings.cores, Path.cwd()))
 
 
 def key_of(spec):
@@ -158,3 +183,11 @@ def train_resources():
         runtime=lambda w: pack_runtime_minutes(specs(w), ips, config["compute"].get("max_runtime_minutes")),
         mem_mb=lambda w: pack_mem_mb(specs(w)),
     )
+
+
+# A table left empty (a full disk, an interrupted copy) looks finished to Snakemake: say so, with the repair.
+if workflow.is_main_process:
+    _empty = [f for f in ALL_TABLES + study_tables(STUDIES) if os.path.isfile(f) and os.path.getsize(f) == 0]
+    if _empty:
+        raise WorkflowError(f"{', '.join(_empty)}: empty (damaged); make it again: rm {' '.join(_empty)} && "
+                            f"{snakemake_command(*_empty, keep_targets=True)}")

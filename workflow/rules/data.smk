@@ -3,17 +3,16 @@ localrules:
 
 
 rule prepare_data:
-    """Read CIFAR-10 once (torchvision, local archive, or synthetic) into one compact split file.
-    Reruns only when what decides the split's content changes (not the archive's path, not a key
-    added at its default), or the data code does."""
+    """Read CIFAR-10 once (torchvision, local archive, or synthetic) into one compact split file per
+    data identity: results/data/<identity>/cifar10.npz. The folder's name is a hash of what decides
+    the split's content (not the archive's path, not a key added at its default) and of the data
+    code, so a file is never replaced: it runs only when its file is missing (no params: a job that
+    reruns for a reason of its own would hide the training jobs from Snakemake, docs/reruns.md)."""
     output:
         DATA,
     priority: 100  # first: every training job waits for it
-    params:
-        identity=DATA_ID,
-        code=DATA_CODE,
     log:
-        "results/logs/prepare_data.log",
+        f"results/logs/prepare_data/{Path(DATA).parent.name}.log",
     conda:
         "../../envs/train.yaml"
     shell:
