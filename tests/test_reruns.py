@@ -97,7 +97,7 @@ def test_moving_the_project_retrains_nothing(work, tmp_path):
 
 @pytest.mark.slow
 def test_touching_data_or_scripts_retrains_nothing(work):
-    for path in [work / "results/data/cifar10.npz", *(work / "workflow/scripts").glob("*.py")]:
+    for path in [*(work / "results/data").glob("*/cifar10.npz"), *(work / "workflow/scripts").glob("*.py")]:
         os.utime(path)
     assert _plan(work) == {}
 
@@ -254,7 +254,7 @@ def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path
 
 @pytest.mark.slow
 def test_outputs_follow_the_umask_and_logs_keep_every_attempt(work):
-    for path in [work / "results/data/cifar10.npz", *(work / "results/runs/main").glob("*.json"),
+    for path in [*(work / "results/data").glob("*/cifar10.npz"), *(work / "results/runs/main").glob("*.json"),
                  *(work / "results/packs/main").glob("*.json"), work / "results/tables/studies/main.runs.csv"]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~_umask(), path
     pack = next((work / "results/packs/main").glob("*.json"))
