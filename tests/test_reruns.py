@@ -273,8 +273,8 @@ def _umask() -> int:
     return mask
 
 
-def test_profile_refuses_a_configfile_that_drops_its_studies():
-    proc = snakemake("-n", "--profile", "slurm", "--configfile", "config/archive.yaml", check=False)
+def test_profile_refuses_a_configfile_that_drops_its_studies(tmp_path):
+    proc = snakemake("-n", "--profile", "slurm", "--configfile", "config/archive.yaml", cwd=workdir_copy(tmp_path), check=False)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "replaces the configfiles of profile" in text
     assert "--configfile config/paper.yaml config/archive.yaml" in text

@@ -22,8 +22,8 @@ def check_record(record: dict, origin: str) -> dict:
     """Refuse records of another format (e.g. from an older initmem) with a clear message."""
     if not isinstance(record, dict) or record.get("format") != METRICS_FORMAT:
         got = record.get("format") if isinstance(record, dict) else type(record).__name__
-        raise RecordError(f"{origin}: metrics format {got!r}, this initmem reads format {METRICS_FORMAT} "
-                          "(its pack under results/packs/ must be retrained)")
+        raise RecordError(f"{origin}: metrics format {got!r}, this initmem reads format {METRICS_FORMAT}: delete the file "
+                          "(a pack file under results/packs/ of that format must be retrained)")
     missing = [k for k in REQUIRED_KEYS if k not in record]
     if missing:
         raise RecordError(f"{origin}: keys {missing} missing")

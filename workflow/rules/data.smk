@@ -1,5 +1,6 @@
 localrules:
     prepare_data,
+    data,
 
 
 rule prepare_data:
@@ -34,3 +35,9 @@ rule resolved_config:
         "results/logs/resolved_config.log",
     run:
         write_yaml(output[0], params.config, log[0])
+
+
+rule data:
+    """Target: this config's prepared split (snakemake --cores 1 data)."""
+    input:
+        DATA,
