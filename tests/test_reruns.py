@@ -231,6 +231,38 @@ def test_another_configs_invocation_deletes_and_retrains_nothing(work):
     assert _plan(work) == {}  # back to the first config: zero packs to retrain, nothing to do
 
 
+@pytest.mark.slow
+def test_a_named_config_files_its_outputs_apart_and_trains_nothing_twice(work):
+    """`name:` files a config's tables and figures under results/<name>/ and figures/<name>/; the
+    runs themselves are shared (their keys decide), and every invocation records its config."""
+    default_table = work / "results/tables/studies/main.runs.csv"
+    before = default_table.read_bytes()
+    mine = copy.deepcopy(BASE)
+    mine["name"] = "mine"
+    _write(work, mine)
+    plan = _plan(work, "results/mine/tables/studies/main.runs.csv")
+    assert plan == {"collect_study": 1, "total": 1}  # nothing trains: the same runs
+    snakemake("results/mine/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    assert (work / "results/mine/tables/studies/main.runs.csv").read_bytes() == before  # the same runs, apart
+    assert yaml.safe_load((work / "results/mine/config.resolved.yaml").read_text())["name"] == "mine"  # any target records it
+    # another config in the default folder: said once, with the fix
+    other = copy.deepcopy(BASE)
+    other["defaults"]["lr"] = 0.02
+    _write(work, other)
+    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "c.yaml", cwd=work)  # records BASE's successor
+    _write(work, BASE)
+    proc = snakemake("-n", "runs", "--configfile", "c.yaml", cwd=work)
+    assert "NOTE: results/config.resolved.yaml was written by a config with other defaults" in proc.stderr
+
+
+def test_a_reserved_output_name_is_refused(tmp_path):
+    work = workdir_copy(tmp_path)
+    (work / "c.yaml").write_text("name: runs\n")
+    proc = snakemake("-n", "--configfile", "c.yaml", cwd=work, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "invalid config: name:" in text and "c.yaml)" in text
+
+
 OLD_CHECKOUT = "ee9aefd"  # the last commit with one shared results/data/cifar10.npz
 
 

@@ -18,12 +18,21 @@ from initmem.guards import INVOCATION_ENV, InvocationError, check_data_archive, 
 from initmem.identity import analysis_version, code_version, data_folder, data_identity, run_key, trainer_version  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
 from initmem.legacy import migrate_legacy_data  # noqa: E402
+from initmem.configfiles import outputs_of_another_config  # noqa: E402
 from initmem.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.targets import FIGURES, buildable_figures, figure_studies, pack_mem_mb, pack_runtime_minutes, unused_studies_warning  # noqa: E402
 
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
+# Where this config's tables, figures and their logs go (docs/outputs.md): with `name: X`, under
+# results/X/ and figures/X/, apart from every other config's; without (the default), where they
+# always were. Training (data, plans, packs, run files) is shared: a run's identity key decides it.
+OUTPUT_NAME = config.get("name")
+TABLES_DIR = f"results/{OUTPUT_NAME}/tables" if OUTPUT_NAME else "results/tables"
+FIGURES_DIR = f"figures/{OUTPUT_NAME}" if OUTPUT_NAME else "figures"
+LOGS_DIR = f"results/logs/{OUTPUT_NAME}" if OUTPUT_NAME else "results/logs"
+RESOLVED_CONFIG = f"results/{OUTPUT_NAME}/config.resolved.yaml" if OUTPUT_NAME else "results/config.resolved.yaml"
 
 # Mistakes that would otherwise surface only when a job runs (or on the cluster): one line each,
 # already at `snakemake -n`.
@@ -83,18 +92,20 @@ os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TR
                   INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)})
 # The command that started this invocation, for repair commands that work as printed
 # (initmem.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
-def _targets(argv):
-    """The targets of this command line, as Snakemake's own parser reads them."""
+def _command_line(argv):
+    """This command line as Snakemake's own parser reads it (None should it not parse here)."""
     from snakemake.cli import get_argument_parser
 
     try:
-        return list(get_argument_parser().parse_args(argv[1:]).targets or [])
-    except (SystemExit, Exception):  # the command line Snakemake accepted; should it not parse here, no targets
-        return []
+        return get_argument_parser().parse_args(argv[1:])
+    except (SystemExit, Exception):  # Snakemake accepted it; we only lose the targets in repair commands
+        return None
 
 
 if workflow.is_main_process:
-    os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []), _targets(sys.argv),
+    _ARGS = _command_line(sys.argv)
+    os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []),
+                                                       list(getattr(_ARGS, "targets", None) or []),
                                                        workflow.resource_settings.cores, Path.cwd()))
 
 
@@ -109,9 +120,9 @@ if (_warning := unused_studies_warning(STUDIES)):
     print(_warning, file=sys.stderr)
 TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
 REPORT_TABLES = ["spreads.csv", "claims.csv", "claims.md", "paper_tables.md", "runs.csv"]
-ALL_TABLES = [f"results/tables/{name}" for name in TABLES] + ["results/config.resolved.yaml"]
-ALL_TABLES += ["results/tables/linear_check.csv", "results/tables/clocks.csv"]  # workflow/rules/theory.smk
-ALL_FIGURES = [f"figures/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
+ALL_TABLES = [f"{TABLES_DIR}/{name}" for name in TABLES] + [RESOLVED_CONFIG]
+ALL_TABLES += [f"{TABLES_DIR}/linear_check.csv", f"{TABLES_DIR}/clocks.csv"]  # workflow/rules/theory.smk
+ALL_FIGURES = [f"{FIGURES_DIR}/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
 
 
 wildcard_constraints:
@@ -160,7 +171,7 @@ def run_key_of(wildcards):
 
 def study_tables(studies):
     """Per-study run and history tables."""
-    return [f"results/tables/studies/{s}.{kind}" for s in studies for kind in ("runs.csv", "history.csv.gz")]
+    return [f"{TABLES_DIR}/studies/{s}.{kind}" for s in studies for kind in ("runs.csv", "history.csv.gz")]
 
 
 def figure_inputs(wildcards):
@@ -191,3 +202,12 @@ if workflow.is_main_process:
     if _empty:
         raise WorkflowError(f"{', '.join(_empty)}: empty (damaged); make it again: rm {' '.join(_empty)} && "
                             f"{snakemake_command(*_empty, keep_targets=True)}")
+
+
+# Outputs of two configs in one folder (docs/outputs.md): say so, with the fix; then record this
+# config as the one that writes there now (every invocation but a dry run, whatever its target).
+if workflow.is_main_process:
+    if (_note := outputs_of_another_config(RESOLVED_CONFIG, config)):
+        print(_note, file=sys.stderr)
+    if not getattr(_ARGS, "dryrun", False) and not getattr(_ARGS, "lint", False):
+        write_yaml(RESOLVED_CONFIG, config)

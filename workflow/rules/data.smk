@@ -26,13 +26,14 @@ localrules:
 
 rule resolved_config:
     """The effective configuration of this invocation (provenance; also shows that a --configfile
-    with studies replaced the embedded default)."""
+    with studies replaced the embedded default); every invocation but a dry run also writes it when
+    the workflow is parsed (common.smk), whatever its target."""
     output:
-        "results/config.resolved.yaml",
+        RESOLVED_CONFIG,
     params:
         config=config,
     log:
-        "results/logs/resolved_config.log",
+        f"{LOGS_DIR}/resolved_config.log",
     run:
         write_yaml(output[0], params.config, log[0])
 
