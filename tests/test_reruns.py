@@ -310,3 +310,24 @@ def test_profile_refuses_a_configfile_that_drops_its_studies(tmp_path):
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "replaces the configfiles of profile" in text
     assert "--configfile config/paper.yaml config/archive.yaml" in text
+
+
+def test_the_same_runs_of_another_identity_never_resume_from_its_checkpoints(tmp_path, capfd):
+    """Two configs with the same runs on other data (or trainer code) share run ids and specs; a
+    checkpoint left by one must not be resumed by the other."""
+    from conftest import tiny_spec
+
+    from initmem.data import build_splits, save_prepared
+    from initmem.jobs import train_plan_file
+    from initmem.planning import write_plan
+
+    data = tmp_path / "data.npz"
+    save_prepared(build_splits({"source": "synthetic", "n_train": 32, "n_val": 16, "n_test": 16}), data)
+    spec = tiny_spec(epochs=2, n_train=32, n_val=16, n_test=16)
+    settings = {"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 1,
+                "keep_checkpoints": True}
+    for key in ("key-of-config-a", "key-of-config-b"):
+        write_plan(tmp_path / f"{key}.plan.json", [{"run_id": "r", "spec": spec, "key": key}], data_id={"origin": key})
+        train_plan_file(tmp_path / f"{key}.plan.json", data, tmp_path / f"{key}.pack.json", settings, checkpoint_dir=tmp_path / "ckpt")
+    assert "resumed" not in capfd.readouterr().err
+    assert len(list((tmp_path / "ckpt").glob("*/r.ckpt"))) == 2
