@@ -306,7 +306,9 @@ def _umask() -> int:
 
 
 def test_profile_refuses_a_configfile_that_drops_its_studies(tmp_path):
-    proc = snakemake("-n", "--profile", "slurm", "--configfile", "config/archive.yaml", cwd=workdir_copy(tmp_path), check=False)
+    work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")
+    proc = snakemake("-n", "--profile", "slurm", "--configfile", "config/archive.yaml", cwd=work, check=False)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "replaces the configfiles of profile" in text
     assert "--configfile config/paper.yaml config/archive.yaml" in text

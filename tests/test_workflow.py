@@ -33,12 +33,12 @@ def job_counts(output: str) -> dict:
 
 
 def workdir_copy(tmp_path: Path) -> Path:
-    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/, profiles/, slurm/) to run
-    in: every test that runs Snakemake runs it in one, never in the checkout, whose results/ and
+    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/, profiles/) to run in:
+    every test that runs Snakemake runs it in one, never in the checkout, whose results/ and
     .snakemake/ (a user's `make run`) would change what it plans."""
     import shutil
 
-    for name in ("Snakefile", "workflow", "config", "envs", "profiles", "slurm"):
+    for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
     return tmp_path
