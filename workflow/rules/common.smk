@@ -90,8 +90,8 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
 # takes it for an undeclared input. A job on a cluster node re-parses this file and sets it there.
 os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
                   INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)})
-# The command that started this invocation, for repair commands that work as printed
-# (initmem.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
+
+
 def _command_line(argv):
     """This command line as Snakemake's own parser reads it (None should it not parse here)."""
     from snakemake.cli import get_argument_parser
@@ -102,6 +102,8 @@ def _command_line(argv):
         return None
 
 
+# The command that started this invocation, for repair commands that work as printed
+# (initmem.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
 if workflow.is_main_process:
     _ARGS = _command_line(sys.argv)
     os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []),
