@@ -37,6 +37,9 @@ rule all:
     input:
         ALL_TABLES,
         ALL_FIGURES,
+        # the per-study tables too: one that a failed collection removed is made again by a plain
+        # rerun (Snakemake remakes a missing intermediate file only when something asks for it)
+        study_tables(STUDIES),
     default_target: True
 
 

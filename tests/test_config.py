@@ -100,3 +100,35 @@ def test_config_command_prints_what_the_workflow_would_use(tmp_path):
     assert proc.returncode == 0, proc.stderr
     config = yaml.safe_load(proc.stdout)
     assert config["data"]["source"] == "archive" and config["data"]["n_train"] == 40000 and len(config["studies"]) == 6
+
+
+@pytest.mark.parametrize("argv, cores, expected", [
+    ([".venv/bin/snakemake", "figures/fig6.pdf", "--configfile", "a.yaml"], 2,
+     ".venv/bin/snakemake --cores 2 results/runs/main/x.json figures/fig6.pdf --configfile a.yaml b.yaml"),
+    (["snakemake", "--profile", "slurm", "figures/fig6.pdf"], None,
+     "snakemake --profile slurm results/runs/main/x.json figures/fig6.pdf --configfile a.yaml b.yaml"),
+    (["/x/site-packages/snakemake/__main__.py", "--cores", "1"], 1,
+     "/usr/bin/python3 -m snakemake --cores 1 results/runs/main/x.json all --configfile a.yaml b.yaml"),
+])
+def test_repair_commands_repeat_the_invocation_target_first(monkeypatch, tmp_path, argv, cores, expected):
+    """A repair command names the way Snakemake was started, the cores or profile, the same config
+    files (as Snakemake resolved them, a profile's included) and the invocation's targets, with the
+    new target first: `--configfile a.yaml results/...json` would read the target as a config file."""
+    import json
+
+    from initmem.guards import INVOCATION_ENV, invocation, snakemake_command
+
+    targets = [a for a in argv[1:] if a.startswith("figures/")]
+    inv = invocation(argv, [tmp_path / "a.yaml", "b.yaml"], targets, cores, tmp_path, executable="/usr/bin/python3")
+    monkeypatch.setenv(INVOCATION_ENV, json.dumps(inv))
+    assert snakemake_command("results/runs/main/x.json", keep_targets=True) == expected
+
+
+def test_an_older_checkouts_data_without_snakemakes_record_is_left_alone(tmp_path):
+    from initmem.legacy import migrate_legacy_data
+
+    (tmp_path / "results/data").mkdir(parents=True)
+    (tmp_path / "results/data/cifar10.npz").write_bytes(b"old")
+    note = migrate_legacy_data(tmp_path, lambda identity, code: "x")
+    assert "no record of which data it holds" in note and (tmp_path / "results/data/cifar10.npz").read_bytes() == b"old"
+    assert migrate_legacy_data(tmp_path / "elsewhere", lambda identity, code: "x") is None

@@ -3,15 +3,19 @@ planned when a seed or sigma_w is added; bookkeeping settings, moving the direct
 analysis code retrain nothing; editing the trainer retrains everything; a damaged pack or metrics
 file costs no good file; outputs follow the umask; logs keep every attempt."""
 
+import base64
 import copy
+import json
 import os
+import re
 import shutil
 import stat
+import subprocess
 
 import pytest
 import yaml
 from conftest import tiny_config
-from test_workflow import job_counts, snakemake, workdir_copy
+from test_workflow import ROOT, job_counts, snakemake, workdir_copy
 
 BASE = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0, 1]}}},
                    pack=4, epochs=1, width=4)
@@ -93,7 +97,7 @@ def test_moving_the_project_retrains_nothing(work, tmp_path):
 
 @pytest.mark.slow
 def test_touching_data_or_scripts_retrains_nothing(work):
-    for path in [work / "results/data/cifar10.npz", *(work / "workflow/scripts").glob("*.py")]:
+    for path in [*(work / "results/data").glob("*/cifar10.npz"), *(work / "workflow/scripts").glob("*.py")]:
         os.utime(path)
     assert _plan(work) == {}
 
@@ -127,33 +131,166 @@ def test_truncated_pack_file_keeps_its_intact_run_files(work):
     pack.write_text(pack.read_text()[:200])  # truncated, and newer than the run files
     assert _plan(work) == {}
     assert all(r.stat().st_size > 1000 for r in runs)
-    # a run file that must be cut from it again: the error names the pack and the repair command
+    # a run file that must be cut from it again: the error names the pack and a repair command that
+    # works as printed (the same config file, cores, the target first)
     runs[0].unlink()
     proc = snakemake(str(runs[0].relative_to(work)), "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
     log = (work / "results/logs/runs/main" / runs[0].name.replace(".json", ".log")).read_text()
-    assert proc.returncode != 0 and f"{pack.relative_to(work)}: damaged pack file" in log and "rm " in log
+    assert proc.returncode != 0 and f"{pack.relative_to(work)}: damaged pack file" in log
     assert all(r.is_file() for r in runs[1:])
+    _run_repair(log, work)
+    assert runs[0].stat().st_size > 1000 and _plan(work) == {}
+
+
+def _run_repair(message: str, work) -> None:
+    """Run the repair command a message prints, verbatim, in the project."""
+    command = re.search(r"(rm \S+ && \S+ (?:-m snakemake )?--cores .*?)(?:\n|$)", message).group(1)
+    assert "--configfile c.yaml" in command, command
+    proc = subprocess.run(command, shell=True, cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
 
 
 @pytest.mark.slow
-def test_corrupt_metrics_file_is_named_and_the_advice_repairs_it(work):
+def test_corrupt_metrics_file_is_named_and_the_printed_repair_works(work):
+    snakemake("--cores", "1", "--configfile", "c.yaml", cwd=work)  # every table and figure
     run = next((work / "results/runs/main").glob("*.json"))
     good = run.read_text()
     run.write_text(good[:100])
-    proc = snakemake("results/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
+    os.utime(run, ns=(run.stat().st_atime_ns, (work / "results/tables/studies/main.runs.csv").stat().st_mtime_ns - 10**9))
+    proc = snakemake("results/tables/studies/main.runs.csv", "--cores", "1", "--forcerun", "collect_study", "--configfile", "c.yaml",
+                     cwd=work, check=False)
     log = (work / "results/logs/collect/main.log").read_text()
     assert proc.returncode != 0 and str(run.relative_to(work)) in log
-    # the advice: rm the file, make it again from its pack, then everything else
-    run.unlink()
-    snakemake(str(run.relative_to(work)), "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    # the failed collection removed the study's tables, while the tables and figures made from them
+    # are still there: a plain rerun makes them again (and fails again, saying the same), where it
+    # used to say "Nothing to be done"
+    again = snakemake("-n", "--configfile", "c.yaml", cwd=work)
+    assert "collect_study" in again.stdout
+    _run_repair(log, work)  # rm the file && snakemake --cores 1 <the study table> runs ... --configfile c.yaml
     assert run.read_text() == good
-    snakemake("results/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work)
     assert (work / "results/tables/studies/main.runs.csv").stat().st_size > 100
 
 
 @pytest.mark.slow
+def test_an_empty_table_is_an_error_with_a_repair_that_works(work):
+    table = work / "results/tables/studies/main.runs.csv"
+    table.write_text("")
+    proc = snakemake("runs", "-n", "--configfile", "c.yaml", cwd=work, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "results/tables/studies/main.runs.csv: empty (damaged)" in text
+    _run_repair(text, work)
+    assert table.stat().st_size > 100
+
+
+@pytest.mark.slow
+def test_the_same_command_goes_on_after_an_interruption(work):
+    """Ctrl-C between a job's write and Snakemake's bookkeeping leaves a complete file marked
+    incomplete; the same command (the workflow profile passes --rerun-incomplete) finishes."""
+    run = next((work / "results/runs/main").glob("*.json"))
+    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(run.relative_to(work)).encode()).decode()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text('{"external_jobid": null}')
+    proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "rule train:" not in proc.stdout + proc.stderr  # nothing retrains: the run is cut again from its pack
+    assert run.stat().st_size > 1000 and _plan(work) == {}
+
+
+@pytest.mark.slow
+def test_a_data_change_is_planned_and_trained_in_one_invocation(work):
+    """Snakemake hid the training behind a rerun of prepare_data: one call prepared the data and
+    said "100% done", only a second trained (issue 27)."""
+    cfg = copy.deepcopy(BASE)
+    cfg["data"]["n_train"] = 48
+    _write(work, cfg)
+    counts = _plan(work)  # one dry run shows all of it
+    assert counts["prepare_data"] == 1 and counts["train"] == 1 and counts["run_metrics"] == 4
+    snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)  # one real run does all of it
+    assert _plan(work) == {}
+    record = json.loads(next((work / "results/runs/main").glob("*.json")).read_text())
+    assert record["spec"]["n_train"] == 48 and record["history"]["epoch"] == [1]
+
+
+def _trained_files(work) -> dict:
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for d in ("data", "plans", "packs") for p in (work / "results" / d).rglob("*.*")}
+
+
+@pytest.mark.slow
+def test_another_configs_invocation_deletes_and_retrains_nothing(work):
+    """Why 2 of issue 27: one invocation with another config whose data cannot be prepared (it used
+    to delete the prepared data and rewrite the plans), then back: zero packs retrained."""
+    before = _trained_files(work)
+    other = copy.deepcopy(BASE)  # the same sizes: the same run specs, another data identity
+    (work / "copy.tar.gz").write_bytes(b"not an archive")
+    other["data"] = {"source": "archive", "archive": "copy.tar.gz", "verify_md5": False, "n_train": 64, "n_val": 32, "n_test": 32}
+    (work / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    proc = snakemake("runs", "--cores", "1", "--keep-going", "--configfile", "other.yaml", cwd=work, check=False)
+    assert proc.returncode != 0  # prepare_data fails on the bad archive
+    after = _trained_files(work)
+    assert {p: v for p, v in after.items() if p in before} == before  # nothing of the first config touched
+    assert _plan(work) == {}  # back to the first config: zero packs to retrain, nothing to do
+
+
+@pytest.mark.slow
+def test_a_named_config_files_its_outputs_apart_and_trains_nothing_twice(work):
+    """`name:` files a config's tables and figures under results/<name>/ and figures/<name>/; the
+    runs themselves are shared (their keys decide), and every invocation records its config."""
+    default_table = work / "results/tables/studies/main.runs.csv"
+    before = default_table.read_bytes()
+    mine = copy.deepcopy(BASE)
+    mine["name"] = "mine"
+    _write(work, mine)
+    plan = _plan(work, "results/mine/tables/studies/main.runs.csv")
+    assert plan == {"collect_study": 1, "total": 1}  # nothing trains: the same runs
+    snakemake("results/mine/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    assert (work / "results/mine/tables/studies/main.runs.csv").read_bytes() == before  # the same runs, apart
+    assert yaml.safe_load((work / "results/mine/config.resolved.yaml").read_text())["name"] == "mine"  # any target records it
+    # another config in the default folder: said once, with the fix
+    other = copy.deepcopy(BASE)
+    other["defaults"]["lr"] = 0.02
+    _write(work, other)
+    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "c.yaml", cwd=work)  # records BASE's successor
+    _write(work, BASE)
+    proc = snakemake("-n", "runs", "--configfile", "c.yaml", cwd=work)
+    assert "NOTE: results/config.resolved.yaml was written by a config with other defaults" in proc.stderr
+
+
+def test_a_reserved_output_name_is_refused(tmp_path):
+    work = workdir_copy(tmp_path)
+    (work / "c.yaml").write_text("name: runs\n")
+    proc = snakemake("-n", "--configfile", "c.yaml", cwd=work, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "invalid config: name:" in text and "c.yaml)" in text
+
+
+OLD_CHECKOUT = "ee9aefd"  # the last commit with one shared results/data/cifar10.npz
+
+
+@pytest.mark.slow
+def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path):
+    old = tmp_path / "project"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", OLD_CHECKOUT, "Snakefile", "workflow", "config", "envs", "profiles"],
+                             capture_output=True)
+    if archive.returncode != 0:
+        pytest.skip(f"commit {OLD_CHECKOUT} is not in this clone's history")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    _write(old, BASE)
+    snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=old)
+    assert (old / "results/data/cifar10.npz").is_file()
+    packs = {p: p.stat().st_mtime_ns for p in (old / "results/packs").rglob("*.json")}
+    for name in ("Snakefile", "workflow", "config", "envs", "profiles"):  # pull this version
+        shutil.rmtree(old / name) if (old / name).is_dir() else (old / name).unlink()
+    workdir_copy(old)
+    proc = snakemake("runs", "-n", "--configfile", "c.yaml", cwd=old)
+    assert "Nothing to be done" in proc.stdout + proc.stderr and "moved results/data/cifar10.npz" in proc.stderr
+    assert not (old / "results/data/cifar10.npz").exists() and len(list((old / "results/data").glob("*/cifar10.npz"))) == 1
+    assert {p: p.stat().st_mtime_ns for p in (old / "results/packs").rglob("*.json")} == packs
+
+
+@pytest.mark.slow
 def test_outputs_follow_the_umask_and_logs_keep_every_attempt(work):
-    for path in [work / "results/data/cifar10.npz", *(work / "results/runs/main").glob("*.json"),
+    for path in [*(work / "results/data").glob("*/cifar10.npz"), *(work / "results/runs/main").glob("*.json"),
                  *(work / "results/packs/main").glob("*.json"), work / "results/tables/studies/main.runs.csv"]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~_umask(), path
     pack = next((work / "results/packs/main").glob("*.json"))
@@ -168,8 +305,31 @@ def _umask() -> int:
     return mask
 
 
-def test_profile_refuses_a_configfile_that_drops_its_studies():
-    proc = snakemake("-n", "--profile", "slurm", "--configfile", "config/archive.yaml", check=False)
+def test_profile_refuses_a_configfile_that_drops_its_studies(tmp_path):
+    work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")
+    proc = snakemake("-n", "--profile", "slurm", "--configfile", "config/archive.yaml", cwd=work, check=False)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "replaces the configfiles of profile" in text
     assert "--configfile config/paper.yaml config/archive.yaml" in text
+
+
+def test_the_same_runs_of_another_identity_never_resume_from_its_checkpoints(tmp_path, capfd):
+    """Two configs with the same runs on other data (or trainer code) share run ids and specs; a
+    checkpoint left by one must not be resumed by the other."""
+    from conftest import tiny_spec
+
+    from initmem.data import build_splits, save_prepared
+    from initmem.jobs import train_plan_file
+    from initmem.planning import write_plan
+
+    data = tmp_path / "data.npz"
+    save_prepared(build_splits({"source": "synthetic", "n_train": 32, "n_val": 16, "n_test": 16}), data)
+    spec = tiny_spec(epochs=2, n_train=32, n_val=16, n_test=16)
+    settings = {"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 1,
+                "keep_checkpoints": True}
+    for key in ("key-of-config-a", "key-of-config-b"):
+        write_plan(tmp_path / f"{key}.plan.json", [{"run_id": "r", "spec": spec, "key": key}], data_id={"origin": key})
+        train_plan_file(tmp_path / f"{key}.plan.json", data, tmp_path / f"{key}.pack.json", settings, checkpoint_dir=tmp_path / "ckpt")
+    assert "resumed" not in capfd.readouterr().err
+    assert len(list((tmp_path / "ckpt").glob("*/r.ckpt"))) == 2

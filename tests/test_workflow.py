@@ -20,6 +20,7 @@ PAPER_COUNTS = {"main": 6250, "long": 10, "lr_l2": 120, "norm_aug": 200, "best_r
 
 
 def snakemake(*args, cwd=ROOT, check=True):
+    """Run Snakemake (in ``cwd``: tests pass a :func:`workdir_copy`) and return the finished process."""
     proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -32,17 +33,25 @@ def job_counts(output: str) -> dict:
 
 
 def workdir_copy(tmp_path: Path) -> Path:
-    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/, profiles/) to run in."""
+    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/, profiles/) to run in:
+    every test that runs Snakemake runs it in one, never in the checkout, whose results/ and
+    .snakemake/ (a user's `make run`) would change what it plans."""
     import shutil
 
     for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
         src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
     return tmp_path
 
 
-def test_default_dry_run_lists_every_study_and_figure():
-    out = snakemake("-n", "--cores", "2", "--quiet", "rules").stdout
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A clean copy of the workflow for dry runs (nothing trained in it)."""
+    return workdir_copy(tmp_path_factory.mktemp("project"))
+
+
+def test_default_dry_run_lists_every_study_and_figure(project):
+    out = snakemake("-n", "--cores", "2", "--quiet", "rules", cwd=project).stdout
     counts = job_counts(out)
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     from initmem.grid import expand_studies
@@ -55,8 +64,8 @@ def test_default_dry_run_lists_every_study_and_figure():
     assert counts["figure"] == 8 and counts["collect_study"] == 6
 
 
-def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs():
-    out = snakemake("runs", "-n", "--configfile", "config/paper.yaml", "--quiet", "rules").stdout
+def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs(project):
+    out = snakemake("runs", "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", cwd=project).stdout
     counts = job_counts(out)
     assert counts["run_metrics"] == 8200
     # main: 25 configurations of 250 runs, in packs sized by the rate model (docs/packs.md): within
@@ -90,8 +99,8 @@ def test_config_files_layer_over_the_default_and_studies_replace_it(tmp_path):
     assert resolved == load_config([ROOT / "config/archive.yaml"])
 
 
-def test_single_figure_runs_only_its_studies():
-    out = snakemake("figures/fig8.pdf", "-n", "--configfile", "config/paper.yaml", "--quiet", "rules").stdout
+def test_single_figure_runs_only_its_studies(project):
+    out = snakemake("figures/fig8.pdf", "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", cwd=project).stdout
     counts = job_counts(out)
     # norm_aug's 200 runs plus main's 6,250 (Figure 8's no-augmentation baseline); not lr_l2, long, depth, ...
     assert counts["run_metrics"] == 200 + 6250 and counts["collect_study"] == 2 and counts["figure"] == 1
@@ -106,10 +115,10 @@ def test_single_figure_runs_only_its_studies():
     ("compute:\n  compile: maybe\n", "compile"),
     ("data:\n  colour: red\n", "colour"),
 ])
-def test_schema_errors_name_the_key(tmp_path, override, message):
+def test_schema_errors_name_the_key(project, tmp_path, override, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(override)
-    proc = snakemake("-n", "--configfile", str(bad), check=False)
+    proc = snakemake("-n", "--configfile", str(bad), cwd=project, check=False)
     assert proc.returncode != 0
     assert message in proc.stdout + proc.stderr and f"(set in {bad})" in proc.stdout + proc.stderr
     assert "Failed validating" not in proc.stdout + proc.stderr  # one line, not a dump of the schema
@@ -122,18 +131,18 @@ def test_dry_run_stops_on_a_missing_archive(tmp_path):
     assert "data.archive data/cifar-10-python.tar.gz does not exist: put cifar-10-python.tar.gz there" in proc.stdout + proc.stderr
 
 
-def test_dry_run_warns_when_a_study_feeds_no_figure(tmp_path):
+def test_dry_run_warns_when_a_study_feeds_no_figure(project, tmp_path):
     # a renamed study silently dropped four figures; numbers written as 1e-3 are numbers
     studies = tmp_path / "studies.yaml"
     studies.write_text("defaults:\n  lr: 1e-3\nstudies:\n  mainn:\n    grid: {optimizer: [sgd, adam], sigma_w: [0.5, 2.0], seed: [0]}\n")
-    proc = snakemake("-n", "--quiet", "rules", "--configfile", str(studies))
+    proc = snakemake("-n", "--quiet", "rules", "--configfile", str(studies), cwd=project)
     assert "WARNING: study mainn is read by no figure or table" in proc.stderr
     assert "figures not built: fig1 (needs main), fig2 (needs main), fig3 (needs main)" in proc.stderr and "rename mainn -> main?" in proc.stderr
     assert job_counts(proc.stdout)["run_metrics"] == 4 and "figure" not in job_counts(proc.stdout)
 
 
-def test_lint_is_clean():
-    proc = snakemake("--lint", check=False)
+def test_lint_is_clean(project):
+    proc = snakemake("--lint", cwd=project, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -83,7 +83,8 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
         print(f"data.archive is set: reading CIFAR-10 from {cfg['archive']} instead of downloading", file=sys.stderr)
         cfg["source"] = "archive"
     start = time.perf_counter()
-    splits = build_splits(cfg, download_root=Path(out).parent / "download")
+    # one download for every data identity: results/data/download beside the identities' folders
+    splits = build_splits(cfg, download_root=Path(out).parent.parent / "download")
     save_prepared(splits, out)
     print(f"prepared {out}: train {len(splits.x_train)}, val {len(splits.x_val)}, test {len(splits.x_test)} "
           f"from {splits.meta['source']} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
@@ -92,9 +93,15 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
 def collect_study(files: list[str], study: str, runs_out: str | Path, history_out: str | Path) -> None:
     """One study's metrics files -> run table and history table (atomic CSV writes)."""
     from initmem.analysis import collect
+    from initmem.guards import snakemake_command
     from initmem.io import atomic_path
+    from initmem.records import RecordError
 
-    runs, history = collect(list(files), study)
+    try:
+        runs, history = collect(list(files), study)
+    except RecordError as exc:  # a damaged metrics file: cut it from its pack again, then collect
+        damaged = str(exc).split(":", 1)[0]
+        raise RecordError(f"{exc}; repair it from its pack: rm {damaged} && {snakemake_command(str(runs_out), keep_targets=True)}") from None
     for df, path in ((runs, runs_out), (history, history_out)):
         with atomic_path(path) as tmp:
             df.to_csv(tmp, index=False, compression="gzip" if str(path).endswith(".gz") else None)
@@ -103,10 +110,27 @@ def collect_study(files: list[str], study: str, runs_out: str | Path, history_ou
 
 
 def _read_tables(files: list[str]):
+    """Concatenated per-study tables; an empty or truncated one (a study always has runs) is an error
+    that names it and the command that makes it again."""
     import pandas as pd
 
-    frames = [pd.read_csv(f) for f in files]
-    frames = [f for f in frames if not f.empty]
+    from initmem.guards import snakemake_command
+
+    frames = []
+    for f in files:
+        try:
+            frame = pd.read_csv(f)
+        except pd.errors.EmptyDataError:
+            if str(f).endswith(".runs.csv"):
+                raise ValueError(f"{f}: empty (a study always has runs); make it again: rm {f} && {snakemake_command(f, keep_targets=True)}") from None
+            continue  # a history with no finished epoch (every run diverged at once)
+        except (pd.errors.ParserError, EOFError, OSError) as exc:
+            raise ValueError(f"{f}: damaged table ({type(exc).__name__}); make it again: rm {f} && "
+                             f"{snakemake_command(f, keep_targets=True)}") from None
+        if frame.empty and str(f).endswith(".runs.csv"):
+            raise ValueError(f"{f}: no rows (a study always has runs); make it again: rm {f} && {snakemake_command(f, keep_targets=True)}")
+        if not frame.empty:  # a history with no finished epoch (every run diverged at once)
+            frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

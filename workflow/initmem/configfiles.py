@@ -132,3 +132,30 @@ def _source(keys: list, layers: list[tuple[str, dict]]) -> str | None:
         else:
             return name
     return None
+
+
+# What makes two configs' tables and figures different (not bookkeeping such as compute or pack).
+SCIENCE_SECTIONS = ("data", "defaults", "studies")
+
+
+def outputs_of_another_config(resolved: str | Path, config: Mapping) -> str | None:
+    """A note when ``resolved`` (the resolved config that last wrote this config's output folder) is
+    another config's, whose tables and figures this invocation would mix with its own; None when
+    it is the same (or there is none)."""
+    try:
+        previous = yaml.safe_load(Path(resolved).read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    changed = [k for k in SCIENCE_SECTIONS if previous.get(k) != _plain(config.get(k))]
+    if not changed or not isinstance(previous, dict):
+        return None
+    return (f"NOTE: {resolved} was written by a config with other {', '.join(changed)}: the tables and figures this "
+            "invocation writes go beside that config's. To keep them apart, give each config its own `name:` "
+            "(outputs under results/<name>/ and figures/<name>/; docs/outputs.md).")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as it reads back from YAML (tuples as lists, numbers as numbers)."""
+    import json
+
+    return json.loads(json.dumps(value))

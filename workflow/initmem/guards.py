@@ -3,8 +3,11 @@ would silently run something other than what the user meant (torch-free)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import yaml
@@ -119,7 +122,7 @@ def check_slurm_account(argv: list[str], bases: list[Path], default_resources: l
             "user=$USER), or replace that line by `slurm-no-account: true` where the cluster has no accounts")
 
 
-def check_data_archive(data: dict, prepared: Path) -> None:
+def check_data_archive(data: dict, prepared: Path | None) -> None:
     """A local archive that ``prepare_data`` will need must exist and be readable, checked when the
     workflow is parsed (so ``snakemake -n`` says it) rather than when the job runs. It is needed while
     the prepared split is missing, and always for an unverified copy (its md5 is part of every run's
@@ -130,7 +133,7 @@ def check_data_archive(data: dict, prepared: Path) -> None:
     if not archive:
         raise InvocationError("data.source is archive but data.archive is not set: give the path of "
                               "cifar-10-python.tar.gz (docs/data.md)")
-    if prepared.exists() and data.get("verify_md5", True):
+    if prepared is not None and prepared.exists() and data.get("verify_md5", True):
         return
     path = Path(archive)
     if not path.exists():
@@ -143,3 +146,61 @@ def check_data_archive(data: dict, prepared: Path) -> None:
         return
     raise InvocationError(f"data.archive {archive} {problem}: put cifar-10-python.tar.gz there or point data.archive "
                           "at it (docs/data.md)")
+
+
+# How the workflow tells the jobs (and the library's error messages) the command that started it.
+INVOCATION_ENV = "INITMEM_INVOCATION"
+
+
+def invocation(argv: list[str], configfiles: list, targets: list[str], cores: int | None, cwd: Path,
+               executable: str = sys.executable) -> dict:
+    """What a repair command must repeat of this invocation: how Snakemake was started, ``--cores``
+    (where no ``--profile`` sets the executor), ``--profile``, ``--workflow-profile``, the config
+    files (as Snakemake resolved them, profile's included) and ``--config``; and the targets."""
+    program = Path(argv[0]) if argv else Path("snakemake")
+    if program.name == "snakemake":
+        try:
+            start = str(program.resolve().relative_to(cwd.resolve())) if program.is_absolute() else str(program)
+        except ValueError:
+            start = str(program)
+        start = shlex.quote(start)
+    else:  # python -m snakemake
+        start = f"{shlex.quote(executable)} -m snakemake"
+    options = []
+    profile = _option_values(argv, ("--profile",))
+    if profile:
+        options += ["--profile", profile[0]]
+    else:
+        options += ["--cores", str(cores or 1)]
+    workflow_profile = _option_values(argv, ("--workflow-profile",))
+    if workflow_profile:
+        options += ["--workflow-profile", workflow_profile[0]]
+    files = []
+    for f in configfiles:
+        path = Path(f)
+        try:
+            files.append(str(path.resolve().relative_to(cwd.resolve())) if path.is_absolute() else str(path))
+        except ValueError:
+            files.append(str(path))
+    settings = _option_values(argv, ("--config", "-C"))
+    return {"start": start, "options": options, "configfiles": files, "config": settings or [], "targets": list(targets)}
+
+
+def snakemake_command(*targets: str, keep_targets: bool = False) -> str:
+    """A complete, copy-pasteable Snakemake command that makes ``targets`` with the same config files,
+    profile and cores as the invocation that runs this job (targets first: a target after
+    ``--configfile`` would be read as one more config file). With ``keep_targets``, the invocation's
+    own targets follow (or ``all``, its default), so the command also finishes what it was doing."""
+    try:
+        inv = json.loads(os.environ[INVOCATION_ENV])
+    except (KeyError, ValueError):
+        inv = {"start": "snakemake", "options": ["--cores", "1"], "configfiles": [], "config": [], "targets": []}
+    wanted = list(targets)
+    if keep_targets:
+        wanted += [t for t in (inv["targets"] or ["all"]) if t not in wanted]
+    words = [inv["start"], *inv["options"][:2], *map(shlex.quote, wanted), *inv["options"][2:]]
+    if inv["config"]:
+        words += ["--config", *map(shlex.quote, inv["config"])]
+    if inv["configfiles"]:
+        words += ["--configfile", *map(shlex.quote, inv["configfiles"])]
+    return " ".join(words)

@@ -13,6 +13,7 @@ import ast
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,19 @@ def data_identity(data_cfg: dict) -> dict:
         origin = f"archive:{archive}"  # an extracted folder or a missing file: the path is all we have
     return {"origin": origin, "n_train": int(data_cfg["n_train"]), "n_val": int(data_cfg["n_val"]),
             "n_test": int(data_cfg["n_test"])}
+
+
+def data_folder(data_id: dict, data_code: str) -> str:
+    """The folder name, under ``results/data/``, of the prepared split of one data identity made by one
+    version of the data code: readable (origin and sizes) and unique (a hash of both).
+
+    Each identity has its own file, so preparing another config's data never removes this one, and
+    a file is written once and never replaced: ``prepare_data`` runs only when it is missing (which
+    is also what keeps Snakemake from planning training in two invocations, docs/reruns.md).
+    """
+    origin = re.sub(r"[^A-Za-z0-9]+", "-", data_id["origin"].replace("cifar10-official", "cifar10"))[:24].strip("-")
+    digest = _digest({"data": data_id, "code": data_code}, 10)
+    return f"{origin}-{data_id['n_train']}-{data_id['n_val']}-{data_id['n_test']}-{digest}"
 
 
 def run_key(spec: dict, data_id: dict, trainer: str, precision: str) -> str:

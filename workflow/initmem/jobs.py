@@ -7,6 +7,8 @@ Data flows one way: cli -> jobs -> trainers (train, packed) -> models/optim -> s
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -83,7 +85,9 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     members = read_plan(plan)
     torch.set_num_threads(int(threads))
     install_sigterm_handler()
-    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else None
+    # checkpoints under the members' identity keys: a pack of the same runs on other data (another
+    # config) or from other trainer code never resumes from this one's state
+    ckpt_dir = Path(checkpoint_dir) / keys_folder(members) if checkpoint_dir else None
     splits = load_prepared(data)
     print(f"training {len(members)} run(s): {', '.join(m['run_id'] for m in members)}", file=sys.stderr, flush=True)
     try:
@@ -100,3 +104,10 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
         record["key"] = member["key"]
     write_pack(out, records)
     finish_pack(members, ckpt_dir, bool(settings.get("keep_checkpoints", False)))
+    if ckpt_dir is not None and ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
+        ckpt_dir.rmdir()
+
+
+def keys_folder(members: list[dict]) -> str:
+    """A short name for the identity keys of a pack's members (its checkpoints' folder)."""
+    return hashlib.sha256(json.dumps([m["key"] for m in members]).encode()).hexdigest()[:12]

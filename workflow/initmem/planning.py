@@ -9,6 +9,11 @@ into new packs named after their members. That grouping is also stable while pac
 whole packs out of a configuration's list leaves the others' boundaries where they were, so a
 training job that re-reads the workflow on a cluster node finds its own pack again.
 
+Plans belong to one data identity (the plan's ``data``): an invocation with other data (another
+config in the same checkout) neither binds nor rewrites them, and its new packs get other names
+(the data identity is part of the name's hash), so going back to the first config trains nothing.
+Plans written before plans carried ``data`` bind under any data, as they always did.
+
 Torch-free: the Snakefile calls it on every parse.
 """
 
@@ -16,11 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from initmem.grid import Run, pack_size
+from initmem.guards import snakemake_command
 from initmem.io import read_json, write_json
 from initmem.spec import ConfigError
 from initmem.targets import fitting_pack_size
@@ -37,9 +44,17 @@ class Pack:
     bound: bool = False
 
 
-def pack_name(config_id: str, members: list[tuple[str, dict]]) -> str:
-    """``<configuration>-<hash of the members>``: the same members always give the same name."""
-    digest = hashlib.sha256(json.dumps(members, sort_keys=True).encode()).hexdigest()[:10]
+# How the workflow tells :func:`write_plan` the data identity of the plans it writes: the rule that
+# writes plans must not change (its code is a rerun trigger), and the identity is no trigger of its
+# own (it is already part of every member's key).
+DATA_ENV = "INITMEM_DATA_IDENTITY"
+
+
+def pack_name(config_id: str, members: list[tuple[str, dict]], data_id: dict | None = None) -> str:
+    """``<configuration>-<hash of the members (and the data identity)>``: the same members of the same
+    data always give the same name; the same members of other data another one."""
+    what = members if data_id is None else [members, data_id]
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
     return f"{config_id}-{digest}"
 
 
@@ -48,9 +63,10 @@ def plan_path(plans_dir: str | Path, study: str, pack: str) -> Path:
     return Path(plans_dir) / study / f"{pack}.json"
 
 
-def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str) -> list[Pack]:
-    """Plans of the study's packs that have been trained (their pack file exists). A damaged plan
-    is skipped: its runs are simply planned again."""
+def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str, data_id: dict | None = None) -> list[Pack]:
+    """Plans of the study's packs that have been trained (their pack file exists), of the data
+    identity ``data_id`` (or of any, for plans that do not say). A damaged plan is skipped: its
+    runs are simply planned again."""
     folder = Path(plans_dir) / study
     if not folder.is_dir():
         return []
@@ -64,11 +80,13 @@ def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str)
             members = tuple((m["run_id"], m["spec"]) for m in plan["members"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
+        if data_id is not None and plan.get("data") not in (None, data_id):
+            continue  # another config's data: its packs are neither bound nor touched here
         packs.append(Pack(name, members, bound=True))
     return packs
 
 
-def plan_packs(runs: list[Run], trained: list[Pack], size_of: Callable[[list[Run]], int]
+def plan_packs(runs: list[Run], trained: list[Pack], size_of: Callable[[list[Run]], int], data_id: dict | None = None
                ) -> tuple[dict[str, Pack], dict[str, str]]:
     """Every configured run's pack: the trained pack that holds it with the same spec, or a new
     one. New packs group the remaining runs of one configuration, in grid order, ``size_of(members
@@ -92,7 +110,7 @@ def plan_packs(runs: list[Run], trained: list[Pack], size_of: Callable[[list[Run
         size = max(1, size_of(members))
         for i in range(0, len(members), size):
             chunk = [(r.run_id, r.spec) for r in members[i:i + size]]
-            name = pack_name(config_id, chunk)
+            name = pack_name(config_id, chunk, data_id)
             used[name] = Pack(name, tuple(chunk))
             pack_of.update((run_id, name) for run_id, _ in chunk)
     return used, pack_of
@@ -114,13 +132,14 @@ def new_pack_size(members: list[Run], pack_cfg: dict, compute: dict | None = Non
 
 
 def plan_studies(config: dict, runs_by_study: dict[str, list[Run]], plans_dir: str | Path | None = None,
-                 packs_dir: str | Path | None = None) -> dict[str, tuple[dict[str, Pack], dict[str, str]]]:
+                 packs_dir: str | Path | None = None, data_id: dict | None = None) -> dict[str, tuple[dict[str, Pack], dict[str, str]]]:
     """:func:`plan_packs` for every study of ``config`` (without ``plans_dir``: as if nothing had
-    been trained yet, e.g. for estimates and tests)."""
+    been trained yet, e.g. for estimates and tests); with ``data_id``, only that data's plans bind
+    and new packs are named for it."""
     def size_of(members: list[Run]) -> int:
         return new_pack_size(members, config["pack"], config["compute"])
 
-    return {study: plan_packs(runs, read_trained_plans(plans_dir, packs_dir, study) if plans_dir else [], size_of)
+    return {study: plan_packs(runs, read_trained_plans(plans_dir, packs_dir, study, data_id) if plans_dir else [], size_of, data_id)
             for study, runs in runs_by_study.items()}
 
 
@@ -131,9 +150,15 @@ def make_packs(runs: list[Run], max_models: int, max_images: int, compute: dict 
     return {name: [by_id[run_id] for run_id, _ in pack.members] for name, pack in packs.items()}
 
 
-def write_plan(path: str | Path, members: list[dict]) -> None:
-    """Write a plan: ``members`` are ``{run_id, spec, key}`` (the key is each run's identity now)."""
-    write_json(path, {"format": PLAN_FORMAT, "members": members})
+def write_plan(path: str | Path, members: list[dict], data_id: dict | None = None) -> None:
+    """Write a plan: ``members`` are ``{run_id, spec, key}`` (the key is each run's identity now) and
+    ``data_id`` the data identity they train on (default: the workflow's, from :data:`DATA_ENV`)."""
+    if data_id is None and os.environ.get(DATA_ENV):
+        data_id = json.loads(os.environ[DATA_ENV])
+    plan = {"format": PLAN_FORMAT, "members": members}
+    if data_id is not None:
+        plan["data"] = data_id
+    write_json(path, plan)
 
 
 def read_plan(path: str | Path) -> list[dict]:
@@ -145,5 +170,5 @@ def read_plan(path: str | Path) -> list[dict]:
             raise ValueError("unexpected layout")
         return members
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: damaged pack plan ({exc}); delete it and run snakemake again "
-                         "(the pack is planned anew)") from exc
+        raise ValueError(f"{path}: damaged pack plan ({exc}); plan the pack anew (it retrains): "
+                         f"rm {path} && {snakemake_command(keep_targets=True)}") from exc

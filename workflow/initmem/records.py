@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from initmem.guards import snakemake_command
 from initmem.io import read_json, write_json
 
 METRICS_FORMAT = 1
@@ -21,11 +22,11 @@ def check_record(record: dict, origin: str) -> dict:
     """Refuse records of another format (e.g. from an older initmem) with a clear message."""
     if not isinstance(record, dict) or record.get("format") != METRICS_FORMAT:
         got = record.get("format") if isinstance(record, dict) else type(record).__name__
-        raise RecordError(f"{origin}: metrics format {got!r}, this initmem reads format {METRICS_FORMAT}; "
-                          "delete the file (and its pack under results/packs/) and run snakemake again")
+        raise RecordError(f"{origin}: metrics format {got!r}, this initmem reads format {METRICS_FORMAT}: delete the file "
+                          "(a pack file under results/packs/ of that format must be retrained)")
     missing = [k for k in REQUIRED_KEYS if k not in record]
     if missing:
-        raise RecordError(f"{origin}: keys {missing} missing; delete the file and run snakemake again")
+        raise RecordError(f"{origin}: keys {missing} missing")
     return record
 
 
@@ -45,8 +46,9 @@ def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path, log_pa
         message = (f"{run_id}: {record['status']}, tau_best {record['summary']['tau_best']}, "
                    f"test_acc_best {record['summary']['test_acc_best']}\n")
     except RecordError as exc:
+        exc = RecordError(f"{exc}; its runs must be retrained: rm {pack_path} && {snakemake_command(str(out_path), keep_targets=True)}")
         message = f"ERROR: {exc}\n"
-        raise
+        raise exc from None
     finally:
         if log_path is not None:
             Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -54,21 +56,20 @@ def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path, log_pa
 
 
 def _pack_record(pack_path: str | Path, run_id: str, key: str | None) -> dict:
-    retrain = f"its runs must be retrained: rm {pack_path} and run snakemake again"
     try:
         pack = read_json(pack_path)
     except (OSError, ValueError) as exc:
-        raise RecordError(f"{pack_path}: damaged pack file ({type(exc).__name__}: {exc}); {retrain}") from exc
+        raise RecordError(f"{pack_path}: damaged pack file ({type(exc).__name__}: {exc})") from exc
     if not isinstance(pack, dict) or not isinstance(pack.get("runs"), list):
-        raise RecordError(f"{pack_path}: not a pack file (no list of runs); {retrain}")
+        raise RecordError(f"{pack_path}: not a pack file (no list of runs)")
     for record in pack["runs"]:
         if isinstance(record, dict) and record.get("run_id") == run_id:
             check_record(record, str(pack_path))
             if key is not None and record.get("key") != key:
                 raise RecordError(f"{pack_path}: run {run_id} was trained as {record.get('key')!r}, the config now "
-                                  f"defines it as {key!r}; {retrain}")
+                                  f"defines it as {key!r}")
             return record
-    raise RecordError(f"{pack_path} holds no run {run_id}; {retrain}")
+    raise RecordError(f"{pack_path} holds no run {run_id}")
 
 
 def load_record(path: str | Path) -> dict:
@@ -78,5 +79,4 @@ def load_record(path: str | Path) -> dict:
     except ValueError as exc:
         if isinstance(exc, RecordError):
             raise
-        raise RecordError(f"{path}: not valid JSON ({exc}); repair it from its pack: rm {path} && snakemake {path}, "
-                          "then run snakemake again") from exc
+        raise RecordError(f"{path}: not valid JSON ({exc})") from exc

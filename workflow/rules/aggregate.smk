@@ -8,12 +8,12 @@ rule collect_study:
     input:
         lambda w: run_files(w.study),
     output:
-        runs="results/tables/studies/{study}.runs.csv",
-        history="results/tables/studies/{study}.history.csv.gz",
+        runs=f"{TABLES_DIR}/studies/{{study}}.runs.csv",
+        history=f"{TABLES_DIR}/studies/{{study}}.history.csv.gz",
     params:
         analysis=ANALYSIS,  # the analysis code's version: an edit there reruns tables, never training
     log:
-        "results/logs/collect/{study}.log",
+        f"{LOGS_DIR}/collect/{{study}}.log",
     conda:
         "../../envs/analysis.yaml"
     script:
@@ -23,21 +23,21 @@ rule collect_study:
 rule tables:
     """All studies -> runs.csv, history, spreads, OLS |beta(t)|, claims, Markdown paper tables."""
     input:
-        runs=[f"results/tables/studies/{s}.runs.csv" for s in STUDIES],
-        history=[f"results/tables/studies/{s}.history.csv.gz" for s in STUDIES],
+        runs=[f"{TABLES_DIR}/studies/{s}.runs.csv" for s in STUDIES],
+        history=[f"{TABLES_DIR}/studies/{s}.history.csv.gz" for s in STUDIES],
     output:
         **{
             name.split(".")[0] + ("_md" if name.endswith(".md") else ""): (
-                report(f"results/tables/{name}", caption="../report/table.rst", category="Tables", labels={"table": name})
+                report(f"{TABLES_DIR}/{name}", caption="../report/table.rst", category="Tables", labels={"table": name})
                 if name in REPORT_TABLES
-                else f"results/tables/{name}"
+                else f"{TABLES_DIR}/{name}"
             )
             for name in TABLES
         },
     params:
         analysis=ANALYSIS,
     log:
-        "results/logs/tables.log",
+        f"{LOGS_DIR}/tables.log",
     conda:
         "../../envs/analysis.yaml"
     script:

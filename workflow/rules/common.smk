@@ -14,16 +14,25 @@ PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.depl
 sys.path.insert(0, LIBRARY_DIR)
 
 from initmem.grid import expand_studies  # noqa: E402
-from initmem.guards import InvocationError, check_data_archive, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
-from initmem.identity import analysis_version, code_version, data_identity, run_key, trainer_version  # noqa: E402
+from initmem.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
+from initmem.identity import analysis_version, code_version, data_folder, data_identity, run_key, trainer_version  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
-from initmem.planning import plan_path, plan_studies, read_plan, write_plan  # noqa: E402
+from initmem.legacy import migrate_legacy_data  # noqa: E402
+from initmem.configfiles import outputs_of_another_config  # noqa: E402
+from initmem.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
 
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
-DATA = "results/data/cifar10.npz"
+# Where this config's tables, figures and their logs go (docs/outputs.md): with `name: X`, under
+# results/X/ and figures/X/, apart from every other config's; without (the default), where they
+# always were. Training (data, plans, packs, run files) is shared: a run's identity key decides it.
+OUTPUT_NAME = config.get("name")
+TABLES_DIR = f"results/{OUTPUT_NAME}/tables" if OUTPUT_NAME else "results/tables"
+FIGURES_DIR = f"figures/{OUTPUT_NAME}" if OUTPUT_NAME else "figures"
+LOGS_DIR = f"results/logs/{OUTPUT_NAME}" if OUTPUT_NAME else "results/logs"
+RESOLVED_CONFIG = f"results/{OUTPUT_NAME}/config.resolved.yaml" if OUTPUT_NAME else "results/config.resolved.yaml"
 
 # Mistakes that would otherwise surface only when a job runs (or on the cluster): one line each,
 # already at `snakemake -n`.
@@ -34,6 +43,20 @@ try:
         print(_warning, file=sys.stderr)
     check_workflow_profile(sys.argv, _bases)
     check_slurm_account(sys.argv, _bases, list(getattr(workflow.resource_settings.default_resources, "args", None) or []))
+    if not config["data"].get("verify_md5", True):
+        check_data_archive(config["data"], None)  # read for its md5 right below
+    # What a run's result depends on (docs/reruns.md): its spec, the prepared data's
+    # content, the trainer's code, the precision. Bookkeeping settings never go through params.
+    DATA_ID = data_identity(config["data"])
+    DATA_CODE = code_version(("data.py",))
+    # One prepared file per data identity (and data code), written once and never replaced: another
+    # config's prepare_data never removes it, and prepare_data has no reason to run but a missing file.
+    # That is what makes one invocation plan everything: a job that must rerun for a reason of its own
+    # hides everything downstream of it from Snakemake's first needrun pass, and the training jobs'
+    # ancient() data input would then keep them hidden (docs/reruns.md, "One invocation").
+    if (_moved := migrate_legacy_data(Path.cwd(), data_folder)):
+        print(_moved, file=sys.stderr)
+    DATA = f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"
     check_data_archive(config["data"], Path(DATA))
 except InvocationError as exc:
     raise WorkflowError(str(exc))
@@ -41,16 +64,12 @@ except InvocationError as exc:
 
 try:
     RUNS = expand_studies(config)
-    PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR)
+    PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR, DATA_ID)
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
-# What a run's result depends on (docs/reruns.md): its spec, the prepared data's
-# content, the trainer's code, the precision. Bookkeeping settings never go through params.
-DATA_ID = data_identity(config["data"])
-DATA_CODE = code_version(("data.py",))
 PRECISION = config["compute"]["precision"]
 TRAINER = trainer_version()
 ANALYSIS = analysis_version()
@@ -71,7 +90,26 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
 # bookkeeping settings) reaches them through the environment: Snakemake neither compares it nor
 # takes it for an undeclared input. A job on a cluster node re-parses this file and sets it there.
 os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
-                  INITMEM_DATA_CONFIG=DATA_CONFIG_JSON)
+                  INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)})
+
+
+def _command_line(argv):
+    """This command line as Snakemake's own parser reads it (None should it not parse here)."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        return get_argument_parser().parse_args(argv[1:])
+    except (SystemExit, Exception):  # Snakemake accepted it; we only lose the targets in repair commands
+        return None
+
+
+# The command that started this invocation, for repair commands that work as printed
+# (initmem.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
+if workflow.is_main_process:
+    _ARGS = _command_line(sys.argv)
+    os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []),
+                                                       list(getattr(_ARGS, "targets", None) or []),
+                                                       workflow.resource_settings.cores, Path.cwd()))
 
 
 def key_of(spec):
@@ -85,9 +123,9 @@ if (_warning := unused_studies_warning(STUDIES)):
     print(_warning, file=sys.stderr)
 TABLES = ["runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md"]
 REPORT_TABLES = ["spreads.csv", "claims.csv", "claims.md", "paper_tables.md", "runs.csv"]
-ALL_TABLES = [f"results/tables/{name}" for name in TABLES] + ["results/config.resolved.yaml"]
-ALL_TABLES += ["results/tables/linear_check.csv", "results/tables/clocks.csv"]  # workflow/rules/theory.smk
-ALL_FIGURES = [f"figures/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
+ALL_TABLES = [f"{TABLES_DIR}/{name}" for name in TABLES] + [RESOLVED_CONFIG]
+ALL_TABLES += [f"{TABLES_DIR}/linear_check.csv", f"{TABLES_DIR}/clocks.csv"]  # workflow/rules/theory.smk
+ALL_FIGURES = [f"{FIGURES_DIR}/{fig}.{ext}" for fig in buildable_figures(STUDIES) for ext in ("pdf", "png")]
 
 
 wildcard_constraints:
@@ -136,7 +174,7 @@ def run_key_of(wildcards):
 
 def study_tables(studies):
     """Per-study run and history tables."""
-    return [f"results/tables/studies/{s}.{kind}" for s in studies for kind in ("runs.csv", "history.csv.gz")]
+    return [f"{TABLES_DIR}/studies/{s}.{kind}" for s in studies for kind in ("runs.csv", "history.csv.gz")]
 
 
 def figure_inputs(wildcards):
@@ -160,3 +198,20 @@ def train_resources():
         runtime=lambda w: job_runtime_minutes(specs(w), compute),
         mem_mb=lambda w: pack_mem_mb(specs(w), compute["device"]),
     )
+
+
+# A table left empty (a full disk, an interrupted copy) looks finished to Snakemake: say so, with the repair.
+if workflow.is_main_process:
+    _empty = [f for f in ALL_TABLES + study_tables(STUDIES) if os.path.isfile(f) and os.path.getsize(f) == 0]
+    if _empty:
+        raise WorkflowError(f"{', '.join(_empty)}: empty (damaged); make it again: rm {' '.join(_empty)} && "
+                            f"{snakemake_command(*_empty, keep_targets=True)}")
+
+
+# Outputs of two configs in one folder (docs/outputs.md): say so, with the fix; then record this
+# config as the one that writes there now (every invocation but a dry run, whatever its target).
+if workflow.is_main_process:
+    if (_note := outputs_of_another_config(RESOLVED_CONFIG, config)):
+        print(_note, file=sys.stderr)
+    if not getattr(_ARGS, "dryrun", False) and not getattr(_ARGS, "lint", False):
+        write_yaml(RESOLVED_CONFIG, config)

@@ -1,19 +1,19 @@
 localrules:
     prepare_data,
+    data,
 
 
 rule prepare_data:
-    """Read CIFAR-10 once (torchvision, local archive, or synthetic) into one compact split file.
-    Reruns only when what decides the split's content changes (not the archive's path, not a key
-    added at its default), or the data code does."""
+    """Read CIFAR-10 once (torchvision, local archive, or synthetic) into one compact split file per
+    data identity: results/data/<identity>/cifar10.npz. The folder's name is a hash of what decides
+    the split's content (not the archive's path, not a key added at its default) and of the data
+    code, so a file is never replaced: it runs only when its file is missing (no params: a job that
+    reruns for a reason of its own would hide the training jobs from Snakemake, docs/reruns.md)."""
     output:
         DATA,
     priority: 100  # first: every training job waits for it
-    params:
-        identity=DATA_ID,
-        code=DATA_CODE,
     log:
-        "results/logs/prepare_data.log",
+        f"results/logs/prepare_data/{Path(DATA).parent.name}.log",
     conda:
         "../../envs/train.yaml"
     shell:
@@ -26,12 +26,19 @@ localrules:
 
 rule resolved_config:
     """The effective configuration of this invocation (provenance; also shows that a --configfile
-    with studies replaced the embedded default)."""
+    with studies replaced the embedded default); every invocation but a dry run also writes it when
+    the workflow is parsed (common.smk), whatever its target."""
     output:
-        "results/config.resolved.yaml",
+        RESOLVED_CONFIG,
     params:
         config=config,
     log:
-        "results/logs/resolved_config.log",
+        f"{LOGS_DIR}/resolved_config.log",
     run:
         write_yaml(output[0], params.config, log[0])
+
+
+rule data:
+    """Target: this config's prepared split (snakemake --cores 1 data)."""
+    input:
+        DATA,

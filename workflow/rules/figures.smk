@@ -8,12 +8,12 @@ rule figure:
     input:
         figure_inputs,
     output:
-        pdf="figures/{fig}.pdf",
-        png=report("figures/{fig}.png", caption="../report/figure.rst", category="Figures", labels={"figure": "{fig}"}),
+        pdf=f"{FIGURES_DIR}/{{fig}}.pdf",
+        png=report(f"{FIGURES_DIR}/{{fig}}.png", caption="../report/figure.rst", category="Figures", labels={"figure": "{fig}"}),
     params:
         analysis=ANALYSIS,
     log:
-        "results/logs/figures/{fig}.log",
+        f"{LOGS_DIR}/figures/{{fig}}.log",
     conda:
         "../../envs/analysis.yaml"
     script:

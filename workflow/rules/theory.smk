@@ -10,11 +10,11 @@ rule linear_check:
     """Figure 9 and results/tables/linear_check.csv: imbalance conservation, leakage and contraction
     in deep linear networks (float64 numpy, about ten CPU seconds)."""
     output:
-        pdf="figures/fig9.pdf",
-        png=report("figures/fig9.png", caption="../report/fig9.rst", category="Figures", labels={"figure": "fig9"}),
-        table=report("results/tables/linear_check.csv", caption="../report/table.rst", category="Tables", labels={"table": "linear_check.csv"}),
+        pdf=f"{FIGURES_DIR}/fig9.pdf",
+        png=report(f"{FIGURES_DIR}/fig9.png", caption="../report/fig9.rst", category="Figures", labels={"figure": "fig9"}),
+        table=report(f"{TABLES_DIR}/linear_check.csv", caption="../report/table.rst", category="Tables", labels={"table": "linear_check.csv"}),
     log:
-        "results/logs/figures/fig9.log",
+        f"{LOGS_DIR}/figures/fig9.log",
     conda:
         "../../envs/analysis.yaml"
     script:
@@ -27,13 +27,13 @@ rule clocks_table:
     constant-lr arithmetic beside them, its governing clock and the nearest paper point of the same
     kind with the distance in orders of magnitude (initmem.calculator)."""
     output:
-        "results/tables/clocks.csv",
+        f"{TABLES_DIR}/clocks.csv",
     params:
         studies=config["studies"],
         defaults=config["defaults"],
         n_train=config["data"]["n_train"],
     log:
-        "results/logs/clocks_table.log",
+        f"{LOGS_DIR}/clocks_table.log",
     conda:
         "../../envs/analysis.yaml"
     script:
