@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch._dynamo
 from test_packed import _runs, assert_same_records
 
-from initmem.packed import train_packed
-from initmem.train import train_run
+from initmem.engine.packed import train_packed
+from initmem.engine.train import train_run
 
 RTOL = 1e-3
 

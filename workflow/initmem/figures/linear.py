@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from initmem.io import atomic_path  # noqa: E402
-from initmem.linear import LABEL_NOISE, N_EXAMPLES, WIDTHS, check_table, run_checks  # noqa: E402
+from initmem.theory.linear import LABEL_NOISE, N_EXAMPLES, WIDTHS, check_table, run_checks  # noqa: E402
 
 PANELS = 4
 
@@ -32,11 +32,11 @@ def _rows(table: list[dict]) -> dict[str, float]:
 
 
 STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7, "figure.dpi": 120,
-         "axes.grid": True, "grid.alpha": 0.3}  # as initmem.plots
+         "axes.grid": True, "grid.alpha": 0.3}  # as initmem.figures.paper
 
 
 def fig9(results: dict, table: list[dict]) -> plt.Figure:
-    """Build Figure 9 from :func:`initmem.linear.run_checks` and :func:`initmem.linear.check_table`."""
+    """Build Figure 9 from :func:`initmem.theory.linear.run_checks` and :func:`initmem.theory.linear.check_table`."""
     with plt.rc_context(STYLE):
         return _fig9(results, _rows(table))
 

@@ -8,7 +8,7 @@ Snakemake's metadata of the old file (the ``params`` its ``prepare_data`` job ra
 training jobs' metadata lists the data file among their inputs, and Snakemake retrains a job whose
 set of input paths changed, so those records get the new path too, and the old pack plans are
 stamped with the identity (their modification times kept), so that another config's invocation
-leaves them alone (``initmem.planning``).
+leaves them alone (``initmem.pipeline.planning``).
 
 This is the only place that reads or writes Snakemake's own state, and it does so once: with no
 old file it returns at the first ``stat``.

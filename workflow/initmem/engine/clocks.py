@@ -9,7 +9,7 @@ Every clock is one of two moments of the rates, S1 = sum eta_k and S2 = sum eta_
 (:func:`clocks_from_moments`). Under the trainer's schedules the moments after any number of steps
 have closed forms (:func:`schedule_moments`), so a recipe of 10^8 steps costs the same as one of 10.
 The trainer records :func:`schedule_clocks` at every epoch's end; the analysis, the claims, clocks.csv
-and the calculator (:mod:`initmem.calculator`) call the same functions, so they agree with every run's
+and the calculator (:mod:`initmem.theory.calculator`) call the same functions, so they agree with every run's
 record to float rounding. The paper's own arithmetic (constant lr, K = E n_train / b, Sec. 4.2) is the
 separately named :func:`paper_constant_lr_clocks`. Torch-free: cheap to import.
 """

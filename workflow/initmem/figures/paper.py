@@ -1,5 +1,5 @@
 """Figures 1-8 of the paper from per-study run and history tables. Each ``figN`` returns a
-matplotlib Figure (tests count its panels); :func:`save_figure` writes PDF + PNG atomically.
+matplotlib Figure (tests count its panels); :func:`initmem.figures.common.save_figure` writes PDF + PNG atomically.
 
 What a figure cannot show (a fit with too few runs, a study or batch size the config lacks, runs
 that diverged or never interpolated) is said in a footnote on the figure and printed to the log,
@@ -20,10 +20,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 
-import initmem.figstyle  # noqa: E402, F401  (Type 42 fonts in PDFs, 200-dpi PNGs)
-from initmem.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
-from initmem.io import atomic_path  # noqa: E402
-from initmem.verdicts import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
+from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: E402, F401
+from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
+from initmem.claims.verdicts import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
 
 OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
@@ -35,35 +34,6 @@ plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "
 MAX_TICKS = 9  # more grid values than this: let matplotlib choose the ticks
 ACC_RANGE = (0.0, 100.0)  # accuracy in percent: a seed-SD band stops at 0 and 100
 NONNEGATIVE = (0.0, np.inf)  # kernel norms, epochs
-
-_MATH = [(r"\\(?:sigma|eta|tau|lambda|beta|alpha)", lambda m: m.group(0)[1:]), (r"\\\|", "||"), (r"\\sum_k", "sum_k"),
-         (r"_\{([^{}]*)\}", r"_\1"), (r"[${}\\]", "")]
-
-
-def plain(text: str) -> str:
-    """Mathtext made plain for a log line: ``$T_{L2}$`` -> ``T_L2``, ``$\\sigma_w$`` -> ``sigma_w``."""
-    for pattern, repl in _MATH:
-        text = re.sub(pattern, repl, text)
-    return text
-
-
-class Notes:
-    """What a figure leaves out, said on the figure (footnote) and in the job's log."""
-
-    def __init__(self, name: str):
-        self.name, self.lines = name, []
-
-    def add(self, text: str) -> None:
-        if text not in self.lines:
-            self.lines.append(text)
-            print(f"{self.name}: {plain(text)}", file=sys.stderr)
-
-    def finish(self, fig: plt.Figure) -> plt.Figure:
-        if self.lines:
-            # a figure-level x label: the layout engine keeps room for it under the panels and the legend
-            fig.supxlabel("\n".join("* " + t for t in self.lines), x=0.01, ha="left", fontsize=6.5, color="dimgray")
-        return fig
-
 
 def _optimizers(df: pd.DataFrame) -> list[str]:
     present = set(df["optimizer"]) if "optimizer" in df else set()
@@ -82,14 +52,6 @@ def batch_colors(batch_sizes) -> dict:
     bs = sorted(set(batch_sizes))
     cmap = plt.get_cmap("viridis")
     return {b: cmap(0.85 * i / max(1, len(bs) - 1)) for i, b in enumerate(bs)}
-
-
-def _no_data(ax, what: str = "no data") -> None:
-    """An empty panel says so, with no axis (ticks, tick labels, grid) that would suggest a scale."""
-    ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes, color="gray", wrap=True)
-    ax.tick_params(which="both", left=False, bottom=False, labelleft=False, labelbottom=False)
-    ax.grid(False)
-    ax.set(xlabel="", ylabel="")
 
 
 def _drawn(ax) -> bool:
@@ -244,7 +206,7 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     axes[3].set_ylim(-5, 105)
     for ax in (axes[0], axes[2]):
         if not any(np.isfinite(line.get_ydata()).any() for line in ax.lines):
-            _no_data(ax, "no run interpolated\n(train acc. never reached 99.5%)")
+            no_data(ax, "no run interpolated\n(train acc. never reached 99.5%)")
     if never and len(never) < len(_optimizers(main)):
         notes.add(f"no run interpolated for {', '.join(never)}: no point in (a) and (c)")
     notes.add("(a) labels: share of runs that interpolated where not all did; (d) counts a run that never interpolates as 'not after'")
@@ -254,7 +216,7 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
 def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
     """Spread vs ``x`` with its interval against the noise as error bars (``spreads.csv``'s
-    ``spread_ci_low/high``: :func:`initmem.verdicts.spread_estimate`; none with one seed)."""
+    ``spread_ci_low/high``: :func:`initmem.claims.verdicts.spread_estimate`; none with one seed)."""
     d = d.sort_values(x)
     err = np.vstack([d["spread_pp"] - d["spread_ci_low"], d["spread_ci_high"] - d["spread_pp"]])
     ax.errorbar(d[x], d["spread_pp"], yerr=np.where(np.isfinite(err), err, 0), marker="o", ms=3, capsize=2, label=label, **kw)
@@ -263,7 +225,7 @@ def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
 def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     """SGD repair map: (a) the long constant-LR control against the main grid on the same sigma_w and
     seeds, (b) spread vs learning rate, (c) spread vs L2 (error bars: 0.95 jackknife t-intervals over seeds,
-    :func:`initmem.verdicts.spread_interval`)."""
+    :func:`initmem.claims.verdicts.spread_interval`)."""
     notes = Notes("fig4")
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.0), layout="constrained")
     long_bs = sorted(set(runs.loc[runs["study"] == "long", "batch_size"]))
@@ -300,7 +262,7 @@ def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         if ax.lines or ax.containers:
             ax.legend(fontsize=6, loc="best", framealpha=0.8)
         else:
-            _no_data(ax)
+            no_data(ax)
     return notes.finish(fig)
 
 
@@ -341,7 +303,7 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
             _grid_ticks(ax, d["sigma_w"])
             never = [LABELS[o] for o in _optimizers(d) if metric == "tau_interp" and d.loc[d["optimizer"] == o, metric].isna().all()]
             if not _drawn(ax):  # (an empty marker line for partial interpolation draws nothing)
-                _no_data(ax, "no data: no run interpolated" if never else f"no b={b} runs" if d.empty else "no data")
+                no_data(ax, "no data: no run interpolated" if never else f"no b={b} runs" if d.empty else "no data")
             elif never:
                 ax.text(0.03, 0.03, "no run interpolated:\n" + ", ".join(never), transform=ax.transAxes, fontsize=6,
                         color="dimgray", va="bottom")
@@ -384,48 +346,11 @@ def fig7(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     return notes.finish(fig)
 
 
-def _loglog(ax, x, y, low=None, high=None, **kw) -> bool:
-    """Plot only the points a log axis can show (|beta| is exactly 0 when every run has the same
-    accuracy), with a band between ``low`` and ``high`` where given; False when nothing is drawn."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    keep = (y >= BETA_FLOOR) & np.isfinite(y) & np.isfinite(x) & (x > 0 if kw.pop("xlog", False) else True)
-    if not keep.any():
-        return False
-    line, = ax.plot(x[keep], y[keep], **kw)
-    if low is not None:  # a CI through 0 would reach -inf on a log axis
-        lo = np.maximum(np.asarray(low, float)[keep], np.maximum(y[keep] / 100, BETA_FLOOR))
-        ax.fill_between(x[keep], lo, np.asarray(high, float)[keep], color=line.get_color(), alpha=0.15, lw=0)
-    return True
-
-
 def _abs_ci(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The 95% OLS interval of beta mapped to |beta| (lower end 0 where the interval contains 0)."""
     lo, hi = d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float)
     low = np.where(lo * hi > 0, np.minimum(np.abs(lo), np.abs(hi)), 0.0)
     return low, np.maximum(np.abs(lo), np.abs(hi))
-
-
-def _readable_log_ticks(axis) -> None:
-    """A log axis spanning under two decades gets labelled ticks at 1, 2, 5 x 10^k instead of
-    crowded minor labels."""
-    lo, hi = axis.get_view_interval()
-    if lo > 0 and np.log10(hi / lo) < 2:
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.2g}"))
-        axis.set_minor_formatter(NullFormatter())
-
-
-def _finish_log_panel(ax, xlog: bool, has_runs: bool = True) -> None:
-    """Log axes and a legend; an empty panel says why: no runs in this tier, or no |beta| to draw."""
-    if ax.lines:
-        ax.set_yscale("log")
-        if xlog:
-            ax.set_xscale("log")
-            _readable_log_ticks(ax.xaxis)
-        _readable_log_ticks(ax.yaxis)
-        ax.legend(fontsize=6, loc="best", framealpha=0.8)
-    else:
-        _no_data(ax, f"no data (no |beta| >= {BETA_FLOOR:g})" if has_runs else "not in this tier")
 
 
 def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
@@ -452,7 +377,7 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
     def curve(a, d, x, label, **kw) -> None:
         low, high = _abs_ci(d)
-        drawn = _loglog(a, d[x], d["abs_beta"], low, high, label=label, **kw)
+        drawn = loglog(a, d[x], d["abs_beta"], low, high, label=label, **kw)
         if not drawn:
             why = "too few runs for an OLS fit" if d["beta"].isna().all() else f"|beta| < {BETA_FLOOR:g} at every epoch"
             notes.add(f"{label} ({a.get_title() or 'panel'}): not drawn, {why}")
@@ -467,7 +392,7 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         if opt == "sgd":
             for b in abl_bs:
                 curve(ax[i], abl[abl["batch_size"] == b], "epoch", f"SGD+L2 b={b}", ls="--", color=abl_color[b])
-        _finish_log_panel(ax[i], xlog=False, has_runs=has_runs)
+        finish_log_panel(ax[i], xlog=False, has_runs=has_runs)
         ax[i].xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax[4].set(title="(e) SGD vs $T_{SGD}$, SGD+L2 vs $T_{L2}$", xlabel="cumulative clock", ylabel="$|\\beta|$")
     ax[5].set(title="(f) Adam vs $T_{adapt}$", xlabel="$T_{adapt} = \\sum_k \\eta_k$", ylabel="$|\\beta|$")
@@ -481,8 +406,8 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     for b in abl_bs:
         curve(ax[4], abl[abl["batch_size"] == b], "T_l2", f"SGD+L2 b={b} vs $T_{{L2}}$", ls="--", color=abl_color[b], xlog=True)
     has = lambda o: not main.empty and (main["optimizer"] == o).any()  # noqa: E731
-    _finish_log_panel(ax[4], xlog=True, has_runs=has("sgd") or not abl.empty)
-    _finish_log_panel(ax[5], xlog=True, has_runs=has("adam"))
+    finish_log_panel(ax[4], xlog=True, has_runs=has("sgd") or not abl.empty)
+    finish_log_panel(ax[5], xlog=True, has_runs=has("adam"))
     if not beta.empty and (beta["n_carried"] > 0).any():
         notes.add("runs that stopped early are carried forward at their last epoch (beta.csv: n_carried)")
     if not beta.empty and (beta["n_diverged"] > 0).any():
@@ -514,34 +439,9 @@ def fig8(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             axes[r, c].label_outer()
             _grid_ticks(axes[r, c], d["sigma_w"] if not d.empty else [])
             if not axes[r, c].lines:
-                _no_data(axes[r, c], "main grid not in this config" if study == "main" and main.empty else f"no b={b} runs")
+                no_data(axes[r, c], "main grid not in this config" if study == "main" and main.empty else f"no b={b} runs")
     _legend_right(fig, axes)
     _diverged_note(notes, na, "norm_aug")
     _diverged_note(notes, main[main["batch_size"].isin(batches)], "main (baseline)")
     notes.add("aug.: flip + 4-px reflect pad + random crop; the baseline column is the main grid's runs at the same settings")
     return notes.finish(fig)
-
-
-FIGURE_FUNCTIONS = {"fig1": fig1, "fig2": fig2, "fig3": fig3, "fig4": fig4, "fig5": fig5, "fig6": fig6,
-                    "fig7": fig7, "fig8": fig8}
-
-
-def make_figure(name: str, runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
-    """Build figure ``name`` (fig1 ... fig8; fig10, the clock-matched tier's, from initmem.plots_clock)."""
-    if name not in (*FIGURE_FUNCTIONS, "fig10"):
-        raise ValueError(f"unknown figure {name!r}; choose one of {', '.join((*FIGURE_FUNCTIONS, 'fig10'))} (fig9: rule linear_check)")
-    if runs.empty:
-        raise ValueError(f"{name}: no runs to plot")
-    if name == "fig10":  # its own module (it reads this one's helpers)
-        from initmem.plots_clock import fig10
-
-        return fig10(runs, history)
-    return FIGURE_FUNCTIONS[name](runs, history)
-
-
-def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path) -> None:
-    """Write PDF (Type 42 fonts) and PNG (at figstyle.PNG_DPI) atomically."""
-    for path, fmt in ((pdf, "pdf"), (png, "png")):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, bbox_inches="tight")
-    plt.close(fig)

@@ -2,8 +2,8 @@
 the long-run comparison, clocks and the scale a number was measured at.
 
 A *configuration* is every spec key except sigma_w and seed; spreads and beta are per study and
-configuration. The paper's claims are in :mod:`initmem.claims`, their verdicts in
-:mod:`initmem.verdicts`, the Markdown tables in :mod:`initmem.report`.
+configuration. The paper's claims are in :mod:`initmem.claims.table`, their verdicts in
+:mod:`initmem.claims.verdicts`, the Markdown tables in :mod:`initmem.claims.paper_tables`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from initmem.records import load_record
+from initmem.claims.verdicts import cell_from_runs, spread_estimate
+from initmem.pipeline.records import load_record
 from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
-from initmem.verdicts import cell_from_runs, spread_estimate
 
 PACKED = ("sigma_w", "seed")
 CONFIG_KEYS = [k for k in SPEC_KEYS if k not in PACKED] + list(OPTIONAL_SPEC_KEYS) + ["variant"]
@@ -67,7 +67,7 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
     interval against its noise (``spread_ci_low/high``, method in ``spread_ci_method``; NaN with one seed),
     the noise-only mean spread of the sigma_w-permutation null (``spread_null_mean_pp``), the
     share of that null at least as large (``spread_p_null``) and the noise-corrected spread
-    (``spread_corrected_pp``): :func:`initmem.verdicts.spread_estimate`.
+    (``spread_corrected_pp``): :func:`initmem.claims.verdicts.spread_estimate`.
 
     Diverged runs are counted (``n_diverged``) and enter with their best epoch before diverging;
     a run that diverged in its first epoch has no value (``n_runs`` - ``n_seeds`` per sigma_w).

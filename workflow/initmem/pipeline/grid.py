@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from initmem.guards import NAME
+from initmem.pipeline.guards import NAME
 from initmem.spec import KNOWN_KEYS, ConfigError, resolve_spec, validate_spec
 
 PACKED_AXES = ("sigma_w", "seed")

@@ -70,7 +70,7 @@ def analysis_version() -> str:
 
 @functools.cache
 def _file_md5(path: str) -> str:
-    from initmem.data import md5sum  # numpy only, no torch
+    from initmem.engine.data import md5sum  # numpy only, no torch
 
     return md5sum(Path(path))
 

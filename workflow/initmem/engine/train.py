@@ -27,12 +27,12 @@ import torch
 import torch.nn.functional as F
 
 from initmem import __version__
-from initmem.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
-from initmem.clocks import schedule_clocks
-from initmem.data import Splits
-from initmem.models import build_model, init_weights, kernel_norm, kernels
-from initmem.optim import KerasOptimizer, lr_schedule
-from initmem.records import METRICS_FORMAT
+from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
+from initmem.engine.clocks import schedule_clocks
+from initmem.engine.data import Splits
+from initmem.engine.models import build_model, init_weights, kernel_norm, kernels
+from initmem.engine.optim import KerasOptimizer, lr_schedule
+from initmem.pipeline.records import METRICS_FORMAT
 
 EVAL_BATCH = 1000
 INTERP_ACC = 0.995
@@ -260,7 +260,7 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
               checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32", checkpoint_minutes: float = 0,
               compile: bool = False, log: TextIO | None = sys.stderr) -> dict:
     """Train one run and return its metrics record (see DESIGN "Outputs"). This is the reference
-    trainer; :func:`initmem.packed.train_packed` trains many at once with the same semantics.
+    trainer; :func:`initmem.engine.packed.train_packed` trains many at once with the same semantics.
 
     With ``checkpoint`` set, resumes from it (on ``device``, whichever device wrote it) when present and
     saves it every ``checkpoint_every`` epochs, at the end of any epoch ``checkpoint_minutes`` after

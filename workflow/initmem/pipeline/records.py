@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from initmem.guards import snakemake_command
 from initmem.io import read_json, write_json
+from initmem.pipeline.guards import snakemake_command
 
 METRICS_FORMAT = 1
 REQUIRED_KEYS = ("run_id", "spec", "status", "history", "summary", "env", "wall_seconds")

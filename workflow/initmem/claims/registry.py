@@ -3,7 +3,7 @@ statistic, the configurations, the paper's side and the regime that sentence sta
 
 A row of ``claims.csv`` belongs to the first :class:`Claim` whose ``ids`` pattern matches its id;
 :func:`regime_check` applies that claim's regime to the cells the row read (one engine for every
-row: :func:`initmem.claim_rows.row`). Regimes are what the paper's own sentence states:
+row: :func:`initmem.claims.rows.row`). Regimes are what the paper's own sentence states:
 
 - ``fit``: :data:`SGD_FIT` for the spread claims: the paper's low-lr SGD runs "exceed 99.5% training
   accuracy across the entire sigma_w sweep" (Sec. 3.1), so every plain-SGD configuration at lr <= 1e-3
@@ -118,7 +118,7 @@ def _low_lr_sgd(config: dict) -> bool:
 
 def regime_check(claim: Claim | None, cells: Sequence) -> tuple[bool | None, str]:
     """(in the paper's regime?, why not / the clock range reached) for a row reading ``cells``
-    (:class:`initmem.verdicts.Cell` with ``fit``, ``config`` and ``clocks``). None: no rule applies."""
+    (:class:`initmem.claims.verdicts.Cell` with ``fit``, ``config`` and ``clocks``). None: no rule applies."""
     if claim is None:
         return None, ""
     why, reached = [], ""

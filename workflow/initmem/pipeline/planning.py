@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from initmem.grid import Run, pack_size
-from initmem.guards import snakemake_command
 from initmem.io import read_json, write_json
+from initmem.pipeline.grid import Run, pack_size
+from initmem.pipeline.guards import snakemake_command
+from initmem.pipeline.targets import fitting_pack_size
 from initmem.spec import ConfigError
-from initmem.targets import fitting_pack_size
 
 PLAN_FORMAT = 1
 

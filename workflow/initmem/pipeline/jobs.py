@@ -1,5 +1,5 @@
 """The job layer: one training job = one pack of runs. It picks the trainer (the reference
-single-run trainer in :mod:`initmem.train`, or the vectorised one in :mod:`initmem.packed`), names
+single-run trainer in :mod:`initmem.engine.train`, or the vectorised one in :mod:`initmem.engine.packed`), names
 checkpoints, stamps each record with its run's identity key and writes the pack file.
 
 Data flows one way: cli -> jobs -> trainers (train, packed) -> models/optim -> spec.
@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from initmem.checkpoint import pack_checkpoint_name, remove_checkpoints
-from initmem.data import Splits, load_prepared
-from initmem.device import device_environment, pick_device
-from initmem.planning import read_plan
-from initmem.records import write_pack
-from initmem.train import Preempted, Tensors, install_sigterm_handler, train_run
+from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
+from initmem.engine.data import Splits, load_prepared
+from initmem.engine.device import device_environment, pick_device
+from initmem.engine.train import Preempted, Tensors, install_sigterm_handler, train_run
+from initmem.pipeline.planning import read_plan
+from initmem.pipeline.records import write_pack
 
 ENGINES = ("vmap", "loop")
 PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint; rerun to resume
@@ -30,10 +30,10 @@ def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
     Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
-    one vectorised model (:mod:`initmem.packed`); "loop" trains the runs one after another with the
+    one vectorised model (:mod:`initmem.engine.packed`); "loop" trains the runs one after another with the
     reference trainer. Either way a run's result does not depend on its pack up to float rounding.
-    ``device`` goes through :func:`initmem.device.pick_device` (no silent CPU, one GPU per job) and
-    every record's ``env`` gets :func:`initmem.device.device_environment`.
+    ``device`` goes through :func:`initmem.engine.device.pick_device` (no silent CPU, one GPU per job) and
+    every record's ``env`` gets :func:`initmem.engine.device.device_environment`.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
@@ -43,7 +43,7 @@ def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine
         if r["spec"]["n_train"] != len(splits.x_train):
             raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
     if engine == "vmap" and len(runs) > 1:
-        from initmem.packed import train_packed
+        from initmem.engine.packed import train_packed
 
         ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
         records = train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,

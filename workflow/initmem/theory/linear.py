@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from initmem.clocks import CLOCK_KEYS, clocks_from_moments
-from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS  # Keras Adam, eps-hat form (as initmem.optim)
+from initmem.engine.clocks import CLOCK_KEYS, clocks_from_moments
+from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS  # Keras Adam, eps-hat form (as initmem.engine.optim)
 
 OPTIMIZERS = ("sgd", "adam")
 

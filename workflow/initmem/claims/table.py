@@ -1,12 +1,12 @@
 """The paper's claims beside ours: ``claims.csv`` / ``claims.md``.
 
-Four kinds of rows, all with the same columns (:data:`initmem.claim_rows.COLUMNS`):
+Four kinds of rows, all with the same columns (:data:`initmem.claims.rows.COLUMNS`):
 - ``number``: a headline number of the paper (a spread, an accuracy) and ours, with its seed
   interval; no verdict (a number at another scale is not a direction);
 - ``direction``: a directional claim (e.g. "SGD's spread exceeds Adam's at b=16"): the measured
-  effect, its interval and method, the paper's side, the regime and a verdict (:mod:`initmem.verdicts`);
+  effect, its interval and method, the paper's side, the regime and a verdict (:mod:`initmem.claims.verdicts`);
 - ``cell``: one configuration's spread and |beta| read at tau_best and at the end of training
-  (:mod:`initmem.claims_clock`, which also has the clock-specific directions);
+  (:mod:`initmem.claims.clock`, which also has the clock-specific directions);
 - ``clock``: the paper's forgetting-timescale arithmetic, recomputed.
 
 Directional claims are generated for every batch size, learning rate, ... the config has, so the
@@ -21,9 +21,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem import verdicts as V
-from initmem.analysis import carry_forward, l2_ablation, long_run_comparison, matched_long_runs, scale_label
-from initmem.claim_rows import (
+from initmem.claims import verdicts as V
+from initmem.claims.analysis import carry_forward, l2_ablation, long_run_comparison, matched_long_runs, scale_label
+from initmem.claims.clock import clock_claims
+from initmem.claims.report import claims_markdown  # noqa: F401  (claims.md is rendered there; re-exported)
+from initmem.claims.rows import (
     ADAPTIVE,
     AT_END,
     COLUMNS,
@@ -41,10 +43,8 @@ from initmem.claim_rows import (
     spread_gap,
     to_cell,
 )
-from initmem.claims_clock import clock_claims
-from initmem.claims_report import claims_markdown  # noqa: F401  (claims.md is rendered there; re-exported)
-from initmem.clocks import paper_constant_lr_clocks, run_clocks
-from initmem.verdicts import between, greater, less
+from initmem.claims.verdicts import between, greater, less
+from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
 
 __all__ = ["COLUMNS", "claims", "claims_markdown"]
 
@@ -297,8 +297,8 @@ def beta_claims(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
     """Sec. 4.2, Figure 6 (a-d), at every batch size of the main grid (lr 1e-3): SGD's |beta| stays
     flat near 1e-1 (two rows: the change over the run and the level); Adam's, AdamW's and Muon's
     decay by 1-2 orders of magnitude; the SGD + L2 ablation (eta=1e-2, L2=1e-2, or the config's
-    strongest L2 at its largest lr: :func:`initmem.analysis.l2_ablation`) reaches the noise floor.
-    The statistics: :class:`initmem.verdicts.Shape`."""
+    strongest L2 at its largest lr: :func:`initmem.claims.analysis.l2_ablation`) reaches the noise floor.
+    The statistics: :class:`initmem.claims.verdicts.Shape`."""
     if history.empty:
         return []
     history = carry_forward(history)
@@ -356,8 +356,8 @@ def _flat_rows(cell: V.Cell, b: int, scale: str) -> list[dict]:
 
 def timescale_claims() -> list[dict]:
     """The paper's quoted clocks beside the same arithmetic (``reproduced``: constant lr, K = E n/b,
-    n = 40,000, :func:`initmem.clocks.paper_constant_lr_clocks`): like with like. ``exact_as_run`` is
-    the sum a run records (:func:`initmem.clocks.run_clocks`) under the schedule the paper's run used
+    n = 40,000, :func:`initmem.engine.clocks.paper_constant_lr_clocks`): like with like. ``exact_as_run`` is
+    the sum a run records (:func:`initmem.engine.clocks.run_clocks`) under the schedule the paper's run used
     (cosine, alpha 0.01; constant for the 5,000-epoch control)."""
     rows = []
     for cid, quantity, paper, clock, b, e, lr, l2, schedule in TIMESCALE_CLAIMS:

@@ -1,6 +1,6 @@
 """What every claim module shares: the columns of ``claims.csv``, selecting a claim's runs into
 cells (matched on sigma_w and seeds where two are compared) and turning an estimate into a row
-with its verdict, interval method and regime (:mod:`initmem.verdicts`)."""
+with its verdict, interval method and regime (:mod:`initmem.claims.verdicts`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pandas as pd
 
-from initmem import verdicts as V
-from initmem.claims_registry import lookup, regime_check
-from initmem.verdicts import Cell, Estimate, Side
+from initmem.claims import verdicts as V
+from initmem.claims.registry import lookup, regime_check
+from initmem.claims.verdicts import Cell, Estimate, Side
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
@@ -114,7 +114,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
     ``est`` None: the config lacks what the claim needs (``not measured`` for a direction, with
     ``missing`` as the reason). A direction's verdict is ``decided`` (verdict, note) or the estimate
     against ``side``; a ``fitted`` claim (about networks trained to fit) whose cells are outside
-    that regime (:func:`initmem.verdicts.regime`) gets ``outside the paper's regime``, and the
+    that regime (:func:`initmem.claims.verdicts.regime`) gets ``outside the paper's regime``, and the
     verdict of the statistic alone stays in ``statistic_verdict``."""
     base = {"id": cid, "kind": kind, "quantity": quantity, "paper": paper, "read_at": read_at, "exact_as_run": math.nan,
             "scale": scale, "paper_side": side.text() if side is not None else ""}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.analysis import config_spreads, interpolation_table, long_run_comparison, scale_label
+from initmem.claims.analysis import config_spreads, interpolation_table, long_run_comparison, scale_label
 from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 
 ADAM_FAMILY = ("adam", "adamw", "muon", "muon_full")

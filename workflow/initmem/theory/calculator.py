@@ -1,14 +1,14 @@
 """The clock calculator: a recipe's exact clocks placed among the paper's measured points
-(``python -m initmem clocks``) and ``results/tables/clocks.csv``. The sums are :mod:`initmem.clocks`'s,
+(``python -m initmem clocks``) and ``results/tables/clocks.csv``. The sums are :mod:`initmem.engine.clocks`'s,
 the ones the trainer records.
 
 Two conventions, never mixed in one comparison:
 
 * **exact**: the sums under a recipe's own schedule (cosine or constant, K = E ceil(n_train / b) steps),
-  what the trainer records (:func:`initmem.clocks.run_clocks`). Every ladder, nearest point and distance
+  what the trainer records (:func:`initmem.engine.clocks.run_clocks`). Every ladder, nearest point and distance
   compares exact with exact: each paper point's clock is recomputed for the schedule its runs used.
 * **the paper's constant-lr arithmetic** (Sec. 4.2: "Ignoring cosine decay and using K ~ E n_train/b",
-  :func:`initmem.clocks.paper_constant_lr_clocks`): how the paper quotes its clocks. Printed beside the
+  :func:`initmem.engine.clocks.paper_constant_lr_clocks`): how the paper quotes its clocks. Printed beside the
   exact values and beside the paper's quoted numbers, never against an exact value.
 """
 
@@ -21,7 +21,7 @@ import os
 import sys
 from typing import Any
 
-from initmem.clocks import CLOCK_KEYS, paper_constant_lr_clocks, run_clocks
+from initmem.engine.clocks import CLOCK_KEYS, paper_constant_lr_clocks, run_clocks
 from initmem.spec import OPTIMIZERS, SCHEDULES, resolve_momentum, resolve_weight_decay
 
 # The paper's measured points: (recipe, spread in pp of test accuracy over sigma_w, the clock values the
@@ -152,7 +152,7 @@ def momentum_note(spec: dict[str, Any]) -> str | None:
 def paper_points() -> list[dict[str, Any]]:
     """The paper's measured points: ``spec``, ``kind``, ``spread_pp``, ``where``, ``quoted`` (the paper's
     constant-lr values, by clock), ``exact`` (every clock under the schedule the point's runs used:
-    :func:`initmem.clocks.run_clocks`) and ``constant_lr`` (the paper's arithmetic for the same recipe)."""
+    :func:`initmem.engine.clocks.run_clocks`) and ``constant_lr`` (the paper's arithmetic for the same recipe)."""
     rows = []
     for overrides, spread, quoted, where in PAPER_POINTS:
         spec = recipe(**overrides)

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from initmem import verdicts as V
-from initmem.claim_rows import AT_BEST, AT_END
-from initmem.claims_registry import REGISTRY, lookup, registry_markdown
+from initmem.claims import verdicts as V
+from initmem.claims.registry import REGISTRY, lookup, registry_markdown
+from initmem.claims.rows import AT_BEST, AT_END
 
 BEGIN, END = "<!-- verdict-table:begin -->", "<!-- verdict-table:end -->"
 
@@ -155,7 +155,7 @@ def claims_markdown(table: pd.DataFrame) -> str:
                                                      "noise-corrected": lambda r: r.get("corrected", math.nan),
                                                      "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
                                                      "note": lambda r: r["note"]})]
-    out += ["## The claims tested (`initmem/claims_registry.py`)\n", registry_markdown()]
+    out += ["## The claims tested (`initmem/claims/registry.py`)\n", registry_markdown()]
     c = table[table["kind"] == "clock"]
     if not c.empty:
         out += ["## Forgetting timescales\n", _table(c, {k: (lambda r, k=k: r[k]) for k in ("id", "quantity", "paper", "reproduced",
@@ -226,7 +226,7 @@ SHORT_WORD = {V.OUTSIDE_REGIME: "outside the regime", V.BELOW_FLOOR: "below the 
 
 
 def family_summary(tables: dict[str, pd.DataFrame]) -> str:
-    """The README's short view: per claim family (:mod:`initmem.claims_registry`) and evidence folder,
+    """The README's short view: per claim family (:mod:`initmem.claims.registry`) and evidence folder,
     the verdict counts of the measured directional claims, then every decided row (reproduced or not)
     with its number, interval and the paper's side; each folder's counts line."""
     fams = list(dict.fromkeys(c.family for c in REGISTRY)) + ["other"]

@@ -123,8 +123,8 @@ def pack_gpu_hours(config: dict) -> dict[str, dict]:
     """Per study of ``config``: runs, jobs (packs as planned from scratch) and GPU-hours (low,
     central, high) at each pack's :func:`pack_rate`, and the rates' sources. An upper bound where
     runs stop early (ResNet-56/110)."""
-    from initmem.grid import expand_studies
-    from initmem.planning import plan_studies
+    from initmem.pipeline.grid import expand_studies
+    from initmem.pipeline.planning import plan_studies
 
     out = {}
     for study, (packs, _) in plan_studies(config, expand_studies(config)).items():
@@ -168,9 +168,9 @@ def estimate_table(config: dict) -> str:
 
 
 def pack_rate(specs: list[dict], compute: dict):
-    """Images/s of the job training ``specs`` (an :class:`initmem.rates.Rate`): ``compute.images_per_second``
+    """Images/s of the job training ``specs`` (an :class:`initmem.pipeline.rates.Rate`): ``compute.images_per_second``
     when the config sets one (an assumed flat rate), else the rate model of ``compute.rate_table``."""
-    from initmem.rates import Rate, load_rates
+    from initmem.pipeline.rates import Rate, load_rates
 
     ips = compute.get("images_per_second")
     if ips is not None:

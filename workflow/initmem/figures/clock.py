@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from initmem.analysis import beta_table, group_keys
-from initmem.plots import Notes, _finish_log_panel, _loglog
+from initmem.claims.analysis import beta_table, group_keys
+from initmem.figures.common import Notes, finish_log_panel, loglog
 
 ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 FAMILIES = (  # (row title, which cells, the clock the paper reads for them, its label)
@@ -69,11 +69,11 @@ def fig10(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             for i, c in enumerate(mine):
                 d = beta.loc[_nan_equal(beta, c, keys)]
                 ses.extend(d["se"].dropna())
-                if not _loglog(ax, d[x], d["abs_beta"], label=cell_label(c), color=f"C{i}", xlog=xlog):
+                if not loglog(ax, d[x], d["abs_beta"], label=cell_label(c), color=f"C{i}", xlog=xlog):
                     notes.add(f"{family} {cell_label(c)}: no non-zero |beta| to draw")
             if ses:
                 ax.axhline(float(np.median(ses)), color="grey", ls=":", lw=1, label="median OLS SE")
-            _finish_log_panel(ax, xlog=xlog, has_runs=bool(mine))
+            finish_log_panel(ax, xlog=xlog, has_runs=bool(mine))
         if not mine:
             notes.add(f"no {family} cells in this config")
     for col, (family, member, clock, clock_label) in enumerate(FAMILIES):

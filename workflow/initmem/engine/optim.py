@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from initmem.clocks import learning_rate, lr_schedule  # noqa: F401  (the schedule lives in the torch-free clocks module)
+from initmem.engine.clocks import learning_rate, lr_schedule  # noqa: F401  (the schedule lives in the torch-free clocks module)
 from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, OPTIMIZERS, WEIGHT_DECAY_MODES, resolve_momentum, resolve_weight_decay
 
 NS_COEFFS, NS_STEPS, MUON_RMS_RATE = (3.4445, -4.7750, 2.0315), 5, 0.2

@@ -56,7 +56,7 @@ EFFECTIVE_FLOPS = {"resnet9": 22.7e12, "resnet56": 11.35e12, "resnet110": 11.35e
 PRECISION_GPU = {"float32": 1.0, "tf32": 2.0, "bf16": 2.5}
 PRECISION_HOST = {"float32": 1.0, "tf32": 1.0, "bf16": 1.3}
 RANGE = {"defaults": (0.6, 1.4), "measured": (0.85, 1.1)}
-DEFAULTS_SOURCE = "stated defaults for one H200, not measured (initmem/rates.py; docs/packs.md)"
+DEFAULTS_SOURCE = "stated defaults for one H200, not measured (initmem/pipeline/rates.py; docs/packs.md)"
 COLUMNS = ("arch", "width", "batch_size", "family", "pack", "precision", "images_per_s")
 
 

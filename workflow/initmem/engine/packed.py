@@ -1,6 +1,6 @@
 """Vectorised packs: runs that differ only in sigma_w and seed, trained as one stacked model.
 
-Every member keeps what it would have alone (:func:`initmem.train.train_run`): its own init, data
+Every member keeps what it would have alone (:func:`initmem.engine.train.train_run`): its own init, data
 order and augmentation streams, BatchNorm statistics, optimizer state, early stopping, divergence
 and record. The forward/backward pass is one ``torch.func.vmap`` over parameters and buffers
 stacked along a leading *model* axis (a convolution with batched weights and inputs lowers to one
@@ -32,12 +32,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from initmem.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
-from initmem.clocks import schedule_clocks
-from initmem.models import build_model, init_weights, kernel_layers, kernel_norm
-from initmem.optim import KerasOptimizer, expand_rows, flatten_, lr_schedule
-from initmem.records import METRICS_FORMAT
-from initmem.train import (
+from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
+from initmem.engine.clocks import schedule_clocks
+from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
+from initmem.engine.optim import KerasOptimizer, expand_rows, flatten_, lr_schedule
+from initmem.engine.train import (
     EVAL_BATCH,
     Preempted,
     RunState,
@@ -51,6 +50,7 @@ from initmem.train import (
     set_precision,
     summarize,
 )
+from initmem.pipeline.records import METRICS_FORMAT
 
 PACKED_KEYS = ("sigma_w", "seed")  # the only spec keys members of a pack may differ in
 
@@ -84,7 +84,7 @@ class PackedModel:
         self._shared = vmap(self._call, in_dims=(0, 0, None))  # every model the same images
 
     def compile(self) -> None:
-        """Run the vectorised forward passes through :func:`initmem.train.compile_forward`."""
+        """Run the vectorised forward passes through :func:`initmem.engine.train.compile_forward`."""
         self._own, self._shared = compile_forward(self._own, True), compile_forward(self._shared, True)
 
     def _call(self, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
@@ -195,7 +195,7 @@ def pack_step(model: PackedModel, opt: KerasOptimizer, x: torch.Tensor, y: torch
 @torch.no_grad()
 def evaluate_packed(model: PackedModel, x: torch.Tensor, y: torch.Tensor, l2: float, chunk: int,
                     autocast) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per model: eval-mode mean loss (+ the L2 term) and accuracy, as :func:`initmem.train.evaluate`."""
+    """Per model: eval-mode mean loss (+ the L2 term) and accuracy, as :func:`initmem.engine.train.evaluate`."""
     model.train(False)
     loss_sum = torch.zeros(model.size, dtype=torch.float64, device=x.device)
     correct = torch.zeros(model.size, dtype=torch.float64, device=x.device)
@@ -213,7 +213,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
                  compile: bool = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
                  log: TextIO | None = sys.stderr, checkpoint_minutes: float = 0) -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, differing only in sigma_w and seed) as one
-    vectorised pack; one metrics record per run, in order, as :func:`initmem.train.train_run` returns.
+    vectorised pack; one metrics record per run, in order, as :func:`initmem.engine.train.train_run` returns.
 
     ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints and ``compile`` as ``train_run``.
     """

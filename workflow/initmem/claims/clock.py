@@ -9,9 +9,9 @@ history's T_* columns at its last epoch. Rows:
   protocol: the predictor at argmin val loss) and the end of training, with the share of runs that
   reached 99.5% train accuracy and the share whose tau_best is at or after that;
 - "adaptive |beta(t)| falls once T_adapt is large": the decay statistic of
-  :class:`initmem.verdicts.Shape` for each adaptive configuration ending at T_adapt >= :data:`T_ADAPT_LARGE`;
+  :class:`initmem.claims.verdicts.Shape` for each adaptive configuration ending at T_adapt >= :data:`T_ADAPT_LARGE`;
 - "curves align in the clock across learning rates and batch sizes better than in epochs or raw
-  steps": :func:`initmem.verdicts.collapse` of the |beta| curves and of the spread curves (Adam in
+  steps": :func:`initmem.claims.verdicts.collapse` of the |beta| curves and of the spread curves (Adam in
   T_adapt, SGD in T_SGD) against the nulls epoch, raw steps and the other optimizer's clock;
 - "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 repairs past T_L2
   ~1": the share of a reference spread a configuration keeps, on either side of :data:`T_THRESHOLD`.
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from initmem import verdicts as V
-from initmem.analysis import CONFIG_KEYS, carry_forward, scale_label
-from initmem.claim_rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
+from initmem.claims import verdicts as V
+from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
+from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
 # The paper's threshold for the SGD and L2 clocks is "~1-5" (Sec. 4.2): T_SGD 7.3e-4 and 1.2e-2 keep
@@ -183,7 +183,7 @@ PAPER_EXPONENT = {"T_adapt": 1.0, "T_sgd": 2.0}  # the learning rate's exponent 
 def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """The exponent of the learning rate under which one optimizer's |beta| curves and spread curves
     (every lr, b and length, no L2 or weight decay) collapse best, against the paper's clock
-    (:func:`initmem.verdicts.exponent_scan`)."""
+    (:func:`initmem.claims.verdicts.exponent_scan`)."""
     rows = []
     for opt, clock, _nulls in COLLAPSES:
         group = [c for c in cells if _plain(c, (opt,))]
