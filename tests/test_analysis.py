@@ -187,9 +187,9 @@ def test_stopped_runs_are_carried_forward_and_diverged_runs_counted():
 def test_collect_keeps_the_recorded_per_epoch_lr(tmp_path):
     from conftest import tiny_spec
 
+    from initmem.engine.metrics import METRICS_FORMAT
     from initmem.engine.train import summarize
     from initmem.io import write_json
-    from initmem.pipeline.records import METRICS_FORMAT
 
     spec = tiny_spec(lr=0.1, epochs=3)
     h = {"epoch": [1, 2, 3], "train_loss": [1.0] * 3, "train_acc": [0.5] * 3, "val_loss": [1.0, 0.9, 0.8],

@@ -254,7 +254,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         print(yaml.safe_dump(config, sort_keys=False), end="")
     elif args.cmd == "estimate":
         from initmem.pipeline.configfiles import load_config
-        from initmem.pipeline.targets import estimate_table
+        from initmem.pipeline.estimate import estimate_table
 
         if args.images_per_second is not None and not args.images_per_second > 0:
             raise ValueError(f"--images-per-second {args.images_per_second:g} must be > 0 (a measured training throughput)")

@@ -48,7 +48,7 @@ try:
     # What a run's result depends on (docs/reruns.md): its spec, the prepared data's
     # content, the trainer's code, the precision. Bookkeeping settings never go through params.
     DATA_ID = data_identity(config["data"])
-    DATA_CODE = code_version(("data.py",))
+    DATA_CODE = code_version(("engine/data.py",))
     # One prepared file per data identity (and data code), written once and never replaced: another
     # config's prepare_data never removes it, and prepare_data has no reason to run but a missing file.
     # That is what makes one invocation plan everything: a job that must rerun for a reason of its own

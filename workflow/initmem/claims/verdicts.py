@@ -86,6 +86,12 @@ EXPONENT_DRAWS = 200
 BETA_FLOOR = 1e-5  # |beta| below this counts as this on a log axis (an exact 0 has no logarithm)
 
 
+def steps_at_epoch(epoch, n_train, batch_size):
+    """Optimizer steps after ``epoch`` finished epochs: epoch x ceil(n_train / b), the last partial
+    batch kept as in training (numbers or numpy/pandas arrays alike; the one place the analysis counts steps)."""
+    return epoch * np.ceil(np.asarray(n_train, float) / np.asarray(batch_size, float))
+
+
 @dataclass(frozen=True)
 class Side:
     """The paper's side of a claim: effect > lo (op '>'), effect < hi (op '<') or lo < effect < hi."""
@@ -247,7 +253,7 @@ def cell_from_history(history: pd.DataFrame, metric: str = "val_acc",
     ep = np.asarray(epochs, float)
     coords = {"epoch": ep}
     if {"n_train", "batch_size"} <= set(history.columns):
-        coords["steps"] = ep * math.ceil(float(history["n_train"].iloc[0]) / float(history["batch_size"].iloc[0]))
+        coords["steps"] = steps_at_epoch(ep, history["n_train"].iloc[0], history["batch_size"].iloc[0])
     coords |= {c: live.groupby("epoch")[c].mean().reindex(epochs).to_numpy(float) for c in clocks if c in history}
     return Cell(cell_key(history), np.asarray(sigmas, float), np.asarray(seeds), cube, ep, coords)
 

@@ -34,6 +34,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
 from initmem.engine.clocks import schedule_clocks
+from initmem.engine.metrics import METRICS_FORMAT
 from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
 from initmem.engine.optim import KerasOptimizer, expand_rows, flatten_, lr_schedule
 from initmem.engine.train import (
@@ -50,7 +51,6 @@ from initmem.engine.train import (
     set_precision,
     summarize,
 )
-from initmem.pipeline.records import METRICS_FORMAT
 
 PACKED_KEYS = ("sigma_w", "seed")  # the only spec keys members of a pack may differ in
 

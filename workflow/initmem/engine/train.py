@@ -30,9 +30,9 @@ from initmem import __version__
 from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
 from initmem.engine.clocks import schedule_clocks
 from initmem.engine.data import Splits
+from initmem.engine.metrics import METRICS_FORMAT
 from initmem.engine.models import build_model, init_weights, kernel_norm, kernels
 from initmem.engine.optim import KerasOptimizer, lr_schedule
-from initmem.pipeline.records import METRICS_FORMAT
 
 EVAL_BATCH = 1000
 INTERP_ACC = 0.995

@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from initmem.claims.analysis import beta_table, group_keys
+from initmem.claims.verdicts import steps_at_epoch
 from initmem.figures.common import Notes, finish_log_panel, loglog
 
 ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
@@ -44,7 +45,7 @@ def spread_curves(history: pd.DataFrame) -> pd.DataFrame:
 
 
 def _with_steps(df: pd.DataFrame) -> pd.DataFrame:
-    return df.assign(steps=df["epoch"] * np.ceil(df["n_train"] / df["batch_size"]))
+    return df.assign(steps=steps_at_epoch(df["epoch"], df["n_train"], df["batch_size"]))
 
 
 def fig10(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:

@@ -17,14 +17,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-LIBRARY = Path(__file__).resolve().parent
+LIBRARY = Path(__file__).resolve().parents[1]  # the initmem package
 
 # Modules whose code decides a run's numbers. Editing any of them (beyond comments and docstrings)
-# changes every run's key, so every training job is planned again.
-TRAINER_MODULES = ("train.py", "packed.py", "models.py", "optim.py", "spec.py", "data.py", "clocks.py")
+# changes every run's key, so every training job is planned again. Where a module lives and the
+# package paths its imports name do not count (:func:`code_version`): moving files retrains nothing.
+TRAINER_MODULES = ("engine/train.py", "engine/packed.py", "engine/models.py", "engine/optim.py", "spec.py", "engine/data.py",
+                   "engine/clocks.py")
 # Modules whose code decides the tables and figures (never a reason to retrain).
-ANALYSIS_MODULES = ("analysis.py", "plots.py", "plots_clock.py", "records.py", "verdicts.py", "claims.py", "claim_rows.py",
-                    "claims_clock.py", "claims_registry.py", "claims_report.py", "report.py", "evidence.py")
+ANALYSIS_MODULES = ("claims/analysis.py", "claims/verdicts.py", "claims/table.py", "claims/rows.py", "claims/clock.py",
+                    "claims/registry.py", "claims/report.py", "claims/paper_tables.py", "figures/common.py", "figures/paper.py",
+                    "figures/clock.py", "figures/registry.py", "pipeline/records.py", "evidence.py")
 
 # Sources whose prepared split is CIFAR-10 itself: torchvision's md5-checked download and a local
 # archive whose md5 was verified give the same pixels, so switching between them retrains nothing.
@@ -44,15 +47,39 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def _is_package_import(node: ast.AST) -> bool:
+    return (isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "initmem") \
+        or (isinstance(node, ast.Import) and all(a.name.split(".")[0] == "initmem" for a in node.names))
+
+
+def _without_package_paths(tree: ast.AST) -> ast.AST:
+    """The package's imports of one block read as one ``from initmem import a, b, ...`` at the first
+    one's place: what a module imports counts, not where in the package it comes from nor the order
+    of the lines (a pure move of files, and the import sorting it brings, changes nothing)."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        found = [i for i, stmt in enumerate(body) if _is_package_import(stmt)]
+        if not found:
+            continue
+        names = sorted({(a.name if isinstance(body[i], ast.ImportFrom) else "initmem", a.asname) for i in found for a in body[i].names},
+                       key=lambda na: (na[0], na[1] or ""))
+        merged = ast.ImportFrom(module="initmem", names=[ast.alias(name=n, asname=a) for n, a in names], level=0)
+        node.body = [merged if i == found[0] else stmt for i, stmt in enumerate(body) if i == found[0] or i not in found]
+    return tree
+
+
 def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
-    """Hash of the syntax trees of ``files`` (under ``base``; absent ones are skipped), without
-    comments, docstrings or formatting: a bug fix changes it, a reworded comment does not."""
+    """Hash of the syntax trees of ``files`` (paths under ``base``; absent ones are skipped), without
+    comments, docstrings, formatting, the folder a module lives in or the package paths of its
+    imports: a bug fix changes it; a reworded comment or a move of files into other subpackages does not."""
     parts = []
-    for name in sorted(files):
+    for name in sorted(files, key=lambda f: Path(f).name):
         path = base / name
         if path.is_file():
-            tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
-            parts.append([name, ast.dump(tree, annotate_fields=False, include_attributes=False)])
+            tree = _without_package_paths(_strip_docstrings(ast.parse(path.read_text(), filename=str(path))))
+            parts.append([Path(name).name, ast.dump(tree, annotate_fields=False, include_attributes=False)])
     return _digest(parts)
 
 

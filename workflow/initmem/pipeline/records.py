@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from initmem.engine.metrics import METRICS_FORMAT, REQUIRED_KEYS
 from initmem.io import read_json, write_json
 from initmem.pipeline.guards import snakemake_command
-
-METRICS_FORMAT = 1
-REQUIRED_KEYS = ("run_id", "spec", "status", "history", "summary", "env", "wall_seconds")
 
 
 class RecordError(ValueError):
