@@ -26,9 +26,10 @@ SHELL_ENTRIES = {
     "train": (["initmem.cli", "initmem.jobs"], ["main", "log_to", "_user_errors"]),
     "run_metrics": (["initmem.cli", "initmem.records"], ["main", "_user_errors"]),
 }
-# The static walk over-approximates: run_metrics reaches initmem.data only for its exception class
-# (cli._user_errors), never the torchvision download inside it.
-NOT_RUN = {"run_metrics": {"torchvision"}}
+# The static walk over-approximates: run_metrics reaches initmem.data and initmem.device only for
+# their exception classes (cli._user_errors), never the torchvision download or the torch calls
+# inside their functions (test_the_device_errors_import_without_torch checks that at run time).
+NOT_RUN = {"run_metrics": {"torchvision", "torch"}}
 
 
 def _imports(tree: ast.AST) -> set[str]:
@@ -148,3 +149,12 @@ def test_with_conda_the_shell_rules_call_the_environments_python():
     for smk in (ROOT / "workflow/rules").glob("*.smk"):
         for cmd in re.findall(r"shell:\n((?:\s+['\"].*\n)+)", smk.read_text()):
             assert "sys.executable" not in cmd and ("$INITMEM_PYTHON" in cmd or "python" not in cmd)
+
+
+def test_the_device_errors_import_without_torch():
+    """run_metrics' environment has no torch: cli._user_errors imports DeviceError from it all the same."""
+    import subprocess
+
+    code = "import sys; import initmem.device, initmem.data; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": str(LIB.parent)})
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
