@@ -5,7 +5,7 @@ torch and numpy (the GPU machine's own; this project's .venv is not required).
 Writes into ``--out`` (default: benchmarks/device_check/):
 - ``device_check.md``: the device, then one table, a row per measurement: images/s per job for
   single runs and vmap packs of 8/16/32 at b=16 and b=128, every optimizer, ResNet-9 (width 64) and
-  ResNet-56 rows, float32 vs TF32 vs bf16, compile on/off where it fits, peak GPU memory per row;
+  ResNet-56 rows, float32 vs TF32 vs bf16, compile off / forward / whole step (CUDA graphs) where it fits, peak GPU memory per row;
   then the checks: the host peak of a pack checkpoint's save and load, a TF32 self-check (an
   float32 convolution against float64, TF32 off and on), deterministic-cuDNN cost, and a resume-on-
   device bit-identity check (a pack stopped by SIGTERM mid-epoch and resumed equals an uninterrupted one).
@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE.parent / "workflow"))
 sys.path.insert(0, str(HERE))
 
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "muon")
+COMPILE_LABELS = {False: "off", True: "forward", "step": "step"}  # compute.compile
 
 
 def sync(device) -> None:
@@ -49,30 +50,35 @@ def plan_rows(quick: bool) -> list[dict]:
     if quick:
         return ([dict(arch="resnet9", width=4, b=16, opt=o, pack=n, precision="float32", compile=False)
                  for o in ("sgd", "adam") for n in (1, 2)]
-                + [dict(arch="resnet56", width=4, b=16, opt="adam", pack=1, precision="float32", compile=False)])
+                + [dict(arch="resnet56", width=4, b=16, opt="adam", pack=1, precision="float32", compile=False)]
+                + [dict(arch="resnet9", width=4, b=16, opt="adam", pack=2, precision="float32", compile="step")])
     rows = [dict(arch="resnet9", width=64, b=b, opt=o, pack=n, precision="float32", compile=False)
             for b in (16, 128) for o in OPTIMIZERS for n in (1, 8, 16, 32)]
+    # compute.compile: step (the whole step as CUDA graphs) in the paper's precision, against the same rows uncompiled
+    rows += [dict(arch="resnet9", width=64, b=16, opt="adam", pack=n, precision="tf32", compile=c)
+             for n in (8, 1) for c in ("step", False)]
     rows += [dict(arch="resnet9", width=64, b=b, opt=o, pack=n, precision=p, compile=False)
              for p in ("tf32", "bf16") for b in (16, 128) for o in ("sgd", "adam", "muon") for n in (1, 8, 32)]
     rows += [dict(arch="resnet56", width=64, b=b, opt=o, pack=n, precision="float32", compile=False)
              for b in (16, 128) for o in ("sgd", "adam") for n in (1, 8, 32)]
-    rows += [dict(arch="resnet9", width=64, b=16, opt="adam", pack=n, precision=p, compile=True)
-             for p in ("float32", "tf32") for n in (1, 8)]
+    rows += [dict(arch="resnet9", width=64, b=16, opt="adam", pack=n, precision=p, compile=c)
+             for c in (True, "step") for p in ("float32", "tf32") for n in (1, 8) if (c, p) != ("step", "tf32")]
     return rows
 
 
 def measure_row(row: dict, device, steps: int, min_seconds: float) -> dict:
-    """Images/s of one job training ``row`` (the trainers' own models and optimizers) and its peak GPU memory."""
+    """Images/s of one job training ``row`` (the trainers' own models, optimizers and step functions)
+    and its peak GPU memory. ``compile``: False, True (the forward pass) or "step" (the whole step; on
+    CUDA as CUDA graphs, and the note says if the compiler skipped them)."""
     import torch
-    import torch.nn.functional as F
 
     from initmem.engine.models import build_model, init_weights
     from initmem.engine.optim import KerasOptimizer
-    from initmem.engine.packed import PackedModel
-    from initmem.engine.train import compile_forward, set_precision
+    from initmem.engine.packed import PackedModel, pack_step
+    from initmem.engine.train import compile_forward, compile_step, run_step, set_precision, static_inputs, step_inputs
 
-    autocast = set_precision(row["precision"])(device)
-    n, b = row["pack"], row["b"]
+    autocast = set_precision(row["precision"])
+    n, b, whole = row["pack"], row["b"], row["compile"] == "step"
     models = []
     for i in range(n):
         m = build_model(row["arch"], row["width"])
@@ -80,34 +86,32 @@ def measure_row(row: dict, device, steps: int, min_seconds: float) -> dict:
         models.append(m.to(device).train())
     x = torch.rand(n, b, 3, 32, 32, device=device)
     y = torch.randint(0, 10, (n, b), device=device)
+    lr, sums = step_inputs(None if n == 1 else n, device)
+    lr.fill_(1e-3)
     if n == 1:  # the reference trainer's single run
         model = models[0]
-        net = compile_forward(model, row["compile"])
+        fwd = model if whole else compile_forward(model, bool(row["compile"]))
         opt = KerasOptimizer(row["opt"], list(model.parameters()))
-
-        def step() -> None:
-            with autocast:
-                logits = net(x[0])
-            loss = F.cross_entropy(logits.float(), y[0])
-            for p in model.parameters():
-                p.grad = None
-            loss.backward()
-            opt.step(1e-3)
+        one = lambda xb, yb: run_step(fwd, model, opt, xb, yb, lr, 0.0, sums, autocast(device))  # noqa: E731
+        inputs, state = (x[0], y[0]), []
     else:  # the vectorised pack
         model = PackedModel(models)
         model.train()
         if row["compile"]:
-            model.compile()
+            model.compile(training=not whole)
         opt = KerasOptimizer(row["opt"], list(model.params.values()), stacked=True)
+        if whole:  # as the trainer: the masks exist from the start
+            model.set_active(None, always=True)
+            opt.set_active(None, always=True)
+        one = lambda xb, yb: pack_step(model, opt, xb, yb, lr, 0.0, sums, autocast(device))  # noqa: E731
+        inputs, state = (x, y), list(model.params.values()) + list(model.buffers.values()) + model.mask_buffers()
+    if whole:
+        static_inputs(device, opt.buffers() + state + [lr, *sums.values()])
+    compiled = compile_step(one, row["compile"], device)
+    skips_before = torch._dynamo.utils.counters["inductor"].get("cudagraph_skips", 0)
 
-        def step() -> None:
-            with autocast:
-                logits = model(x)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view(n, -1).mean(1)
-            for p in opt.params:
-                p.grad = None
-            loss.sum().backward()
-            opt.step(1e-3)
+    def step() -> None:
+        compiled(*inputs)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     for _ in range(3 if not row["compile"] else 5):
@@ -122,7 +126,11 @@ def measure_row(row: dict, device, steps: int, min_seconds: float) -> dict:
     sync(device)
     ips = done * b * n / (time.perf_counter() - start)
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
-    return {"images_per_s": ips, "peak_gib": peak}
+    out = {"images_per_s": ips, "peak_gib": peak}
+    skipped = torch._dynamo.utils.counters["inductor"].get("cudagraph_skips", 0) - skips_before
+    if whole and device.type == "cuda":
+        out["note"] = f"CUDA graphs skipped for {skipped} graph(s) (see the log)" if skipped else "CUDA graphs"
+    return out
 
 
 def tf32_check(device) -> str:
@@ -303,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         per_run = f"{ips / r['pack']:,.0f}" if ips else ""
         peak = "" if ips is None or math.isnan(r["peak_gib"]) else f"{r['peak_gib']:.2f}"
         lines.append(f"| {r['arch']} | {r['width']} | {r['b']} | {r['opt']} | {r['pack']} | {r['precision']} | "
-                     f"{'on' if r['compile'] else 'off'} | {job} | {per_run} | {peak} | {r.get('note', '')} |")
+                     f"{COMPILE_LABELS[r['compile']]} | {job} | {per_run} | {peak} | {r.get('note', '')} |")
     lines += [""] + [f"- {c}" for c in checks]
     (out / "device_check.md").write_text("\n".join(lines) + "\n")
     name = "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device)

@@ -9,11 +9,15 @@ batch, evaluation; for packs also the smaller pack): seconds to tens of seconds 
 
 from __future__ import annotations
 
+import io
+import re
+
+import pytest
 import torch._dynamo
 from test_packed import _runs, assert_same_records
 
 from initmem.engine.packed import train_packed
-from initmem.engine.train import train_run
+from initmem.engine.train import Preempted, _StopFlag, train_run
 
 RTOL = 1e-3
 
@@ -54,3 +58,69 @@ def test_a_diverging_member_does_not_recompile_the_pack(tiny_tensors):
         compiled.append(_compiled_graphs() - before)
     assert [r["status"] for r in records] == ["ok", "diverged", "ok"]
     assert compiled[1] == compiled[0] > 0
+
+
+class EpochLog(io.StringIO):
+    """A trainer's log that notes how many graphs had been compiled at the end of each epoch, and
+    can request a SIGTERM stop there (the trainer checkpoints after the next step and raises)."""
+
+    def __init__(self, stop_after_epoch: int | None = None):
+        super().__init__()
+        self.graphs: list[int] = []
+        self.stop_after_epoch = stop_after_epoch
+
+    def write(self, text: str) -> int:
+        if (m := re.search(r"epoch (\d+)/", text)) is not None:
+            self.graphs.append(_compiled_graphs())
+            if int(m.group(1)) == self.stop_after_epoch:
+                _StopFlag.requested = True
+        return super().write(text)
+
+
+@pytest.mark.parametrize("optimizer, lr", [("sgd", 0.01), ("adam", 1e-3)])
+def test_compiled_step_matches_eager_and_compiles_only_in_the_first_epoch(tiny_tensors, optimizer, lr):
+    """``compile: step``: forward, loss, backward and the optimizer's update compiled; the cosine rate
+    (and Adam's step count) change every step without a recompile: the graphs after epoch 3 are those after epoch 1."""
+    spec = _runs(sigmas=(1.0,), seeds=(0,), augment=True, batch_size=40, l2=1e-3, lr=lr, optimizer=optimizer, epochs=3)[0]["spec"]
+    eager = train_run(spec, tiny_tensors, "r0", log=None)
+    torch._dynamo.reset()
+    before, log = _compiled_graphs(), EpochLog()
+    compiled = train_run(spec, tiny_tensors, "r0", compile="step", log=log)
+    assert log.graphs[0] > before and log.graphs == [log.graphs[0]] * 3
+    assert compiled["env"]["compile"] == "step"
+    assert_same_records([compiled], [eager], rtol=RTOL)
+
+
+@pytest.mark.parametrize("optimizer, lr", [("sgd", 0.01), ("adam", 1e-3)])
+def test_compiled_pack_step_matches_eager_and_a_diverging_member_does_not_recompile(tiny_tensors, optimizer, lr):
+    """The masked pack update compiled: the second member diverges in epoch 1 and is masked from
+    epoch 2 on, in the same graphs (the mask is a tensor from the start)."""
+    runs = _runs(sigmas=(1.0, 1e30, 0.5), lr=lr, optimizer=optimizer, epochs=3)
+    eager = train_packed(runs, tiny_tensors, log=None)
+    torch._dynamo.reset()
+    before, log = _compiled_graphs(), EpochLog()
+    compiled = train_packed(runs, tiny_tensors, compile="step", log=log)
+    assert [r["status"] for r in compiled] == ["ok", "diverged", "ok"]
+    assert log.graphs[0] > before and log.graphs == [log.graphs[0]] * 3
+    assert_same_records(compiled, eager, rtol=RTOL)
+
+
+def test_compiled_pack_step_resumes_from_a_mid_epoch_checkpoint(tmp_path, tiny_tensors):
+    """SIGTERM after epoch 1 (a member diverged and is masked): the checkpoint written one step into
+    epoch 2 resumes compiled to the records of an uninterrupted eager pack (running sums, mask, Adam's step count)."""
+    runs = _runs(sigmas=(1.0, 1e30, 0.5), lr=1e-3, optimizer="adam", epochs=3)
+    eager = train_packed(runs, tiny_tensors, log=None)
+    ckpt = tmp_path / "pack.ckpt"
+    try:
+        with pytest.raises(Preempted, match="epoch 1 step 1"):
+            train_packed(runs, tiny_tensors, compile="step", checkpoint=ckpt, log=EpochLog(stop_after_epoch=1))
+    finally:
+        _StopFlag.requested = False
+    resumed = train_packed(runs, tiny_tensors, compile="step", checkpoint=ckpt, log=None)
+    assert [r["status"] for r in resumed] == ["ok", "diverged", "ok"]
+    assert_same_records(resumed, eager, rtol=RTOL)
+
+
+def test_unknown_compile_setting_is_refused(tiny_tensors):
+    with pytest.raises(ValueError, match="unknown compute.compile 'graph'; choose false, true"):
+        train_run(_runs(sigmas=(1.0,), seeds=(0,))[0]["spec"], tiny_tensors, "r0", compile="graph", log=None)

@@ -17,6 +17,8 @@ def test_device_check_quick_mode_writes_its_table_and_rates(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     table = (tmp_path / "device_check.md").read_text()
     assert "| resnet9 | 4 | 16 | adam | 2 | float32 | off |" in table and "| resnet56 |" in table
+    step_row = next(line for line in table.splitlines() if "| resnet9 | 4 | 16 | adam | 2 | float32 | step |" in line)
+    assert float(step_row.split("|")[8].replace(",", "")) > 0  # compute.compile: step measured (the whole step compiled)
     assert "TF32 off works" in table and "bit-identical to an uninterrupted one" in table and "checkpoint host peak" in table
     rows = list(csv.DictReader(open(tmp_path / "rates.csv")))
     assert {(r["family"], r["pack"]) for r in rows if r["arch"] == "resnet9"} == {("sgd", "1"), ("sgd", "2"), ("adam", "1"), ("adam", "2")}

@@ -197,7 +197,10 @@ def test_loaded_state_follows_each_parameter_to_its_device():
     moved = [torch.nn.Parameter(p.detach().to("meta", torch.float64)) for p in cpu]
     resumed = KerasOptimizer("adamw", moved)
     resumed.load_state_dict(sd)
-    assert resumed.iterations == 1
+    assert resumed.step_count.device.type == "meta"  # the step count (a compiled step reads it) moves too
+    on_cpu = KerasOptimizer("adamw", [torch.nn.Parameter(p.detach().clone()) for p in cpu])
+    on_cpu.load_state_dict(sd)
+    assert on_cpu.iterations == 1
     tensors = [(p, v) for p, s in zip(moved, resumed.state, strict=True) for v in s.values()]
     assert len(tensors) == 4
     assert all(v.device.type == "meta" and v.dtype == torch.float64 and v.shape == p.shape for p, v in tensors)

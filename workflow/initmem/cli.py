@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--threads", type=int, default=1)
     t.add_argument("--engine", default="vmap", choices=["vmap", "loop"], help="vmap: one vectorised model per pack")
     t.add_argument("--precision", default="float32", choices=["float32", "tf32", "bf16"])
-    t.add_argument("--compile", action="store_true", help="torch.compile the forward/backward passes")
+    t.add_argument("--compile", nargs="?", const=True, default=False, choices=[True, "step"],
+                   help="torch.compile the forward/backward passes; '--compile step': the whole training step (CUDA graphs on a GPU)")
     t.add_argument("--max-images", type=int, help="models x images per evaluation chunk (memory bound)")
     tp = sub.add_parser("train-plan", help="train a pack plan into its pack file (what the workflow's train jobs run)")
     tp.add_argument("plan")

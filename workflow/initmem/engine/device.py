@@ -25,9 +25,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 # Minimum Linux driver per CUDA major version of a torch wheel (NVIDIA's CUDA toolkit release
 # notes, "minor version compatibility": any driver at least this runs every 12.x / 13.x runtime).
@@ -66,6 +67,8 @@ def driver_version() -> str | None:
 
 def cuda_diagnosis(driver: str | None, wheel_cuda: str | None, assigned: str | None) -> str:
     """One line: why torch finds no usable CUDA here, and the fix."""
+    import torch  # here, not at the top: the run_metrics environment imports DeviceError without torch
+
     torch_id = f"torch {torch.__version__.split('+')[0]}"
     if wheel_cuda is None:
         return (f"this {torch_id} is a CPU-only build; install a CUDA wheel "
@@ -116,6 +119,8 @@ def claim_gpu_slot(count: int, log: TextIO | None = sys.stderr, poll_seconds: fl
 
 def configure_determinism(device: torch.device) -> None:
     """Deterministic cuDNN algorithms and a fixed cuBLAS workspace on CUDA (no-op elsewhere)."""
+    import torch
+
     if device.type != "cuda":
         return
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts: set before the first matmul
@@ -125,6 +130,8 @@ def configure_determinism(device: torch.device) -> None:
 
 def pick_device(name: str = "auto", log: TextIO | None = sys.stderr) -> torch.device:
     """The device a training job trains on (see the module docstring); raises :class:`DeviceError`."""
+    import torch
+
     if name not in ("auto", "cpu", "cuda") and not name.startswith("cuda:"):
         return torch.device(name)  # e.g. "meta" in tests
     assigned = gpu_assignment()
@@ -160,6 +167,8 @@ def pick_device(name: str = "auto", log: TextIO | None = sys.stderr) -> torch.de
 
 def device_environment(device: torch.device) -> dict:
     """What a metrics record's ``env`` says about the hardware and numerics beyond the device name."""
+    import torch
+
     env = {"host": socket.gethostname(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
            "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "torch_cuda": torch.version.cuda,
            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32), "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32)}

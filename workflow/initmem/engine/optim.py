@@ -80,6 +80,21 @@ def expand_rows(keep: torch.Tensor, tensors: list[torch.Tensor]) -> torch.Tensor
     return torch.cat([keep.repeat_interleave(t[0].numel()) for t in tensors])
 
 
+def mask_rows(current: torch.Tensor | None, keep: torch.Tensor | None, tensors: list[torch.Tensor],
+               always: bool) -> torch.Tensor | None:
+    """The element flags of :func:`expand_rows` for ``keep`` (None: every model), or None when every
+    model trains and ``always`` is off; with ``always`` an existing mask is overwritten in place."""
+    if not tensors or (not always and (keep is None or bool(keep.all()))):
+        return None
+    device = tensors[0].device
+    if keep is None:
+        keep = torch.ones(tensors[0].shape[0], dtype=torch.bool, device=device)
+    rows = expand_rows(keep.to(device), tensors)
+    if current is not None and current.shape == rows.shape:
+        return current.copy_(rows)
+    return rows
+
+
 class KerasOptimizer:
     """One of :data:`OPTIMIZERS` over ``params`` (null weight_decay/momentum: the optimizer's own).
 
@@ -105,7 +120,6 @@ class KerasOptimizer:
         self.stacked = stacked
         self.weight_decay = resolve_weight_decay(name, weight_decay)
         self.momentum = resolve_momentum(name, momentum)
-        self.iterations = 0
         muon = [self.uses_muon_step(p) for p in self.params]
         self._order = [p for p, m in zip(self.params, muon, strict=True) if not m] + [p for p, m in zip(self.params, muon, strict=True) if m]
         self._muon_params = [p for p, m in zip(self.params, muon, strict=True) if m]
@@ -125,6 +139,18 @@ class KerasOptimizer:
         else:
             self._slots = {}
         self._keep: torch.Tensor | None = None
+        # the step count t on the device (float64, as Keras' bias corrections in Python floats): a compiled
+        # step reads and advances it in the graph instead of specialising on a Python int every step
+        self.step_count = torch.zeros((), dtype=torch.float64, device=self.flat.device)
+
+    def buffers(self) -> list[torch.Tensor]:
+        """Every tensor a step updates in place: the flat parameters, the slots, the step count and the mask."""
+        return [self.flat, *(buf for buf, _ in self._slots.values()), self.step_count] + ([self._keep] if self._keep is not None else [])
+
+    @property
+    def iterations(self) -> int:
+        """Updates applied so far (a host read of :attr:`step_count`)."""
+        return int(self.step_count.item())
 
     def uses_muon_step(self, p: torch.Tensor) -> bool:
         """Keras Muon orthogonalises 2-D variables only; ``muon_full`` also flattened 4-D conv kernels."""
@@ -146,19 +172,19 @@ class KerasOptimizer:
         """Per parameter, its optimizer slots (views of the flat buffers)."""
         return [{k: v for k in self._slots if (v := self._slot(k, p)) is not None} for p in self.params]
 
-    def set_active(self, keep: torch.Tensor | None) -> None:
+    def set_active(self, keep: torch.Tensor | None, always: bool = False) -> None:
         """Stacked packs: update only the models whose flag in ``keep`` (models,) is set (None: all).
         The others keep their parameters and optimizer state as they are (masked, not removed, so
-        every tensor keeps its shape and compiled graphs stay valid)."""
-        if keep is None or bool(keep.all()):
-            self._keep = None
-        else:
-            self._keep = expand_rows(keep.to(self.flat.device), self._order)
+        every tensor keeps its shape and compiled graphs stay valid). ``always``: apply the mask even
+        when every model trains (a compiled step then sees the same graph before and after a member
+        stops; the mask is updated in place)."""
+        self._keep = mask_rows(self._keep, keep, self._order, always)
 
     @torch.no_grad()
-    def step(self, lr: float) -> None:
-        """Apply one update with the scheduled rate ``lr`` (gradients in ``p.grad``; a missing one counts as zero)."""
-        t = self.iterations + 1
+    def step(self, lr: float | torch.Tensor) -> None:
+        """Apply one update with the scheduled rate ``lr`` (a float, or a 0-d float64 tensor on the
+        parameters' device, as a compiled step takes it; gradients in ``p.grad``; a missing one counts as zero)."""
+        t = self.step_count.add_(1)
         g = torch.cat([flat_view(p.grad, p) if p.grad is not None else torch.zeros(p.numel(), dtype=p.dtype, device=p.device)
                        for p in self._order])
         p = self.flat
@@ -186,16 +212,15 @@ class KerasOptimizer:
             for buf, old in zip(buffers, saved, strict=True):
                 keep = self._keep if len(buf) == len(self._keep) else self._keep[:len(buf)]
                 buf.copy_(torch.where(keep, buf, old))
-        self.iterations += 1
 
     @staticmethod
-    def _adam(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, lr: float, t: int) -> None:
-        alpha = lr * math.sqrt(1 - ADAM_BETA2**t) / (1 - ADAM_BETA1**t)
+    def _adam(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, lr: float | torch.Tensor, t: torch.Tensor) -> None:
+        alpha = lr * torch.sqrt(1 - ADAM_BETA2**t) / (1 - ADAM_BETA1**t)  # float64, rounded to p's dtype where it meets m
         m.add_((g - m) * (1 - ADAM_BETA1))
         v.add_((g.square() - v) * (1 - ADAM_BETA2))
         p.sub_((m * alpha) / (v.sqrt() + ADAM_EPS))
 
-    def _muon(self, p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, lr: float) -> None:
+    def _muon(self, p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, lr: float | torch.Tensor) -> None:
         m.add_(g + m * (self.momentum - 1))
         lead = p.shape[:1 + self.stacked]  # (out,) or (models, out)
         u = (g + self.momentum * m).reshape(*lead, -1)
@@ -220,4 +245,4 @@ class KerasOptimizer:
                                  f"{self.name} keeps {sorted(have)}: it belongs to another optimizer")
             for k, v in saved.items():
                 have[k].copy_(v)
-        self.iterations = int(sd["iterations"])
+        self.step_count.fill_(int(sd["iterations"]))

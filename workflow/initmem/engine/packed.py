@@ -36,7 +36,7 @@ from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_
 from initmem.engine.clocks import schedule_clocks
 from initmem.engine.metrics import METRICS_FORMAT
 from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
-from initmem.engine.optim import KerasOptimizer, expand_rows, flatten_, lr_schedule
+from initmem.engine.optim import KerasOptimizer, flatten_, lr_schedule, mask_rows
 from initmem.engine.train import (
     EVAL_BATCH,
     Preempted,
@@ -44,11 +44,15 @@ from initmem.engine.train import (
     Tensors,
     _StopFlag,
     apply_augment,
+    check_compile,
     compile_forward,
+    compile_step,
     draw_epoch_augment,
     environment,
     seed_streams,
     set_precision,
+    static_inputs,
+    step_inputs,
     summarize,
 )
 
@@ -76,16 +80,20 @@ class PackedModel:
         self.params: dict[str, torch.Tensor] = params
         self.buffers: dict[str, torch.Tensor] = buffers
         self.buffer_flat = flatten_(list(buffers.values()))  # one buffer: masked members are restored in one operation
-        self._keep_buffers: torch.Tensor | None = None
+        self._keep_buffers: torch.Tensor | None = None  # per element of buffer_flat (eager steps)
+        self._keep_models: torch.Tensor | None = None   # per model (compiled steps)
         self.base = copy.deepcopy(models[0]).to("meta")  # structure only; tensors come from the stacks
         names = {id(m): n for n, m in models[0].named_modules()}
         self.kernel_names = [f"{names[id(m)]}.weight" for m in kernel_layers(models[0])]
         self._own = vmap(self._call, in_dims=(0, 0, 0))       # every model its own images
         self._shared = vmap(self._call, in_dims=(0, 0, None))  # every model the same images
 
-    def compile(self) -> None:
-        """Run the vectorised forward passes through :func:`initmem.engine.train.compile_forward`."""
-        self._own, self._shared = compile_forward(self._own, True), compile_forward(self._shared, True)
+    def compile(self, training: bool = True) -> None:
+        """Run the vectorised forward passes through :func:`initmem.engine.train.compile_forward`; ``training``
+        off: only the evaluation's (a compiled step traces the training forward itself)."""
+        if training:
+            self._own = compile_forward(self._own, True)
+        self._shared = compile_forward(self._shared, True)
 
     def _call(self, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
         return functional_call(self.base, (params, buffers), (x,))
@@ -111,15 +119,32 @@ class PackedModel:
         """Per model: Frobenius norm of all kernels together (float64)."""
         return torch.sqrt(sum(self.params[n].double().square().flatten(1).sum(1) for n in self.kernel_names))
 
-    def set_active(self, keep: torch.Tensor | None) -> None:
-        """Only the models whose flag in ``keep`` (models,) is set update their BatchNorm statistics (None: all)."""
-        if keep is None or bool(keep.all()):
-            self._keep_buffers = None
+    def set_active(self, keep: torch.Tensor | None, always: bool = False) -> None:
+        """Only the models whose flag in ``keep`` (models,) is set update their BatchNorm statistics (None: all;
+        ``always``: as :meth:`initmem.engine.optim.KerasOptimizer.set_active`)."""
+        if not always:
+            self._keep_buffers = mask_rows(self._keep_buffers, keep, list(self.buffers.values()), always)
+            return
+        # a compiled step restores buffer by buffer: the flat buffer and its views may not both enter one
+        # graph (AOTAutograd refuses mutated inputs that alias without being differentiable views)
+        keep = torch.ones(self.size, dtype=torch.bool) if keep is None else keep
+        if self._keep_models is None:
+            self._keep_models = keep.to(self.buffer_flat.device, copy=True)
         else:
-            self._keep_buffers = expand_rows(keep.to(self.buffer_flat.device), list(self.buffers.values()))
+            self._keep_models.copy_(keep)
+
+    def mask_buffers(self) -> list[torch.Tensor]:
+        """The BatchNorm statistics' mask, if one is set (a step reads it)."""
+        return [m for m in (self._keep_buffers, self._keep_models) if m is not None]
 
     def forward_masked(self, x: torch.Tensor) -> torch.Tensor:
         """Training-mode logits of ``x`` (models, images, ...); masked models' statistics stay as they were."""
+        if self._keep_models is not None:
+            saved_each = [b.clone() for b in self.buffers.values()]
+            logits = self(x)
+            for b, old in zip(self.buffers.values(), saved_each, strict=True):
+                b.copy_(torch.where(self._keep_models.view(-1, *[1] * (b.dim() - 1)), b, old))
+            return logits
         saved = self.buffer_flat.clone() if self._keep_buffers is not None else None
         logits = self(x)
         if saved is not None:
@@ -172,7 +197,7 @@ def _draw_epoch(rngs: list[np.random.Generator], gens: list[torch.Generator], ac
     return draws
 
 
-def pack_step(model: PackedModel, opt: KerasOptimizer, x: torch.Tensor, y: torch.Tensor, lr: float, l2: float,
+def pack_step(model: PackedModel, opt: KerasOptimizer, x: torch.Tensor, y: torch.Tensor, lr: float | torch.Tensor, l2: float,
               sums: dict[str, torch.Tensor], autocast: contextlib.AbstractContextManager | None = None) -> None:
     """One training step of a pack (every model its own batch ``x`` (models, images, ...)): forward,
     per-model loss (+ L2), backward and the optimizer's update; masked models change nothing. Each
@@ -210,7 +235,7 @@ def evaluate_packed(model: PackedModel, x: torch.Tensor, y: torch.Tensor, l2: fl
 
 
 def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None = None, precision: str = "float32",
-                 compile: bool = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
+                 compile: bool | str = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
                  log: TextIO | None = sys.stderr, checkpoint_minutes: float = 0) -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, differing only in sigma_w and seed) as one
     vectorised pack; one metrics record per run, in order, as :func:`initmem.engine.train.train_run` returns.
@@ -218,6 +243,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
     ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints and ``compile`` as ``train_run``.
     """
     check_packable(runs)
+    check_compile(compile)
     device = device or data.x_train.device
     autocast = set_precision(precision)
     specs = [r["spec"] for r in runs]
@@ -230,7 +256,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         models.append(m.to(device))
     model = PackedModel(models)
     if compile:
-        model.compile()
+        model.compile(training=compile != "step")
     state = PackState(members=[RunState(kernel_norm_init=kernel_norm(m)) for m in models], active=list(range(n_models)))
     del models
     order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
@@ -268,7 +294,16 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
                          weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
     if resumed is not None:
         opt.load_state_dict(resumed["optimizer"])
-    _mask(state, model, opt, n_models, device)
+    lr, sums = step_inputs(n_models, device)
+    if state.sums is not None:  # resumed in the middle of an epoch
+        for k, v in state.sums.items():
+            sums[k].copy_(v)
+        state.sums = sums
+    _mask(state, model, opt, n_models, device, always=compile == "step")
+    if compile == "step":
+        static_inputs(device, opt.buffers() + list(model.params.values()) + list(model.buffers.values()) + model.mask_buffers()
+                      + [lr, *sums.values()])
+    step = compile_step(lambda x, y: pack_step(model, opt, x, y, lr, l2, sums, autocast(device)), compile, device)
     wd = opt.weight_decay
 
     def save() -> None:
@@ -280,24 +315,22 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
     schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
     started = time.perf_counter() - state.wall_seconds
     while state.epoch < epochs and state.active:
-        rows = n_models
         if state.draws is None:
             state.draws = _draw_epoch(order_rngs, aug_gens, state.active, n, b, bool(spec["augment"]), device)
             state.step, state.seen = 0, 0
-            state.sums = {"loss": torch.zeros(rows, dtype=torch.float64, device=device),
-                          "correct": torch.zeros(rows, dtype=torch.float64, device=device),
-                          "finite": torch.ones(rows, dtype=torch.bool, device=device)}
+            sums["loss"].zero_()
+            sums["correct"].zero_()
+            sums["finite"].fill_(True)
+            state.sums = sums
         model.train()
-        sums = state.sums
         while state.step < steps:
-            k = state.epoch * steps + state.step
-            lr = lr_at(k)
+            lr.fill_(lr_at(state.epoch * steps + state.step))
             batch = slice(state.step * b, (state.step + 1) * b)
             idx = state.draws["perm"][:, batch]
             x, y = data.x_train[idx], data.y_train[idx]
             if spec["augment"]:
                 x = apply_augment(x, state.draws["flip"][:, batch], state.draws["offsets"][:, batch])
-            pack_step(model, opt, x, y, lr, l2, sums, autocast(device))
+            step(x, y)
             state.seen += y.shape[1]
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:
@@ -311,7 +344,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         keep = [member for member in state.active if state.members[member].status == "ok" and not state.members[member].stopped_early]
         if len(keep) < len(state.active):
             state.active = keep
-            _mask(state, model, opt, n_models, device)
+            _mask(state, model, opt, n_models, device, always=compile == "step")
         if state.active:
             val = [state.members[i].history["val_loss"][-1] for i in state.active]
             say(f"epoch {state.epoch}/{epochs}: {len(state.active)} of {n_models} runs training, val loss "
@@ -331,15 +364,16 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             for member, (r, st) in enumerate(zip(runs, state.members, strict=True))]
 
 
-def _mask(state: PackState, model: PackedModel, opt: KerasOptimizer, n_models: int, device: torch.device) -> None:
-    """Mask the members that no longer train (kept in the stacked model, frozen)."""
+def _mask(state: PackState, model: PackedModel, opt: KerasOptimizer, n_models: int, device: torch.device, always: bool = False) -> None:
+    """Mask the members that no longer train (kept in the stacked model, frozen); ``always``: keep the
+    masks as tensors also while every member trains (a compiled step's graph never changes)."""
     keep = None
     if len(state.active) < n_models:
         keep = torch.zeros(n_models, dtype=torch.bool)
         keep[state.active] = True
         keep = keep.to(device)
-    model.set_active(keep)
-    opt.set_active(keep)
+    model.set_active(keep, always)
+    opt.set_active(keep, always)
 
 
 def _end_epoch(state: PackState, model: PackedModel, data: Tensors, l2: float, eval_chunk: int, autocast,

@@ -118,6 +118,17 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
 
 
 COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation
+COMPILE_CHOICES = (False, True, "step")
+
+
+def check_compile(compile: bool | str) -> None:
+    """Raise a clear error for a ``compute.compile`` value other than false, true or step."""
+    if not any(compile is c or (isinstance(c, str) and compile == c) for c in COMPILE_CHOICES):
+        raise ValueError(f"unknown compute.compile {compile!r}; choose false, true (the forward pass) or step (the whole training step)")
+
+
+def _raise_recompile_limit() -> None:
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILE_RECOMPILE_LIMIT)
 
 
 def compile_forward(fn: Callable, compile: bool) -> Callable:
@@ -131,8 +142,53 @@ def compile_forward(fn: Callable, compile: bool) -> Callable:
     """
     if not compile:
         return fn
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILE_RECOMPILE_LIMIT)
+    _raise_recompile_limit()
     return torch.compile(fn, dynamic=False)
+
+
+def compile_step(step: Callable[[torch.Tensor, torch.Tensor], None], compile: bool | str,
+                 device: torch.device) -> Callable[[torch.Tensor, torch.Tensor], None]:
+    """``compute.compile: step``: the whole training step ``step(x, y)`` (forward, loss, backward,
+    optimizer update, running sums) through ``torch.compile``; on CUDA in mode ``reduce-overhead``,
+    which replays each graph as a CUDA graph (one launch instead of hundreds of kernels). Any other
+    setting: ``step`` itself.
+
+    Everything that changes from step to step must reach the step as a tensor updated in place (the
+    learning rate, the optimizer's step count, a pack's mask): a Python number would be a constant
+    of the graph and recompile it every step. ``backward()`` is a graph break: Dynamo builds the
+    forward and loss as one graph (AOTAutograd compiles its backward with it) and the update as
+    another. Autocast (bf16) is resolved while tracing, so every precision is captured. Shapes are
+    static as in :func:`compile_forward` (the last partial batch compiles once more).
+    """
+    if compile != "step":
+        return step
+    _raise_recompile_limit()
+    if device.type != "cuda":
+        return torch.compile(step, dynamic=False)
+    compiled = torch.compile(step, dynamic=False, mode="reduce-overhead")
+
+    def captured(x: torch.Tensor, y: torch.Tensor) -> None:
+        torch.compiler.cudagraph_mark_step_begin()  # a new iteration: the last step's graph outputs are no longer read
+        compiled(x, y)
+    return captured
+
+
+def static_inputs(device: torch.device, tensors: list[torch.Tensor]) -> None:
+    """On CUDA, tell the compiler that ``tensors`` (what a step updates in place) keep their address,
+    so CUDA graphs may mutate them instead of being skipped for mutated inputs."""
+    if device.type == "cuda":
+        for t in tensors:
+            torch._dynamo.mark_static_address(t)
+
+
+def step_inputs(n: int | None, device: torch.device) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The tensors a step reads besides its batch, kept for the whole run so their addresses stay fixed:
+    the learning rate (0-d float64) and the running sums (loss x images, correct, finite; per model when ``n``)."""
+    shape = () if n is None else (n,)
+    return (torch.zeros((), dtype=torch.float64, device=device),
+            {"loss": torch.zeros(shape, dtype=torch.float64, device=device),
+             "correct": torch.zeros(shape, dtype=torch.float64, device=device),
+             "finite": torch.ones(shape, dtype=torch.bool, device=device)})
 
 
 def l2_penalty(model: torch.nn.Module, l2: float) -> torch.Tensor | float:
@@ -161,11 +217,11 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l2: float
 
 
 def run_step(net: Callable[[torch.Tensor], torch.Tensor], model: torch.nn.Module, opt: KerasOptimizer, x: torch.Tensor,
-             y: torch.Tensor, lr: float, l2: float, sums: dict[str, torch.Tensor],
+             y: torch.Tensor, lr: float | torch.Tensor, l2: float, sums: dict[str, torch.Tensor],
              autocast: contextlib.AbstractContextManager | None = None) -> None:
     """One training step of a single run: forward (through ``net``, e.g. the compiled ``model``), loss
-    (+ the L2 term), backward and the optimizer's update; the batch's loss x images, correct count
-    and finiteness go into ``sums`` on the device (no host read)."""
+    (+ the L2 term), backward and the optimizer's update with rate ``lr`` (a 0-d tensor when the step is
+    compiled); the batch's loss x images, correct count and finiteness go into ``sums`` on the device (no host read)."""
     with autocast or contextlib.nullcontext():
         logits = net(x)
     loss = F.cross_entropy(logits.float(), y) + l2_penalty(model, l2)
@@ -248,7 +304,7 @@ def summarize(history: dict, kernel_norm_init: float) -> dict:
 
 
 def environment(device: torch.device, precision: str = "float32", engine: str = "loop", pack_size: int = 1,
-                compile: bool = False) -> dict:
+                compile: bool | str = False) -> dict:
     """Versions, device, precision, compilation and pack engine recorded in every metrics file."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {"initmem": __version__, "torch": torch.__version__, "numpy": np.__version__,
@@ -258,27 +314,34 @@ def environment(device: torch.device, precision: str = "float32", engine: str = 
 
 def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
               checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32", checkpoint_minutes: float = 0,
-              compile: bool = False, log: TextIO | None = sys.stderr) -> dict:
+              compile: bool | str = False, log: TextIO | None = sys.stderr) -> dict:
     """Train one run and return its metrics record (see DESIGN "Outputs"). This is the reference
     trainer; :func:`initmem.engine.packed.train_packed` trains many at once with the same semantics.
 
     With ``checkpoint`` set, resumes from it (on ``device``, whichever device wrote it) when present and
     saves it every ``checkpoint_every`` epochs, at the end of any epoch ``checkpoint_minutes`` after
-    the last save, and on SIGTERM (then raises :class:`Preempted`). ``compile``: see :func:`compile_forward`.
+    the last save, and on SIGTERM (then raises :class:`Preempted`). ``compile``: ``True`` compiles the
+    forward pass (:func:`compile_forward`), ``"step"`` the whole training step (:func:`compile_step`) and the evaluation's forward.
     """
+    check_compile(compile)
     device = device or data.x_train.device
     autocast = set_precision(precision)
     init_gen, order_rng, aug_gen = seed_streams(int(spec["seed"]))
     model = build_model(spec["arch"], int(spec["width"]), spec["norm"], spec["pool"]).to(device)
     init_weights(model, float(spec["sigma_w"]), init_gen)
     model.to(device)
-    net = compile_forward(model, compile)
+    net = compile_forward(model, bool(compile))
     opt = KerasOptimizer(spec["optimizer"], list(model.parameters()), spec["weight_decay"], spec["momentum"],
                          weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
     n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
     steps = math.ceil(n / b)
     l2, wd = float(spec["l2"]), opt.weight_decay
     lr_at = lr_schedule(spec, epochs * steps)
+    lr, sums = step_inputs(None, device)
+    fwd = model if compile == "step" else net  # a compiled step traces the module itself
+    if compile == "step":
+        static_inputs(device, opt.buffers() + [lr, *sums.values()])
+    step = compile_step(lambda x, y: run_step(fwd, model, opt, x, y, lr, l2, sums, autocast(device)), compile, device)
 
     state = RunState(kernel_norm_init=kernel_norm(model))
     if checkpoint is not None:
@@ -313,20 +376,19 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
         # One copy to the device per epoch, sums and the divergence flag kept there: no host sync per step.
         perm = torch.from_numpy(state.perm).to(device)
         flips, offsets = (t.to(device) for t in state.augment) if spec["augment"] else (None, None)
-        sums = {"loss": torch.tensor(state.loss_sum, dtype=torch.float64, device=device),
-                "correct": torch.tensor(state.correct, dtype=torch.float64, device=device),
-                "finite": torch.ones((), dtype=torch.bool, device=device)}
+        sums["loss"].fill_(state.loss_sum)
+        sums["correct"].fill_(state.correct)
+        sums["finite"].fill_(True)
         model.train()
         while state.step < steps:
-            k = state.epoch * steps + state.step
-            lr = lr_at(k)
+            lr.fill_(lr_at(state.epoch * steps + state.step))
             batch = slice(state.step * b, (state.step + 1) * b)
             idx = perm[batch]
             x, y = data.x_train[idx], data.y_train[idx]
             if spec["augment"]:
                 aug = slice(batch.start - state.augment_from * b, batch.stop - state.augment_from * b)
                 x = apply_augment(x, flips[aug], offsets[aug])
-            run_step(net, model, opt, x, y, lr, l2, sums, autocast(device))
+            step(x, y)
             state.seen += len(y)
             state.step += 1
             if _StopFlag.requested and checkpoint is not None:

@@ -46,7 +46,7 @@ def estimate_table(config: dict) -> str:
         if compute.get("rate_table") is None:
             before = [sum(r["hours"][i] for r in pack_gpu_hours({**config, "compute": {**compute, "rate_engine": "per-tensor"}}).values())
                       for i in range(3)]
-            lines.append(f"the per-tensor engine before issue 29 (435-949 operations per ResNet-9 step, now 139-177): "
+            lines.append(f"the per-tensor engine before issue 29 (435-949 operations per ResNet-9 step, now 140-185): "
                          f"{before[0]:,.0f} / {before[1]:,.0f} / {before[2]:,.0f} h; the fewer-kernels engine saves "
                          f"{before[0] - total[0]:,.0f} / {before[1] - total[1]:,.0f} / {before[2] - total[2]:,.0f} h (low / central / high)")
     lines.append("Upper bound where runs stop early (ResNet-56/110, patience 30); one job per GPU at a time.")

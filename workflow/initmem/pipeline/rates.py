@@ -16,7 +16,7 @@ stated defaults below, derived for one H200 with today's code (issue 26 "Why" it
   kernel each, counted on the CPU (``benchmarks/ops_per_step.md``, family means). 7.3 us per
   operation made one b=16 ResNet-9 run of the per-tensor engine 3,000 images/s at the five
   optimizers' mean of 735 operations (the review's anchor, issue 26); the fewer-kernels engine
-  (issue 29: 139-177 per ResNet-9 step) keeps the 7.3 us. ResNet-110 = twice ResNet-56's blocks.
+  (issue 29: 140-185 per ResNet-9 step) keeps the 7.3 us. ResNet-110 = twice ResNet-56's blocks.
 - r_gpu = an effective float32 rate / training FLOPs per image: 22.7 TFLOP/s (one b=128 ResNet-9
   run ~10,000 images/s at 2.27 GFLOP per training image, ~1/3 of the H200's 67 TFLOP/s float32
   peak) for ResNet-9; half that for ResNet-56/110 (0.75 and 1.52 GFLOP: 16-64 channels are memory
@@ -39,9 +39,9 @@ FAMILY = {"sgd": "sgd", "sgd_momentum": "sgd", "adam": "adam", "adamw": "adam", 
 # (architecture, family) -> (operations per step of one run, of a vmap pack), family means of
 # benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
 OPS_PER_STEP = {  # the fewer-kernels engine (flat-buffer optimizers, native batch norm): today's
-    ("resnet9", "sgd"): (140, 248), ("resnet9", "adam"): (150, 258), ("resnet9", "muon"): (177, 290),
-    ("resnet56", "sgd"): (753, 1321), ("resnet56", "adam"): (763, 1331), ("resnet56", "muon"): (790, 1363),
-    ("resnet110", "sgd"): (1480, 2620), ("resnet110", "adam"): (1500, 2640), ("resnet110", "muon"): (1555, 2700),
+    ("resnet9", "sgd"): (141, 249), ("resnet9", "adam"): (158, 266), ("resnet9", "muon"): (185, 298),
+    ("resnet56", "sgd"): (754, 1322), ("resnet56", "adam"): (771, 1339), ("resnet56", "muon"): (798, 1371),
+    ("resnet110", "sgd"): (1483, 2619), ("resnet110", "adam"): (1517, 2653), ("resnet110", "muon"): (1571, 2717),
 }
 OPS_PER_STEP_BEFORE = {  # the per-tensor engine before issue 29, for estimate's "what it saves" line
     ("resnet9", "sgd"): (486, 536), ("resnet9", "adam"): (877, 927), ("resnet9", "muon"): (949, 1014),
