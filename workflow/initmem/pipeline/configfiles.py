@@ -20,7 +20,7 @@ import yaml
 from initmem.spec import ConfigError
 
 REPLACED_WHOLE = ("studies",)
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config" / "config.yaml"  # the repository root
 SCHEMA = DEFAULT_CONFIG.with_name("schema.yaml")
 
 
