@@ -282,10 +282,15 @@ def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path
     for name in ("Snakefile", "workflow", "config", "envs", "profiles"):  # pull this version
         shutil.rmtree(old / name) if (old / name).is_dir() else (old / name).unlink()
     workdir_copy(old)
-    proc = snakemake("runs", "-n", "--configfile", "c.yaml", cwd=old)
-    assert "Nothing to be done" in proc.stdout + proc.stderr and "moved results/data/cifar10.npz" in proc.stderr
+    proc = snakemake("runs", "-n", "--configfile", "c.yaml", "--quiet", "rules", cwd=old)
+    assert "moved results/data/cifar10.npz" in proc.stderr
     assert not (old / "results/data/cifar10.npz").exists() and len(list((old / "results/data").glob("*/cifar10.npz"))) == 1
-    assert {p: p.stat().st_mtime_ns for p in (old / "results/packs").rglob("*.json")} == packs
+    counts = job_counts(proc.stdout) if "Job stats:" in proc.stdout else {}
+    assert "prepare_data" not in counts  # the moved file is this config's data: nothing is prepared again
+    # The trainer's code changed since OLD_CHECKOUT (issues 26 and 29: the engine itself), so each pack
+    # retrains once for that alone (new run keys); with the same trainer code this dry run said
+    # "Nothing to be done" (checked when the migration was written, at 9371103).
+    assert counts.get("train", 0) == len(packs)
 
 
 @pytest.mark.slow

@@ -76,7 +76,8 @@ def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs(project):
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     pack = config["pack"]
     main = make_packs(expand_studies(config)["main"], pack["max_models"], pack["max_images"], config["compute"])
-    assert len(main) == 350 and max(len(p) for p in main.values()) == 41
+    # packs grow past the old 8 where the rate model lets them (every pack's runtime fits: test_rates)
+    assert 8 < max(len(p) for p in main.values()) <= pack["max_models"] and sum(len(p) for p in main.values()) == 6250
     assert max(len(p) * p[0].spec["batch_size"] for p in main.values()) <= 2048
     assert counts["train"] == counts["plan_pack"] == sum(len(make_packs(r, pack["max_models"], pack["max_images"], config["compute"]))
                                                          for r in expand_studies(config).values())
