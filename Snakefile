@@ -9,7 +9,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
-from initmem.configfiles import load_config  # noqa: E402
+from initmem.pipeline.configfiles import load_config  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 
 

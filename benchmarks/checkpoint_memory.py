@@ -48,9 +48,9 @@ def _peak_mib() -> float:
 def _build(pack: int, width: int, optimizer: str, device: str):
     import torch
 
-    from initmem.models import build_model, init_weights
-    from initmem.optim import KerasOptimizer
-    from initmem.packed import PackedModel
+    from initmem.engine.models import build_model, init_weights
+    from initmem.engine.optim import KerasOptimizer
+    from initmem.engine.packed import PackedModel
 
     models = []
     for i in range(pack):
@@ -73,7 +73,7 @@ def child(args: argparse.Namespace) -> None:
     sys.path.insert(0, WORKFLOW)
     import torch
 
-    from initmem.checkpoint import load_checkpoint, save_checkpoint
+    from initmem.engine.checkpoint import load_checkpoint, save_checkpoint
 
     spec = {"bench": args.pack}
     if args.child == "save":

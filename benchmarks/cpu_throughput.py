@@ -13,8 +13,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from initmem.models import build_model, count_parameters, init_weights
-from initmem.optim import KerasOptimizer
+from initmem.engine.models import build_model, count_parameters, init_weights
+from initmem.engine.optim import KerasOptimizer
 
 
 def images_per_second(width: int, batch: int, optimizer: str, steps: int) -> float:

@@ -10,7 +10,7 @@ Writes into ``--out`` (default: benchmarks/device_check/):
   float32 convolution against float64, TF32 off and on), deterministic-cuDNN cost, and a resume-on-
   device bit-identity check (a pack stopped by SIGTERM mid-epoch and resumed equals an uninterrupted one).
 - ``rates.csv``: images/s per (arch, width, batch size, optimizer family, pack, precision): what
-  ``compute.rate_table`` reads (initmem/rates.py; the slowest optimizer of a family counts).
+  ``compute.rate_table`` reads (initmem/pipeline/rates.py; the slowest optimizer of a family counts).
 
 Rows run most important first; a row that would start after the budget is listed as skipped.
 ``--quick``: CPU, width 4, a few rows, seconds (tests/test_device_check.py runs it so it cannot rot).
@@ -72,10 +72,10 @@ def measure_row(row: dict, device, steps: int, min_seconds: float) -> dict:
     CUDA as CUDA graphs, and the note says if the compiler skipped them)."""
     import torch
 
-    from initmem.models import build_model, init_weights
-    from initmem.optim import KerasOptimizer
-    from initmem.packed import PackedModel, pack_step
-    from initmem.train import compile_forward, compile_step, run_step, set_precision, static_inputs, step_inputs
+    from initmem.engine.models import build_model, init_weights
+    from initmem.engine.optim import KerasOptimizer
+    from initmem.engine.packed import PackedModel, pack_step
+    from initmem.engine.train import compile_forward, compile_step, run_step, set_precision, static_inputs, step_inputs
 
     autocast = set_precision(row["precision"])
     n, b, whole = row["pack"], row["b"], row["compile"] == "step"
@@ -157,10 +157,10 @@ def resume_check(device, quick: bool) -> str:
 
     import torch
 
-    from initmem.data import build_splits
-    from initmem.packed import train_packed
+    from initmem.engine.data import build_splits
+    from initmem.engine.packed import train_packed
+    from initmem.engine.train import Preempted, Tensors, _StopFlag
     from initmem.spec import resolve_spec
-    from initmem.train import Preempted, Tensors, _StopFlag
 
     n = 96 if quick else 512
     data = Tensors.from_splits(build_splits({"source": "synthetic", "n_train": n, "n_val": 48, "n_test": 48}), device)
@@ -226,7 +226,7 @@ def describe(device) -> str:
 
     if device.type != "cuda":
         return f"device: cpu ({platform.processor() or platform.machine()}), torch {torch.__version__}, {torch.get_num_threads()} threads"
-    from initmem.device import driver_version
+    from initmem.engine.device import driver_version
 
     p = torch.cuda.get_device_properties(device)
     return (f"device: {p.name} ({p.total_memory / 2**30:.0f} GiB, sm {p.major}.{p.minor}), driver {driver_version()}, "
@@ -235,7 +235,7 @@ def describe(device) -> str:
 
 def write_rates(path: Path, rows: list[dict], device_name: str) -> None:
     """rates.csv: per family the slowest optimizer's images/s (uncompiled rows only)."""
-    from initmem.rates import COLUMNS, family
+    from initmem.pipeline.rates import COLUMNS, family
 
     best: dict[tuple, float] = {}
     for r in rows:
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"device_check: needs torch and numpy in this Python ({sys.executable}): {exc}", file=sys.stderr)
         return 2
     if not args.quick and not torch.cuda.is_available():
-        from initmem.device import cuda_diagnosis, driver_version, gpu_assignment
+        from initmem.engine.device import cuda_diagnosis, driver_version, gpu_assignment
 
         print(f"device_check: no usable CUDA: {cuda_diagnosis(driver_version(), torch.version.cuda, gpu_assignment())} "
               "(--quick runs the CPU check)", file=sys.stderr)
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1 if args.quick else max(1, min(4, os.cpu_count() or 1)))
     device = torch.device("cpu" if args.quick else "cuda:0")
     if device.type == "cuda":
-        from initmem.device import configure_determinism
+        from initmem.engine.device import configure_determinism
 
         configure_determinism(device)
     out = Path(args.out)

@@ -4,7 +4,7 @@ aliases launch nothing and are not counted). A b=16 ResNet-9 step on a GPU is bo
 launches, not by arithmetic, so this count is what the engine's GPU speed at small batches follows.
 
 Counted: one steady-state step (the third; optimizer state exists) of the trainer's own step
-function (``initmem.train.run_step`` for a single run, ``initmem.packed.pack_step`` for a vmap
+function (``initmem.engine.train.run_step`` for a single run, ``initmem.engine.packed.pack_step`` for a vmap
 pack), with the loop's batch indexing, at the main grid's setting (no augmentation, no L2),
 eager mode. The count does not depend on the width or the batch size; width 8 keeps it quick.
 Per optimizer: one run, and a pack of 8 (the whole pack's step, not per member).
@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from initmem.models import build_model, init_weights
-from initmem.optim import KerasOptimizer
-from initmem.packed import PackedModel
+from initmem.engine.models import build_model, init_weights
+from initmem.engine.optim import KerasOptimizer
+from initmem.engine.packed import PackedModel
 
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full")
 
@@ -52,7 +52,7 @@ def _single(arch: str, optimizer: str, batch: int):
     sums = {"loss": torch.zeros((), dtype=torch.float64), "correct": torch.zeros((), dtype=torch.float64),
             "finite": torch.ones((), dtype=torch.bool)}
     try:
-        from initmem.train import run_step
+        from initmem.engine.train import run_step
     except ImportError:
         run_step = None
 
@@ -88,7 +88,7 @@ def _pack(arch: str, optimizer: str, batch: int, size: int):
     sums = {"loss": torch.zeros(size, dtype=torch.float64), "correct": torch.zeros(size, dtype=torch.float64),
             "finite": torch.ones(size, dtype=torch.bool)}
     try:
-        from initmem.packed import pack_step
+        from initmem.engine.packed import pack_step
     except ImportError:
         pack_step = None
 

@@ -13,11 +13,11 @@ import copy
 import torch
 import torch.nn.functional as F
 
-from initmem.data import build_splits
-from initmem.models import build_model, init_weights
-from initmem.packed import PackedModel, train_packed
+from initmem.engine.data import build_splits
+from initmem.engine.models import build_model, init_weights
+from initmem.engine.packed import PackedModel, train_packed
+from initmem.engine.train import Tensors, train_run
 from initmem.spec import resolve_spec
-from initmem.train import Tensors, train_run
 
 KEYS = ("train_loss", "val_loss", "test_loss", "kernel_norm")
 CASES = [

@@ -22,8 +22,8 @@ import time
 
 import torch
 
-from initmem.data import build_splits
-from initmem.jobs import train_pack
+from initmem.engine.data import build_splits
+from initmem.pipeline.jobs import train_pack
 from initmem.spec import resolve_spec
 
 METRICS = ("test_acc_best", "val_loss_best", "tau_best")

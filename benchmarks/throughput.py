@@ -2,7 +2,7 @@
 measured matmul peak on the same device, for three ways to train a pack of ResNet-9s:
 
 - loop:    the reference trainer's step, one model after another (``pack.engine: loop``);
-- vmap:    the vectorised pack of ``initmem.packed`` (``pack.engine: vmap``), the engine the workflow uses;
+- vmap:    the vectorised pack of ``initmem.engine.packed`` (``pack.engine: vmap``), the engine the workflow uses;
 - grouped: a hand-written grouped-convolution ResNet-9 (channels of all models side by side, one
            ``groups=N`` conv per layer), forward/backward/SGD only, to check what vmap leaves on the table.
 
@@ -27,10 +27,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from initmem.models import build_model, init_weights
-from initmem.optim import KerasOptimizer
-from initmem.packed import PackedModel
-from initmem.train import compile_forward, set_precision
+from initmem.engine.models import build_model, init_weights
+from initmem.engine.optim import KerasOptimizer
+from initmem.engine.packed import PackedModel
+from initmem.engine.train import compile_forward, set_precision
 
 EPOCH_IMAGES, EPOCHS = 40_000, 300  # one paper run: 300 epochs of 40,000 training images
 

@@ -48,7 +48,7 @@ def tiny_config(studies: dict, data: dict | None = None, pack: int = 1, checkpoi
 
 @pytest.fixture(scope="session")
 def tiny_splits():
-    from initmem.data import build_splits
+    from initmem.engine.data import build_splits
 
     return build_splits({"source": "synthetic", "n_train": 96, "n_val": 48, "n_test": 48})
 
@@ -57,7 +57,7 @@ def tiny_splits():
 def tiny_tensors(tiny_splits):
     import torch
 
-    from initmem.train import Tensors
+    from initmem.engine.train import Tensors
 
     torch.set_num_threads(1)
     # INITMEM_TEST_DEVICE=cuda runs the trainer tests on a GPU (benchmarks/device_check.sh)

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initmem import verdicts as V
-from initmem.analysis import (
+from initmem.claims import verdicts as V
+from initmem.claims.analysis import (
     PAPER_SCALE,
     beta_table,
     carry_forward,
@@ -19,7 +19,7 @@ from initmem.analysis import (
     scale_label,
     spreads,
 )
-from initmem.claims import claims
+from initmem.claims.table import claims
 
 
 def test_ols_slope_matches_numpy_and_statsmodels():
@@ -187,9 +187,9 @@ def test_stopped_runs_are_carried_forward_and_diverged_runs_counted():
 def test_collect_keeps_the_recorded_per_epoch_lr(tmp_path):
     from conftest import tiny_spec
 
+    from initmem.engine.metrics import METRICS_FORMAT
+    from initmem.engine.train import summarize
     from initmem.io import write_json
-    from initmem.records import METRICS_FORMAT
-    from initmem.train import summarize
 
     spec = tiny_spec(lr=0.1, epochs=3)
     h = {"epoch": [1, 2, 3], "train_loss": [1.0] * 3, "train_acc": [0.5] * 3, "val_loss": [1.0, 0.9, 0.8],
@@ -206,7 +206,7 @@ def test_collect_keeps_the_recorded_per_epoch_lr(tmp_path):
 def test_scale_labels_use_each_studys_own_paper_settings():
     import yaml
 
-    from initmem.grid import expand_studies
+    from initmem.pipeline.grid import expand_studies
 
     paper = expand_studies(yaml.safe_load((Path(__file__).resolve().parents[1] / "config/paper.yaml").read_text()))
     for study, rs in paper.items():

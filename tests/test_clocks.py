@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import tiny_config, tiny_spec
 
-from initmem.calculator import (
+from initmem.engine.clocks import CLOCK_KEYS, learning_rate, run_clocks, schedule_clocks, schedule_moments
+from initmem.pipeline.grid import expand_studies
+from initmem.theory.calculator import (
     CLOCK_NAMES,
     clocks_table,
     governing_clock,
@@ -18,14 +20,12 @@ from initmem.calculator import (
     report,
     write_clocks_table,
 )
-from initmem.clocks import CLOCK_KEYS, learning_rate, run_clocks, schedule_clocks, schedule_moments
-from initmem.grid import expand_studies
 
 
 @pytest.mark.parametrize("overrides", [dict(optimizer="adamw", l2=1e-3, epochs=3, batch_size=40),
                                        dict(optimizer="sgd", schedule="constant", lr=0.02, epochs=2, batch_size=32)])
 def test_calculator_equals_the_trainers_recorded_clocks(tiny_tensors, overrides):
-    from initmem.train import train_run
+    from initmem.engine.train import train_run
 
     spec = tiny_spec(**overrides)
     history = train_run(spec, tiny_tensors, log=None)["history"]
@@ -103,9 +103,9 @@ def test_paper_points_exact_clocks_under_their_own_schedules():
 def test_calculator_table_claims_and_a_trained_run_agree(tiny_tensors, tmp_path, capsys):
     """One clock everywhere: a trained run's record, clocks.csv, the calculator's printout, the claims'
     timescale rows and the paper points (exact and constant-lr) agree to float rounding."""
-    from initmem.claims import TIMESCALE_CLAIMS, timescale_claims
+    from initmem.claims.table import TIMESCALE_CLAIMS, timescale_claims
     from initmem.cli import main
-    from initmem.train import train_run
+    from initmem.engine.train import train_run
 
     recipe_ = dict(optimizer="sgd_momentum", lr=0.03, weight_decay=2e-3, epochs=3, batch_size=40)
     history = train_run(tiny_spec(**recipe_, n_train=96), tiny_tensors, log=None)["history"]

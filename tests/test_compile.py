@@ -16,8 +16,8 @@ import pytest
 import torch._dynamo
 from test_packed import _runs, assert_same_records
 
-from initmem.packed import train_packed
-from initmem.train import Preempted, _StopFlag, train_run
+from initmem.engine.packed import train_packed
+from initmem.engine.train import Preempted, _StopFlag, train_run
 
 RTOL = 1e-3
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from initmem.configfiles import load_config, read_yaml
+from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.spec import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ def test_repair_commands_repeat_the_invocation_target_first(monkeypatch, tmp_pat
     new target first: `--configfile a.yaml results/...json` would read the target as a config file."""
     import json
 
-    from initmem.guards import INVOCATION_ENV, invocation, snakemake_command
+    from initmem.pipeline.guards import INVOCATION_ENV, invocation, snakemake_command
 
     targets = [a for a in argv[1:] if a.startswith("figures/")]
     inv = invocation(argv, [tmp_path / "a.yaml", "b.yaml"], targets, cores, tmp_path, executable="/usr/bin/python3")
@@ -125,7 +125,7 @@ def test_repair_commands_repeat_the_invocation_target_first(monkeypatch, tmp_pat
 
 
 def test_an_older_checkouts_data_without_snakemakes_record_is_left_alone(tmp_path):
-    from initmem.legacy import migrate_legacy_data
+    from initmem.pipeline.legacy import migrate_legacy_data
 
     (tmp_path / "results/data").mkdir(parents=True)
     (tmp_path / "results/data/cifar10.npz").write_bytes(b"old")

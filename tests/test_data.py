@@ -6,7 +6,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from initmem.data import DataError, build_splits, load_cifar10_archive, load_prepared, save_prepared, split_pool
+from initmem.engine.data import DataError, build_splits, load_cifar10_archive, load_prepared, save_prepared, split_pool
 
 
 def _write_fake_archive(path, n_per_batch=10, drop=None):

@@ -10,8 +10,8 @@ import tracemalloc
 import pytest
 import torch
 
-from initmem import device as devmod
-from initmem.checkpoint import CheckpointSchedule, load_checkpoint, save_checkpoint
+from initmem.engine import device as devmod
+from initmem.engine.checkpoint import CheckpointSchedule, load_checkpoint, save_checkpoint
 
 
 def _state(mib: int = 16) -> dict:
@@ -49,8 +49,8 @@ def test_a_checkpoint_written_on_a_gpu_loads_where_there_is_none(tmp_path, monke
 def test_a_cpu_checkpoint_resumes_on_another_device_with_its_optimizer_state_there(tmp_path):
     """CPU -> 'GPU' (the meta device stands in for cuda): the trainers load with map_location=their
     device, so the model's and the optimizer's state land there and the next step runs."""
-    from initmem.models import build_model
-    from initmem.optim import KerasOptimizer
+    from initmem.engine.models import build_model
+    from initmem.engine.optim import KerasOptimizer
 
     model = build_model("resnet9", 4, "batchnorm", "max")
     opt = KerasOptimizer("adam", list(model.parameters()), None, None)
@@ -71,8 +71,8 @@ def test_a_cpu_checkpoint_resumes_on_another_device_with_its_optimizer_state_the
 
 def test_optimizer_state_follows_its_parameters_whatever_the_checkpoint_held(tmp_path):
     """The other half of "resume anywhere": state loaded onto the CPU follows meta parameters."""
-    from initmem.models import build_model
-    from initmem.optim import KerasOptimizer
+    from initmem.engine.models import build_model
+    from initmem.engine.optim import KerasOptimizer
 
     model = build_model("resnet9", 4, "batchnorm", "max")
     opt = KerasOptimizer("adam", list(model.parameters()), None, None)
@@ -182,7 +182,7 @@ def test_records_say_which_device_and_numerics_they_ran_with(monkeypatch):
 def test_every_record_says_where_and_how_it_was_computed(tiny_splits, monkeypatch):
     from conftest import tiny_spec
 
-    from initmem.jobs import train_pack
+    from initmem.pipeline.jobs import train_pack
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     monkeypatch.setenv("SLURM_JOB_ID", "4242")

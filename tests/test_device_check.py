@@ -23,7 +23,7 @@ def test_device_check_quick_mode_writes_its_table_and_rates(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "rates.csv")))
     assert {(r["family"], r["pack"]) for r in rows if r["arch"] == "resnet9"} == {("sgd", "1"), ("sgd", "2"), ("adam", "1"), ("adam", "2")}
     assert all(float(r["images_per_s"]) > 0 for r in rows)
-    from initmem.rates import RateModel
+    from initmem.pipeline.rates import RateModel
 
     model = RateModel.from_csv(tmp_path / "rates.csv")  # what compute.rate_table reads
     assert "measured" in model.rate({"arch": "resnet9", "width": 4, "batch_size": 16, "optimizer": "adamw"}, 2, "float32").source

@@ -22,11 +22,11 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 
 # rule -> (the initmem modules and cli functions its command runs). Scripts are read from their files.
 SHELL_ENTRIES = {
-    "prepare_data": (["initmem.cli", "initmem.data"], ["main", "log_to", "prepare_data", "_user_errors"]),
-    "train": (["initmem.cli", "initmem.jobs"], ["main", "log_to", "_user_errors"]),
-    "run_metrics": (["initmem.cli", "initmem.records"], ["main", "_user_errors"]),
+    "prepare_data": (["initmem.cli", "initmem.engine.data"], ["main", "log_to", "prepare_data", "_user_errors"]),
+    "train": (["initmem.cli", "initmem.pipeline.jobs"], ["main", "log_to", "_user_errors"]),
+    "run_metrics": (["initmem.cli", "initmem.pipeline.records"], ["main", "_user_errors"]),
 }
-# The static walk over-approximates: run_metrics reaches initmem.data and initmem.device only for
+# The static walk over-approximates: run_metrics reaches initmem.engine.data and initmem.engine.device only for
 # their exception classes (cli._user_errors), never the torchvision download or the torch calls
 # inside their functions (test_the_device_errors_import_without_torch checks that at run time).
 NOT_RUN = {"run_metrics": {"torchvision", "torch"}}
@@ -40,8 +40,8 @@ def _imports(tree: ast.AST) -> set[str]:
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
-            if node.module == "initmem":
-                names |= {f"initmem.{a.name}" for a in node.names}
+            if node.module.split(".")[0] == "initmem":  # "from initmem.claims import verdicts" imports a module
+                names |= {f"{node.module}.{a.name}" for a in node.names}
     return names
 
 
@@ -61,7 +61,8 @@ def third_party(modules: list[str], cli_functions: list[str]) -> set[str]:
             continue
         seen.add(name)
         if name == "initmem" or name.startswith("initmem."):
-            path = LIB / (name.split(".", 1)[1] + ".py") if "." in name else LIB / "__init__.py"
+            rel = LIB.joinpath(*name.split(".")[1:])  # a module file, or a package's __init__.py
+            path = rel.with_name(rel.name + ".py") if rel.with_name(rel.name + ".py").is_file() else rel / "__init__.py"
             if path.is_file():
                 todo += sorted(_imports(ast.parse(path.read_text())))
         elif name.split(".")[0] not in sys.stdlib_module_names and name != "_path":
@@ -155,6 +156,6 @@ def test_the_device_errors_import_without_torch():
     """run_metrics' environment has no torch: cli._user_errors imports DeviceError from it all the same."""
     import subprocess
 
-    code = "import sys; import initmem.device, initmem.data; print('torch' in sys.modules)"
+    code = "import sys; import initmem.engine.device, initmem.engine.data; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": str(LIB.parent)})
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initmem import claims_report as R
+from initmem.claims import report as R
 from initmem.evidence import evidence_folders, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,8 +130,8 @@ def test_the_power_formula_holds_on_the_tiers():
     """The seeds each undecided |beta| row would need assume the noise floor 2 SE(beta) = 2 sigma_r /
     sqrt(seeds x Sxx): leaving one of 3 seeds out must raise each configuration's floor by about
     sqrt(3/2) (median over configurations within 15%)."""
-    from initmem import verdicts as V
-    from initmem.claims_clock import clock_cells
+    from initmem.claims import verdicts as V
+    from initmem.claims.clock import clock_cells
     from initmem.evidence import read_evidence
 
     runs, history = read_evidence(ROOT / "evidence" / "jpeg-cifar10-clocks")

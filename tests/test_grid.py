@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from initmem.grid import expand_studies
-from initmem.planning import make_packs
+from initmem.pipeline.grid import expand_studies
+from initmem.pipeline.planning import make_packs
 from initmem.spec import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +76,7 @@ def test_pack_size_follows_the_memory_budget():
 
 
 def test_runtime_request_is_capped_by_the_cluster_limit():
-    from initmem.targets import pack_runtime_minutes
+    from initmem.pipeline.targets import pack_runtime_minutes
 
     pack = next(iter(make_packs(expand_studies(load("paper.yaml"))["main"], 16, 2048).values()))  # sgd, b=16
     specs = [r.spec for r in pack]
@@ -141,7 +141,7 @@ def test_packs_fit_the_runtime_cap_and_runs_that_cannot_are_refused():
     config["compute"]["images_per_second"] = 2000  # a flat assumed rate (the rate model: tests/test_rates.py)
     runs = expand_studies(config)
     main = make_packs(runs["main"], 16, 2048, config["compute"])
-    from initmem.targets import pack_runtime_minutes
+    from initmem.pipeline.targets import pack_runtime_minutes
 
     assert max(pack_runtime_minutes([r.spec for r in p], 2000) for p in main.values()) <= 1440
     long_ = make_packs(runs["long"], 16, 2048, config["compute"])
@@ -152,7 +152,7 @@ def test_packs_fit_the_runtime_cap_and_runs_that_cannot_are_refused():
 
 
 def test_new_runs_form_new_packs_and_trained_packs_keep_their_runs():
-    from initmem.planning import Pack, plan_packs
+    from initmem.pipeline.planning import Pack, plan_packs
 
     def runs_for(seeds):
         return expand_studies(_cfg({"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": seeds}))["s"]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from initmem.linear import (
+from initmem.theory.linear import (
     WIDTHS,
     chain_task,
     contraction_rate,
@@ -122,7 +122,7 @@ def test_adam_stays_near_the_norm_law_only_at_small_imbalance():
 
 def _quick_checks() -> dict:
     """Every Figure 9 experiment at a fraction of its size (about a second)."""
-    from initmem.linear import gradient_flow
+    from initmem.theory.linear import gradient_flow
 
     return {"step_order": step_order(np.logspace(-4, -1, 3)), "gradient_flow": gradient_flow(np.array([1e-2, 3e-3])),
             "sgd_clock": sgd_clock(batch_sizes=(2, 8), t_max=0.01, repeats=4),
@@ -131,8 +131,8 @@ def _quick_checks() -> dict:
 
 
 def test_figure9_labels_match_what_is_drawn():
-    from initmem.linear import check_table
-    from initmem.plots_linear import fig9
+    from initmem.figures.linear import fig9
+    from initmem.theory.linear import check_table
 
     results = _quick_checks()
     rows = {r["check"]: r["measured"] for r in check_table(results)}
@@ -143,7 +143,7 @@ def test_figure9_labels_match_what_is_drawn():
     # and GD's measured one-step change lies on it; a line through a data point is labelled a guide
     ws = init_chain(WIDTHS, 1.0, 0)
     data = chain_task(0)
-    from initmem.linear import leak_term
+    from initmem.theory.linear import leak_term
 
     leak = np.linalg.norm(flat(leak_term(layer_gradients(ws, product_gradient(ws, data.x, data.y)))))
     lines = {line.get_label(): line for line in ax_a.get_lines()}

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from initmem.models import KerasBatchNorm, build_model, count_parameters, init_weights, kernel_layers, kernels
+from initmem.engine.models import KerasBatchNorm, build_model, count_parameters, init_weights, kernel_layers, kernels
 
 
 def test_resnet9_width64_parameter_count():
@@ -56,7 +56,7 @@ def test_keras_batchnorm_moving_statistics_use_biased_variance():
 
 
 def test_stride2_same_padding_is_bottom_right_like_keras():
-    from initmem.models import Conv
+    from initmem.engine.models import Conv
 
     conv = Conv(1, 1, 3, stride=2)
     with torch.no_grad():

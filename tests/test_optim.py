@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from initmem.optim import KerasOptimizer, learning_rate, newton_schulz5
+from initmem.engine.optim import KerasOptimizer, learning_rate, newton_schulz5
 
 
 def test_cosine_schedule_matches_closed_form():
@@ -65,7 +65,7 @@ def test_sgd_momentum_keeps_lr_inside_velocity():
 
 
 def test_l2_gradient_is_two_l2_w():
-    from initmem.train import l2_penalty
+    from initmem.engine.train import l2_penalty
 
     model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(2, 3))
     l2 = 1e-2
@@ -169,7 +169,7 @@ def test_weight_decay_mode_is_a_spec_option_that_leaves_default_specs_alone():
 
     import yaml
 
-    from initmem.grid import expand_studies
+    from initmem.pipeline.grid import expand_studies
     from initmem.spec import ConfigError
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())

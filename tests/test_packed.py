@@ -1,4 +1,4 @@
-"""The vectorised pack (initmem.packed) against the reference single-run trainer.
+"""The vectorised pack (initmem.engine.packed) against the reference single-run trainer.
 
 What is exact and what is not: the schedule, clocks, epochs, initial kernel norm, status and early
 stopping decisions are the same arithmetic and must be equal. Losses, accuracies and kernel norms go
@@ -21,9 +21,9 @@ import torch
 import torch.nn.functional as F
 from conftest import tiny_spec
 
-from initmem.models import build_model, init_weights
-from initmem.packed import PackedModel, check_packable, train_packed
-from initmem.train import Preempted, _StopFlag, set_precision, train_run
+from initmem.engine.models import build_model, init_weights
+from initmem.engine.packed import PackedModel, check_packable, train_packed
+from initmem.engine.train import Preempted, _StopFlag, set_precision, train_run
 
 EXACT = ("epoch", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
 LOSSES = ("train_loss", "val_loss", "test_loss", "kernel_norm")
@@ -182,8 +182,8 @@ def test_bf16_precision_is_recorded_and_close_to_float32(tiny_tensors):
 def test_a_masked_member_stays_frozen_and_leaves_the_others_alone(optimizer):
     """A member that stopped (here with NaN weights, as after divergence) keeps its parameters, BatchNorm
     statistics and optimizer state; the other members train exactly as in a pack without it masked."""
-    from initmem.optim import KerasOptimizer
-    from initmem.packed import pack_step
+    from initmem.engine.optim import KerasOptimizer
+    from initmem.engine.packed import pack_step
 
     def pack(poison: bool):
         members = []

@@ -5,11 +5,12 @@ import pandas as pd
 import pytest
 from conftest import tiny_spec
 
-from initmem.analysis import collect
+from initmem.claims.analysis import collect
+from initmem.engine.metrics import METRICS_FORMAT
+from initmem.engine.train import summarize
+from initmem.figures.common import save_figure
+from initmem.figures.registry import make_figure
 from initmem.io import write_json
-from initmem.plots import make_figure, save_figure
-from initmem.records import METRICS_FORMAT
-from initmem.train import summarize
 
 EPOCHS = 4
 
@@ -128,7 +129,7 @@ def test_fig3_shows_the_share_of_checkpoints_after_interpolation(tables):
 
 
 def test_fig4a_compares_the_long_run_on_matched_sigma_and_seed(tables):
-    from initmem.analysis import long_run_comparison
+    from initmem.claims.analysis import long_run_comparison
 
     runs, history = tables
     long_ = runs[(runs["study"] == "long") & (runs["seed"] == 0)]  # the paper's long run: one seed
@@ -202,7 +203,7 @@ def test_fig6_falls_back_to_the_configs_strongest_l2_and_says_so(tables):
 def test_pdfs_embed_truetype_fonts_and_pngs_are_print_resolution(tables, tmp_path):
     from PIL import Image
 
-    from initmem.figstyle import PNG_DPI
+    from initmem.figures.style import PNG_DPI
 
     runs, history = tables
     save_figure(make_figure("fig6", runs, history), tmp_path / "f.pdf", tmp_path / "f.png")  # mathtext labels too
@@ -226,8 +227,8 @@ def test_accuracy_bands_stay_between_0_and_100_percent(tables):
 def test_beta_below_the_verdicts_floor_is_not_drawn():
     import matplotlib.pyplot as plt
 
-    from initmem.plots import _loglog
-    from initmem.verdicts import BETA_FLOOR
+    from initmem.claims.verdicts import BETA_FLOOR
+    from initmem.figures.common import loglog as _loglog
 
     fig, ax = plt.subplots()
     # float round-off (|beta| 1e-17) would draw as a 12-order "decay" on a log axis

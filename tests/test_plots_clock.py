@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initmem.plots_clock import fig10, spread_curves
+from initmem.figures.clock import fig10, spread_curves
 
 CELL = dict(study="clock", arch="resnet9", width=8, norm="batchnorm", pool="max", schedule="cosine", alpha=0.01,
             weight_decay=None, momentum=None, augment=False, patience=None, variant=None, n_train=64, n_val=32, n_test=32,

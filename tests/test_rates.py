@@ -12,10 +12,10 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from initmem.grid import expand_studies
-from initmem.planning import plan_studies, write_plan
-from initmem.rates import RateModel, load_rates
-from initmem.targets import job_runtime_minutes, pack_mem_mb, pack_rate, pack_runtime_minutes, pack_state_mb
+from initmem.pipeline.grid import expand_studies
+from initmem.pipeline.planning import plan_studies, write_plan
+from initmem.pipeline.rates import RateModel, load_rates
+from initmem.pipeline.targets import job_runtime_minutes, pack_mem_mb, pack_rate, pack_runtime_minutes, pack_state_mb
 
 
 def paper() -> dict:

@@ -104,7 +104,7 @@ def test_touching_data_or_scripts_retrains_nothing(work):
 
 @pytest.mark.slow
 def test_editing_analysis_code_reruns_tables_not_training(work):
-    with open(work / "workflow/initmem/analysis.py", "a") as fh:
+    with open(work / "workflow/initmem/claims/analysis.py", "a") as fh:
         fh.write("\n\ndef _a_new_helper():\n    return 1\n")
     counts = _plan(work, "runs", "results/tables/studies/main.runs.csv")
     assert counts.get("collect_study") == 1 and "train" not in counts and "run_metrics" not in counts
@@ -112,15 +112,15 @@ def test_editing_analysis_code_reruns_tables_not_training(work):
 
 @pytest.mark.slow
 def test_editing_the_trainer_retrains_every_pack(work):
-    with open(work / "workflow/initmem/train.py", "a") as fh:
+    with open(work / "workflow/initmem/engine/train.py", "a") as fh:
         fh.write("\n\nA_FIXED_BUG = True\n")
     counts = _plan(work)
     assert counts["train"] == 1 and counts["run_metrics"] == 4
     # a comment or docstring is not code
     work2 = work.parent / "comment"
     shutil.copytree(work, work2, symlinks=True)
-    text = (work2 / "workflow/initmem/train.py").read_text().replace("\n\nA_FIXED_BUG = True\n", "\n# a reworded comment\n")
-    (work2 / "workflow/initmem/train.py").write_text(text)
+    text = (work2 / "workflow/initmem/engine/train.py").read_text().replace("\n\nA_FIXED_BUG = True\n", "\n# a reworded comment\n")
+    (work2 / "workflow/initmem/engine/train.py").write_text(text)
     assert _plan(work2) == {}
 
 
@@ -324,9 +324,9 @@ def test_the_same_runs_of_another_identity_never_resume_from_its_checkpoints(tmp
     checkpoint left by one must not be resumed by the other."""
     from conftest import tiny_spec
 
-    from initmem.data import build_splits, save_prepared
-    from initmem.jobs import train_plan_file
-    from initmem.planning import write_plan
+    from initmem.engine.data import build_splits, save_prepared
+    from initmem.pipeline.jobs import train_plan_file
+    from initmem.pipeline.planning import write_plan
 
     data = tmp_path / "data.npz"
     save_prepared(build_splits({"source": "synthetic", "n_train": 32, "n_val": 16, "n_test": 16}), data)

@@ -115,7 +115,7 @@ def test_truncated_checkpoint_is_reported_and_training_recovers(tmp_path, refere
 def test_checkpoint_corruption_is_detected(tmp_path, tiny_tensors):
     from conftest import tiny_spec
 
-    from initmem.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+    from initmem.engine.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
     spec = tiny_spec()
     path = tmp_path / "r.ckpt"
@@ -146,8 +146,8 @@ def test_bad_archive_leaves_no_prepared_file(tmp_path):
 
 
 def test_old_format_metrics_file_is_refused_with_a_fix(tmp_path):
-    from initmem.analysis import collect
-    from initmem.records import RecordError
+    from initmem.claims.analysis import collect
+    from initmem.pipeline.records import RecordError
 
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"run_id": "x", "history": {}}))

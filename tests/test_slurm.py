@@ -29,8 +29,8 @@ def test_profile_dry_run_without_slurm(tmp_path):
     counts = job_counts(proc.stdout)
     # main + lr_l2 at paper scale in packs: the profile selects config/paper.yaml
     assert counts["run_metrics"] == 6250 + 120
-    from initmem.grid import expand_studies
-    from initmem.planning import make_packs
+    from initmem.pipeline.grid import expand_studies
+    from initmem.pipeline.planning import make_packs
 
     runs = expand_studies(yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from initmem import verdicts as V
-from initmem.claim_rows import COLUMNS
-from initmem.claims import claims, claims_markdown
+from initmem.claims import verdicts as V
+from initmem.claims.rows import COLUMNS
+from initmem.claims.table import claims, claims_markdown
 
 SEEDS = (0, 1, 2, 3, 4, 5)
 SIGMAS = (0.1, 1.0, 2.5)
@@ -81,7 +81,7 @@ def test_three_seeds_give_a_t_interval_on_per_seed_differences_never_a_bootstrap
 
 
 def test_intervals_are_reproducible_and_match_spreads_csv():
-    from initmem.analysis import config_spreads, spreads
+    from initmem.claims.analysis import config_spreads, spreads
 
     runs = synthetic_runs({("sgd", 128): -0.10, ("adam", 128): -0.01})
     first, second = _gap(runs, "sgd", "adam")[0], _gap(runs.sample(frac=1, random_state=1), "sgd", "adam")[0]
@@ -147,7 +147,7 @@ def test_the_regime_is_the_papers_own_per_claim():
 def test_a_decay_read_below_the_papers_clock_is_outside_its_regime_by_clock():
     """Adam's runs in the paper end at T_adapt 23.8-379: a decay claim read at T_adapt 1.3 says so."""
     t = clock_table([("adam", 1e-3, 16, 20, 0.0)], lambda T: -0.1)  # T_adapt 1.28 at the end
-    from initmem.claims_registry import lookup, regime_check  # noqa: F401
+    from initmem.claims.registry import lookup, regime_check  # noqa: F401
     rows = t[t.index.str.startswith("adapt_beta_falls")]
     assert (rows["verdict"] == "not measured").all()  # below T_adapt 10: the clock claim does not read it
     t = clock_table([("adam", 1e-2, 16, 40, 0.0)], lambda T: -0.1)  # T_adapt 25.6: inside
@@ -249,7 +249,7 @@ def test_a_zero_crossing_is_not_a_decay():
 
 
 def test_slopes_and_standard_errors_equal_statsmodels_ols():
-    from initmem.analysis import beta_table
+    from initmem.claims.analysis import beta_table
 
     rng = np.random.default_rng(3)
     rows = [dict(study="main", run_id=f"r{sw}_{s}", optimizer="adam", batch_size=16, sigma_w=sw, seed=s, epoch=e, epochs=3,
@@ -330,7 +330,7 @@ def test_claims_at_the_paper_layout_have_verdict_columns():
 
     import yaml
 
-    from initmem.grid import expand_studies
+    from initmem.pipeline.grid import expand_studies
 
     paper = expand_studies(yaml.safe_load((Path(__file__).resolve().parents[1] / "config/paper.yaml").read_text()))
     rng = np.random.default_rng(0)

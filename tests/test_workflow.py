@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from initmem.configfiles import load_config
+from initmem.pipeline.configfiles import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -54,8 +54,8 @@ def test_default_dry_run_lists_every_study_and_figure(project):
     out = snakemake("-n", "--cores", "2", "--quiet", "rules", cwd=project).stdout
     counts = job_counts(out)
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    from initmem.grid import expand_studies
-    from initmem.planning import make_packs
+    from initmem.pipeline.grid import expand_studies
+    from initmem.pipeline.planning import make_packs
 
     runs = expand_studies(config)
     assert counts["run_metrics"] == sum(len(r) for r in runs.values())
@@ -70,8 +70,8 @@ def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs(project):
     assert counts["run_metrics"] == 8200
     # main: 25 configurations of 250 runs, in packs sized by the rate model (docs/packs.md): within
     # max_images 2048 (models x batch size) and the 1,440-minute cap at the stated H200 rates
-    from initmem.grid import expand_studies
-    from initmem.planning import make_packs
+    from initmem.pipeline.grid import expand_studies
+    from initmem.pipeline.planning import make_packs
 
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     pack = config["pack"]
@@ -84,7 +84,7 @@ def test_paper_dry_run_has_8200_runs_in_memory_bounded_packs(project):
 
 
 def test_config_files_layer_over_the_default_and_studies_replace_it(tmp_path):
-    # what the workflow resolves is what initmem.configfiles says: a full config (paper.yaml) gets
+    # what the workflow resolves is what initmem.pipeline.configfiles says: a full config (paper.yaml) gets
     # nothing from the default, a settings-only file changes only its keys
     work = workdir_copy(tmp_path)
     snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/paper.yaml", cwd=work)
@@ -157,7 +157,7 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     work = workdir_copy(tmp_path)
     (work / "e2e.yaml").write_text(E2E)
     snakemake("--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
-    from initmem.grid import expand_studies
+    from initmem.pipeline.grid import expand_studies
 
     runs = expand_studies(TINY)
     for study, rs in runs.items():

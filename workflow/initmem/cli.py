@@ -76,7 +76,7 @@ def log_to(path: str | Path, attempts: bool = False) -> Iterator[None]:
 
 def prepare_data(data_cfg: dict, out: str | Path) -> None:
     """Load the configured CIFAR-10 source and write the prepared split file."""
-    from initmem.data import build_splits, save_prepared
+    from initmem.engine.data import build_splits, save_prepared
 
     cfg = dict(data_cfg)
     if cfg["source"] == "torchvision" and cfg.get("archive"):
@@ -92,10 +92,10 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
 
 def collect_study(files: list[str], study: str, runs_out: str | Path, history_out: str | Path) -> None:
     """One study's metrics files -> run table and history table (atomic CSV writes)."""
-    from initmem.analysis import collect
-    from initmem.guards import snakemake_command
+    from initmem.claims.analysis import collect
     from initmem.io import atomic_path
-    from initmem.records import RecordError
+    from initmem.pipeline.guards import snakemake_command
+    from initmem.pipeline.records import RecordError
 
     try:
         runs, history = collect(list(files), study)
@@ -114,7 +114,7 @@ def _read_tables(files: list[str]):
     that names it and the command that makes it again."""
     import pandas as pd
 
-    from initmem.guards import snakemake_command
+    from initmem.pipeline.guards import snakemake_command
 
     frames = []
     for f in files:
@@ -149,7 +149,8 @@ def write_tables(runs_files: list[str], history_files: list[str], outputs: dict[
 
 def figure_file(name: str, table_files: list[str], pdf: str | Path, png: str | Path) -> None:
     """Build one figure from per-study tables and write PDF + PNG."""
-    from initmem.plots import make_figure, save_figure
+    from initmem.figures.common import save_figure
+    from initmem.figures.registry import make_figure
 
     runs = _read_tables([f for f in table_files if f.endswith(".runs.csv")])
     history = _read_tables([f for f in table_files if f.endswith(".history.csv.gz")])
@@ -164,9 +165,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    from initmem.data import DataError
-    from initmem.device import DeviceError
-    from initmem.records import RecordError
+    from initmem.engine.data import DataError
+    from initmem.engine.device import DeviceError
+    from initmem.pipeline.records import RecordError
     from initmem.spec import ConfigError
 
     return (ConfigError, RecordError, DataError, DeviceError, ValueError, FileNotFoundError)
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m initmem``: prepare data or train runs without Snakemake."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["clocks"]:  # its own parser: one-line errors that name the bad value
-        from initmem.calculator import main as clocks_main
+        from initmem.theory.calculator import main as clocks_main
 
         sys.exit(clocks_main(argv[1:]))
     if argv[:1] == ["reanalyse"]:  # re-analyse a committed evidence folder (initmem/evidence.py)
@@ -246,15 +247,15 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.cmd == "config":
         import yaml
 
-        from initmem.configfiles import load_config
-        from initmem.grid import expand_studies
+        from initmem.pipeline.configfiles import load_config
+        from initmem.pipeline.grid import expand_studies
 
         config = load_config(args.config)
         expand_studies(config)  # what the workflow checks when it parses: every run spec
         print(yaml.safe_dump(config, sort_keys=False), end="")
     elif args.cmd == "estimate":
-        from initmem.configfiles import load_config
-        from initmem.targets import estimate_table
+        from initmem.pipeline.configfiles import load_config
+        from initmem.pipeline.estimate import estimate_table
 
         if args.images_per_second is not None and not args.images_per_second > 0:
             raise ValueError(f"--images-per-second {args.images_per_second:g} must be > 0 (a measured training throughput)")
@@ -265,7 +266,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             config["compute"].update(images_per_second=None, rate_table=args.rate_table)
         print(estimate_table(config))
     elif args.cmd == "extract-run":
-        from initmem.records import extract_run
+        from initmem.pipeline.records import extract_run
 
         extract_run(args.pack, args.run_id, args.out, args.log, key=args.key)
     elif args.cmd == "prepare":
@@ -275,7 +276,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         with log_to(args.log) if args.log else contextlib.nullcontext():
             prepare_data(cfg, args.out)
     elif args.cmd == "train-plan":
-        from initmem.jobs import train_plan_file
+        from initmem.pipeline.jobs import train_plan_file
 
         with log_to(args.log, attempts=True) if args.log else contextlib.nullcontext():
             train_plan_file(args.plan, args.data, args.out, json.loads(args.settings), threads=args.threads,
@@ -288,9 +289,9 @@ def _train_runs_json(args: argparse.Namespace) -> None:
     """``python -m initmem train``: a JSON list of complete, valid specs -> one metrics file each."""
     import torch
 
-    from initmem.data import load_prepared
+    from initmem.engine.data import load_prepared
     from initmem.io import write_json
-    from initmem.jobs import train_pack
+    from initmem.pipeline.jobs import train_pack
     from initmem.spec import validate_spec
 
     runs = json.loads(Path(args.runs_json).read_text())

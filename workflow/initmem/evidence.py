@@ -9,7 +9,7 @@ and ``tables/history.csv.gz``, one row per run and epoch). From those two files 
 ``tables/{spreads.csv, beta.csv, claims.csv, claims.md, paper_tables.md}`` and ``figures/<fig>.png``
 (each figure the folder's studies support), with the same library functions the workflow's
 ``tables`` and ``figure`` rules call; then it fills the verdict-table block (between
-:data:`initmem.claims_report.BEGIN` and ``END``) of the folder's README.md (the full table) and of
+:data:`initmem.claims.report.BEGIN` and ``END``) of the folder's README.md (the full table) and of
 the repository's README.md (a compact one per folder) from every ``evidence/*/tables/claims.csv``. The theory outputs (``fig9``,
 ``linear_check.csv``, ``clocks.csv``) do not depend on the runs: the two tables are rewritten from
 the folder's ``config.resolved.yaml`` and the code, Figure 9 is not kept here.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from initmem.claims_report import readme_block, replace_block
+from initmem.claims.report import readme_block, replace_block
 
 PNG_DPI = 80  # modest committed PNGs (the workflow's own figures are PDF + PNG at matplotlib's default)
 
@@ -42,9 +42,9 @@ def read_evidence(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 def analysis_tables(runs: pd.DataFrame, history: pd.DataFrame) -> dict[str, pd.DataFrame | str]:
     """spreads.csv, beta.csv, claims.csv, claims.md and paper_tables.md (file name -> table or text)
     from the runs and history: what the workflow's ``tables`` rule and ``reanalyse`` both write."""
-    from initmem.analysis import beta_table, spreads
-    from initmem.claims import claims, claims_markdown
-    from initmem.report import paper_tables
+    from initmem.claims.analysis import beta_table, spreads
+    from initmem.claims.paper_tables import paper_tables
+    from initmem.claims.table import claims, claims_markdown
 
     spread_table, claim_table = spreads(runs), claims(runs, history)
     return {"spreads.csv": spread_table, "beta.csv": beta_table(history), "claims.csv": claim_table,
@@ -94,9 +94,9 @@ def write_theory(folder: Path) -> list[Path]:
 
     import yaml
 
-    from initmem.calculator import write_clocks_table
-    from initmem.grid import expand_studies
-    from initmem.plots_linear import write_linear_check
+    from initmem.figures.linear import write_linear_check
+    from initmem.pipeline.grid import expand_studies
+    from initmem.theory.calculator import write_clocks_table
 
     written = []
     resolved = folder / "config.resolved.yaml"
@@ -112,11 +112,11 @@ def write_theory(folder: Path) -> list[Path]:
 
 
 def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> list[Path]:
-    """``figures/<fig>.png`` for every figure the runs' studies support (:data:`initmem.targets.FIGURES`)."""
+    """``figures/<fig>.png`` for every figure the runs' studies support (:data:`initmem.pipeline.targets.FIGURES`)."""
     import matplotlib.pyplot as plt
 
-    from initmem.plots import make_figure
-    from initmem.targets import FIGURES, figure_studies
+    from initmem.figures.registry import make_figure
+    from initmem.pipeline.targets import FIGURES, figure_studies
 
     figures.mkdir(parents=True, exist_ok=True)
     studies = sorted(set(runs["study"]))

@@ -1,6 +1,6 @@
 """Run specifications: the names the library knows, resolution of optimizer defaults, validation.
 
-Torch-free on purpose: the Snakefile imports this (through :mod:`initmem.grid`) on every parse.
+Torch-free on purpose: the Snakefile imports this (through :mod:`initmem.pipeline.grid`) on every parse.
 """
 
 from __future__ import annotations

@@ -13,15 +13,15 @@ LIBRARY_DIR = str(Path(workflow.basedir) / "workflow")
 PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
 sys.path.insert(0, LIBRARY_DIR)
 
-from initmem.grid import expand_studies  # noqa: E402
-from initmem.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
-from initmem.identity import analysis_version, code_version, data_folder, data_identity, run_key, trainer_version  # noqa: E402
+from initmem.pipeline.grid import expand_studies  # noqa: E402
+from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
+from initmem.pipeline.identity import analysis_version, code_version, data_folder, data_identity, run_key, trainer_version  # noqa: E402
 from initmem.io import write_yaml  # noqa: E402
-from initmem.legacy import migrate_legacy_data  # noqa: E402
-from initmem.configfiles import outputs_of_another_config  # noqa: E402
-from initmem.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
+from initmem.pipeline.legacy import migrate_legacy_data  # noqa: E402
+from initmem.pipeline.configfiles import outputs_of_another_config  # noqa: E402
+from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
-from initmem.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
+from initmem.pipeline.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
 
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
@@ -48,7 +48,7 @@ try:
     # What a run's result depends on (docs/reruns.md): its spec, the prepared data's
     # content, the trainer's code, the precision. Bookkeeping settings never go through params.
     DATA_ID = data_identity(config["data"])
-    DATA_CODE = code_version(("data.py",))
+    DATA_CODE = code_version(("engine/data.py",))
     # One prepared file per data identity (and data code), written once and never replaced: another
     # config's prepare_data never removes it, and prepare_data has no reason to run but a missing file.
     # That is what makes one invocation plan everything: a job that must rerun for a reason of its own
@@ -104,7 +104,7 @@ def _command_line(argv):
 
 
 # The command that started this invocation, for repair commands that work as printed
-# (initmem.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
+# (initmem.pipeline.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
 if workflow.is_main_process:
     _ARGS = _command_line(sys.argv)
     os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []),
@@ -187,7 +187,7 @@ def figure_inputs(wildcards):
 
 def train_resources():
     """A training job's resources: one GPU unless the config trains on the CPU, and the runtime
-    (minutes) and host memory (mem_mb) that initmem.targets estimates from its pack."""
+    (minutes) and host memory (mem_mb) that initmem.pipeline.targets estimates from its pack."""
     compute = config["compute"]
 
     def specs(w):

@@ -25,7 +25,7 @@ rule clocks_table:
     """results/tables/clocks.csv: every configuration of the configured studies with its exact final
     T_sgd, T_l2, T_wd, T_adapt (the closed-form sums the trainer records, torch-free), the paper's
     constant-lr arithmetic beside them, its governing clock and the nearest paper point of the same
-    kind with the distance in orders of magnitude (initmem.calculator)."""
+    kind with the distance in orders of magnitude (initmem.theory.calculator)."""
     output:
         f"{TABLES_DIR}/clocks.csv",
     params:

@@ -2,9 +2,9 @@
 
 import _path  # noqa: F401
 
-from initmem.calculator import write_clocks_table
 from initmem.cli import log_to
-from initmem.grid import expand_studies
+from initmem.pipeline.grid import expand_studies
+from initmem.theory.calculator import write_clocks_table
 
 with log_to(snakemake.log[0]):  # noqa: F821
     n = write_clocks_table(expand_studies(snakemake.config), snakemake.output[0])  # noqa: F821

@@ -2,9 +2,9 @@
 
 import _path  # noqa: F401
 
-import initmem.figstyle  # noqa: F401  (Type 42 fonts, 200-dpi PNGs)
+import initmem.figures.style  # noqa: F401  (Type 42 fonts, 200-dpi PNGs)
 from initmem.cli import log_to
-from initmem.plots_linear import write_linear_check
+from initmem.figures.linear import write_linear_check
 
 with log_to(snakemake.log[0]):  # noqa: F821
     rows = write_linear_check(snakemake.output.pdf, snakemake.output.png, snakemake.output.table)  # noqa: F821

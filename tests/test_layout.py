@@ -1,0 +1,100 @@
+"""The library's architecture, as the folder listing shows it (issue 30): subpackages by concern,
+imports only go down, no import circle, and a run's identity reads what the trainer's code does,
+not where its files live."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+from conftest import ROOT
+
+from initmem.pipeline.identity import TRAINER_MODULES, code_version, trainer_version
+
+LIBRARY = ROOT / "workflow" / "initmem"
+# Floors, bottom up: a module may import its own subpackage and anything on a lower floor.
+FLOORS = {"spec": 0, "io": 0, "engine": 1, "pipeline": 2, "theory": 2, "claims": 3, "figures": 4, "evidence": 5, "cli": 6,
+          "__main__": 7, "__init__": 0}
+
+
+def room(module: str) -> str:
+    """``initmem.engine.train`` -> ``engine``; ``initmem.cli`` -> ``cli``; ``initmem`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports() -> dict[str, set[str]]:
+    """Every initmem module -> the initmem modules it imports (at any depth: lazy imports count)."""
+    graph = {}
+    for path in sorted(LIBRARY.rglob("*.py")):
+        rel = path.relative_to(LIBRARY.parent).with_suffix("")
+        name = ".".join(p for p in rel.parts if p != "__init__")
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("initmem"):
+                for alias in node.names:  # "from initmem.claims import verdicts" imports a module
+                    sub = f"{node.module}.{alias.name}"
+                    found.add(sub if (LIBRARY.parent / sub.replace(".", "/")).with_suffix(".py").is_file() else node.module)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.startswith("initmem")}
+        graph[name] = found - {name}
+    return graph
+
+
+def test_the_folder_listing_shows_the_concerns():
+    packages = sorted(p.name for p in LIBRARY.iterdir() if (p / "__init__.py").is_file())
+    assert packages == ["claims", "engine", "figures", "pipeline", "theory"]
+    top = sorted(p.stem for p in LIBRARY.glob("*.py"))
+    assert top == ["__init__", "__main__", "cli", "evidence", "io", "spec"]
+    for package in packages:  # each says what lives there and what it may import
+        doc = ast.get_docstring(ast.parse((LIBRARY / package / "__init__.py").read_text()))
+        assert doc and "import" in doc.lower(), package
+
+
+def test_imports_only_go_down():
+    wrong = []
+    for module, targets in imports().items():
+        for target in targets:
+            same = room(module) == room(target)
+            if not same and FLOORS[room(target)] >= FLOORS[room(module)]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_no_import_circle():
+    graph = imports()
+    state: dict[str, int] = {}
+    circles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append(path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt])
+            elif nxt in graph and not state.get(nxt):
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if not state.get(module):
+            visit(module, [module])
+    assert circles == []
+
+
+def test_a_pure_move_of_the_trainer_changes_no_run_key(tmp_path):
+    """The trainer's modules laid out flat (as before issue 30) with their imports naming the old
+    paths hash like today's: run keys read what the code does, not where its files live."""
+    flat = []
+    for name in TRAINER_MODULES:
+        text = (LIBRARY / name).read_text()
+        for package in ("engine", "pipeline", "claims", "figures", "theory"):
+            text = text.replace(f"initmem.{package}.", "initmem.")
+        (tmp_path / Path(name).name).write_text(text)
+        flat.append(Path(name).name)
+    assert code_version(flat, base=tmp_path) == trainer_version()
+    # ...while a change of what the code does still changes it
+    clocks = tmp_path / "clocks.py"
+    shutil.copy(clocks, tmp_path / "orig")
+    clocks.write_text(clocks.read_text().replace("math.ceil(n / b)", "math.floor(n / b)"))
+    assert code_version(flat, base=tmp_path) != trainer_version()

@@ -1,0 +1,366 @@
+"""The clock-specific claims of Sec. 4 (issue 22), on any config that has the cells they need.
+
+Runs of the studies in :data:`CLOCK_STUDIES` are grouped into *cells* by their configuration (every
+spec key but sigma_w and seed: optimizer, lr, batch_size, epochs, l2, weight_decay, ...), across
+studies (a configuration two studies share counts once). Each cell's clocks are read from the
+history's T_* columns at its last epoch. Rows:
+
+- ``cell``: each configuration's spread and |beta| read at two points, tau_best (the paper's
+  protocol: the predictor at argmin val loss) and the end of training, with the share of runs that
+  reached 99.5% train accuracy and the share whose tau_best is at or after that;
+- "adaptive |beta(t)| falls once T_adapt is large": the decay statistic of
+  :class:`initmem.claims.verdicts.Shape` for each adaptive configuration ending at T_adapt >= :data:`T_ADAPT_LARGE`;
+- "curves align in the clock across learning rates and batch sizes better than in epochs or raw
+  steps": :func:`initmem.claims.verdicts.collapse` of the |beta| curves and of the spread curves (Adam in
+  T_adapt, SGD in T_SGD) against the nulls epoch, raw steps and the other optimizer's clock;
+- "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 repairs past T_L2
+  ~1": the share of a reference spread a configuration keeps, on either side of :data:`T_THRESHOLD`.
+
+A claim the config has no cells for is ``not measured``, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from initmem.claims import verdicts as V
+from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
+from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
+
+CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
+# The paper's threshold for the SGD and L2 clocks is "~1-5" (Sec. 4.2): T_SGD 7.3e-4 and 1.2e-2 keep
+# ~26 pp, T_SGD 4.7 keeps 9.7 of 22.8 pp (b=16); T_L2 0.94 keeps 17.4 of 23.8 pp, T_L2 4.7 leaves < 1 pp
+# (the paper's constant-lr arithmetic; the rule reads the exact clocks a run records, under which those
+# cosine runs are at T_SGD 1.77 and T_L2 0.47 and 2.37: each point stays on its side either way).
+# Read: a configuration below T_THRESHOLD keeps more than KEEP_SHARE of the reference spread, one at
+# or past it keeps less (every one of the paper's cells above is on its side of this rule).
+T_THRESHOLD = 1.0
+KEEP_SHARE = 0.5
+# "Adaptive |beta(t)| falls once T_adapt is large": large read as >= 10, an order past the adaptive
+# clock's unit scale (the paper's Adam runs end at T_adapt ~24 (b=256) to ~379 (b=16) exact, ~47 to
+# ~750 in its constant-lr arithmetic).
+T_ADAPT_LARGE = 10.0
+COLLAPSES = (("adam", "T_adapt", ("epoch", "steps", "T_sgd")), ("sgd", "T_sgd", ("epoch", "steps", "T_adapt")))
+CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_adapt": "T_adapt", "T_wd": "T_wd"}
+
+
+@dataclass
+class ClockCell:
+    """One configuration across the clock studies: its runs (with ``test_acc_end``/``val_acc_end``
+    at the last epoch), its history (stopped runs carried) and its clocks at the end of training."""
+
+    label: str
+    settings: dict
+    runs: pd.DataFrame
+    history: pd.DataFrame
+    clocks: dict
+    clocks_best: dict = None  # the clocks at each run's tau_best, averaged over the runs (where spreads at tau_best sit)
+
+    def curve(self, metric: str = "val_acc") -> V.Cell:
+        cell = V.cell_from_history(self.history, metric)
+        cell.fit, cell.label, cell.config = V.regime_counts(self.runs), self.label, dict(self.settings)
+        return cell
+
+    def cell(self, metric: str) -> V.Cell:
+        return to_cell(self.runs, metric, self.label)
+
+
+def _slug(label: str) -> str:
+    """'SGD b=16 lr=0.1 L2=0.01 E=12' -> 'sgd_b16_lr0.1_l2-0.01_e12' (for row ids)."""
+    return re.sub(r"[^a-z0-9.-]+", "_", label.replace("L2=", "l2-").replace("=", "").lower()).strip("_")
+
+
+def clock_cells(runs: pd.DataFrame, history: pd.DataFrame) -> list[ClockCell]:
+    """The configurations of :data:`CLOCK_STUDIES`, each run once (see the module docstring)."""
+    runs = runs[runs["study"].isin(CLOCK_STUDIES)] if not runs.empty else runs
+    if runs.empty or history.empty:
+        return []
+    keys = [k for k in CONFIG_KEYS if k in runs.columns]
+    runs = runs.drop_duplicates(keys + ["sigma_w", "seed"]).drop(columns=list(CLOCK_NAMES), errors="ignore")
+    hist = history.merge(runs[["study", "run_id"]], on=["study", "run_id"])
+    last = hist.sort_values("epoch").groupby(["study", "run_id"], sort=False).tail(1)
+    end = last[["study", "run_id", "test_acc", "val_acc", *[c for c in CLOCK_NAMES if c in last]]].rename(
+        columns={"test_acc": "test_acc_end", "val_acc": "val_acc_end"})
+    runs = runs.merge(end, on=["study", "run_id"], how="left")
+    if "tau_best" in runs:
+        at_best = hist.merge(runs[["study", "run_id", "tau_best"]], on=["study", "run_id"])
+        at_best = at_best[at_best["epoch"] == at_best["tau_best"]]
+        runs = runs.merge(at_best[["study", "run_id", *[c for c in CLOCK_NAMES if c in at_best]]].rename(
+            columns={c: f"{c}_best" for c in CLOCK_NAMES}), on=["study", "run_id"], how="left")
+    hist = carry_forward(hist)
+    cells = []
+    for _, g in runs.groupby(keys, dropna=False, sort=True):
+        h = hist.merge(g[["study", "run_id"]], on=["study", "run_id"])
+        settings = {k: g[k].iloc[0] for k in ("optimizer", "lr", "batch_size", "epochs", "l2", "weight_decay") if k in g}
+        best_cols = [f"{c}_best" for c in CLOCK_NAMES]
+        cells.append(ClockCell(label_of(g), settings, g.drop(columns=list(CLOCK_NAMES) + [c for c in best_cols if c in g]), h,
+                               {c: float(g[c].mean()) for c in CLOCK_NAMES if c in g},
+                               {c: float(g[f"{c}_best"].mean()) for c in CLOCK_NAMES if f"{c}_best" in g}))
+    return cells
+
+
+def _plain(c: ClockCell, optimizers: tuple[str, ...]) -> bool:
+    """No explicit L2 and no weight decay: the clock of the optimizer alone."""
+    wd = c.settings.get("weight_decay")
+    return c.settings.get("optimizer") in optimizers and not c.settings.get("l2") and (wd is None or not wd or pd.isna(wd))
+
+
+def _clocks_note(c: ClockCell, at_best: bool = False) -> str:
+    """The cell's clocks where a reading sits: at the end of training, or at tau_best (mean over its runs)."""
+    clocks = (c.clocks_best or {}) if at_best else c.clocks
+    where = "at tau_best (mean over the runs)" if at_best else "at the end of training"
+    return ", ".join(f"{CLOCK_NAMES[k]} {v:.3g}" for k, v in clocks.items() if (k != "T_wd" or v) and np.isfinite(v)) + f" {where}"
+
+
+def _signed_beta(cell: V.Cell) -> str:
+    """The signed beta beside |beta|, and each seed's sign (a sign change is not forgetting)."""
+    per_seed = []
+    for j in range(cell.n_seeds):
+        y, ok = cell.values[:, j], np.isfinite(cell.values[:, j])
+        if ok.sum() >= 2:
+            per_seed.append(np.polyfit(cell.sigmas[ok], y[ok], 1)[0])
+    pos, neg = sum(b > 0 for b in per_seed), sum(b < 0 for b in per_seed)
+    return f"signed beta {float(cell.slopes([])[0]):.3g} (per seed: {neg} negative, {pos} positive)"
+
+
+# --- two reading points --------------------------------------------------------------------------
+
+def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """Each configuration's spread and |beta| at tau_best and at the end of training."""
+    rows = []
+    abs_slope = lambda m: np.abs(m[0])  # noqa: E731
+    for c in cells:
+        for what, metric_best, metric_end, stat, prepare, unit in (
+                ("spread", "test_acc_best", "test_acc_end", lambda m: V.spread_pp(m[0]), None, "pp"),
+                ("|beta|", "val_acc_best", "val_acc_end", abs_slope, lambda cl, s: cl.slopes(s), "val acc per unit sigma_w")):
+            for read_at, metric, suffix in ((AT_BEST, metric_best, "best"), (AT_END, metric_end, "end")):
+                cell = c.cell(metric)
+                est = V.spread_estimate(cell) if what == "spread" else V.estimate([cell], stat, prepare=prepare)
+                note = _clocks_note(c, at_best=read_at == AT_BEST)
+                if what != "spread":
+                    note += f"; {_signed_beta(cell)}"
+                rows.append(row(f"cell_{_slug(c.label)}_{'spread' if what == 'spread' else 'beta'}_{suffix}", "cell",
+                                f"{c.label}: {what} ({unit})", math.nan, scale, est, cells=[cell], read_at=read_at, note=note))
+    return rows
+
+
+# --- |beta| falls once T_adapt is large ----------------------------------------------------------
+
+def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """Decay of |beta(t)| for every adaptive configuration that ends at T_adapt >= T_ADAPT_LARGE."""
+    adaptive = [c for c in cells if c.settings.get("optimizer") in ADAPTIVE]
+    large = [c for c in adaptive if c.clocks.get("T_adapt", 0) >= T_ADAPT_LARGE]
+    if not large:
+        most = max((c.clocks.get("T_adapt", 0) for c in adaptive), default=math.nan)
+        return [row("adapt_beta_falls_large_T", "direction", f"adaptive |beta(t)| falls once T_adapt >= {T_ADAPT_LARGE:g} (orders)",
+                    math.nan, scale, missing=f"no adaptive configuration reaches T_adapt >= {T_ADAPT_LARGE:g} (largest: {most:.3g})")]
+    return [decay_row(f"adapt_beta_falls_{_slug(c.label)}", f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
+                       f"ending at T_adapt {c.clocks['T_adapt']:.3g}", c.curve(), scale, floor_is_enough=False,
+                       note=f"'falls once T_adapt is large' read as the decay of 'decay by 1-2 orders' for T_adapt >= {T_ADAPT_LARGE:g}")
+            for c in large]
+
+
+# --- collapse across learning rates and batch sizes ----------------------------------------------
+
+def _common_sigmas(cells: list[V.Cell]) -> list[V.Cell]:
+    """The cells restricted to the sigma_w values all of them have (spreads over the same grid)."""
+    common = set.intersection(*(set(np.round(c.sigmas, 12)) for c in cells))
+    out = []
+    for c in cells:
+        keep = np.isin(np.round(c.sigmas, 12), sorted(common))
+        out.append(V.Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label, c.config))
+    return out
+
+
+PAPER_EXPONENT = {"T_adapt": 1.0, "T_sgd": 2.0}  # the learning rate's exponent in each clock (K eta; K eta^2 / b)
+
+
+def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """The exponent of the learning rate under which one optimizer's |beta| curves and spread curves
+    (every lr, b and length, no L2 or weight decay) collapse best, against the paper's clock
+    (:func:`initmem.claims.verdicts.exponent_scan`)."""
+    rows = []
+    for opt, clock, _nulls in COLLAPSES:
+        group = [c for c in cells if _plain(c, (opt,))]
+        paper_p = PAPER_EXPONENT[clock]
+        form = "K eta^p" if clock == "T_adapt" else "K eta^p / b"
+        for what in ("beta", "spread"):
+            cid = f"collapse_{what}_{opt}_{clock}"
+            quantity = (f"{LABEL[opt]}: exponent p of the clock {form} under which the {'log10 |beta|' if what == 'beta' else 'spread'} "
+                        f"curves across lr and b collapse best (paper: {CLOCK_NAMES[clock]}, p = {paper_p:g})")
+            side = V.between(0.0, math.inf)
+            if len(group) < 2:
+                rows.append(row(cid, "direction", quantity, paper_p, scale, side=side,
+                                missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}"))
+                continue
+            lrs = {float(c.settings["lr"]) for c in group}
+            if len(lrs) < 2:
+                rows.append(row(cid, "direction", quantity, paper_p, scale, side=side,
+                                missing=f"the {LABEL[opt]} configurations share one learning rate ({min(lrs):g}): its exponent cannot be measured"))
+                continue
+            rows.append(_collapse_row(cid, quantity, group, what, clock, paper_p, scale))
+    return rows
+
+
+def _signs(cells: list[V.Cell]) -> str:
+    """Which configurations' beta at the end of training is positive and which negative (a sign change
+    across configurations at the same clock is not forgetting)."""
+    signs = {c.label: float(np.sign(c.slopes([])[0][-1])) for c in cells}
+    pos, neg = [k for k, v in signs.items() if v > 0], [k for k, v in signs.items() if v < 0]
+    if pos and neg:
+        return f"beta changes sign across configurations at the end of training: positive in {', '.join(pos)}; negative in {', '.join(neg)}"
+    return ""
+
+
+def _across_lr(pairs: list[str], group: list[ClockCell]) -> int:
+    """How many of the kept pairs ('label / label') join two learning rates."""
+    lr = {c.label: float(c.settings["lr"]) for c in group}
+    return sum(lr.get(a) != lr.get(b) for a, b in (p.split(" / ", 1) for p in pairs))
+
+
+def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, paper_p: float, scale: str) -> dict:
+    if what == "beta":
+        curves_of = [c.curve("val_acc") for c in group]
+        floor = max(float(V.noise_floor(c.fits([])[1])[0]) for c in curves_of)
+        prepare = lambda cl: V.log_abs_beta(cl.slopes([]), floor)  # noqa: E731
+        how = f"log10 |beta| floored at the noise floor {floor:.3g} (2 OLS SE, the largest of the configurations')"
+    else:
+        curves_of = _common_sigmas([c.curve("test_acc") for c in group])
+        prepare = lambda cl: V.spread_pp(cl.means([]))  # noqa: E731
+        how = f"spread of seed-mean test acc per epoch over sigma_w {'/'.join(f'{s:g}' for s in curves_of[0].sigmas)}"
+    lrs = [float(c.settings["lr"]) for c in group]
+    full = V.exponent_scan(curves_of, [prepare(c) for c in curves_of], clock, lrs, paper_p)
+    side = V.between(0.0, math.inf)
+    if full["best"] is None or not full["kept"]:
+        why = "; ".join(full["omitted"][:4]) + (f"; {len(full['omitted']) - 4} more" if len(full["omitted"]) > 4 else "")
+        return row(cid, "direction", quantity, paper_p, scale, side=side,
+                   missing=f"no pair of configurations at two learning rates overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
+    best = float(full["best"][0])
+    draws = [V.exponent_scan(d, [prepare(c) for c in d], clock, lrs, paper_p)["best"] for d in V.seed_bootstrap(curves_of)]  # noqa: E501
+    draws = np.array([float(b[0]) for b in draws if b is not None])
+    low, high = (float(np.quantile(draws, 0.5 - V.LEVEL / 2)), float(np.quantile(draws, 0.5 + V.LEVEL / 2))) if len(draws) else (math.nan, math.nan)
+    n_seeds = min(c.n_seeds for c in curves_of)
+    est = V.Estimate(best, low, high, f"seed bootstrap, {V.EXPONENT_DRAWS} draws paired across configurations, 2.5-97.5% "
+                     f"of the best exponent (grid {V.EXPONENT_GRID[0]:g} to {V.EXPONENT_GRID[-1]:g} by 0.1)",
+                     int(sum(c.n_runs for c in curves_of)), n_seeds, np.array([best]))
+    decided = None if n_seeds < 2 else (V.exponent_verdict(low, high, paper_p), "")
+    power = ""
+    if decided is not None and decided[0] == V.INCONCLUSIVE:
+        power = (f"~{math.ceil(n_seeds * ((best - low) / best) ** 2)} seeds per configuration for the interval to leave p = 0 "
+                 "(its half-width shrinking as 1/sqrt(seeds) about the best exponent)" if best > 0
+                 else "no number of seeds at this effect: the best exponent is <= 0")
+    grid = list(V.EXPONENT_GRID)
+    dist = full["distance"][:, 0]
+    at = lambda p: float(dist[int(np.argmin(np.abs(np.asarray(grid) - p)))])  # noqa: E731
+    edge = " (at the edge of the scan)" if best in (grid[0], grid[-1]) else ""
+    note = "; ".join(n for n in (
+        f"{how}; mean distance at the best p {best:g}{edge} {at(best):.3g}, at the paper's p {paper_p:g} {at(paper_p):.3g}, "
+        f"at p = 0 (schedule-weighted steps) {at(0.0):.3g}",
+        f"reproduced when the interval contains p = {paper_p:g} and excludes p = 0",
+        f"{len(full['kept'])} pair(s) of {len(group) * (len(group) - 1) // 2} used, {_across_lr(full['kept'], group)} of them at two "
+        f"learning rates (only those measure p): {', '.join(full['kept'])}",
+        f"left out: {'; '.join(full['omitted'])}" if full["omitted"] else "",
+        f"every exponent compared over the stretch of each pair inside their shared {CLOCK_NAMES[clock]} range "
+        f"(minimum overlap {V.MIN_OVERLAP:.0%} of each curve)",
+        _signs(curves_of) if what == "beta" else "") if n)
+    return row(cid, "direction", quantity, paper_p, scale, est, side=side, decided=decided, cells=curves_of, read_at=CURVE, note=note,
+               power=power)
+
+
+# --- the spread kept on either side of the threshold ---------------------------------------------
+
+def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, clock: str, scale: str) -> list[dict]:
+    """Spread of ``c`` over the spread of ``ref`` (matched sigma_w and seeds), at tau_best and at the
+    end of training, against the side its clock value puts it on. A reference spread whose interval
+    reaches 0 has nothing to keep or lose: ``inconclusive``, with that reason."""
+    past = c.clocks.get(clock, math.nan) >= T_THRESHOLD
+    side = V.less(KEEP_SHARE) if past else V.greater(KEEP_SHARE)
+    a, b, match = matched(c.runs, ref.runs)
+    rows = []
+    for read_at, metric, suffix in ((AT_BEST, "test_acc_best", "best"), (AT_END, "test_acc_end", "end")):
+        cells = [to_cell(a, metric, c.label), to_cell(b, metric, ref.label)]
+        est = V.estimate(cells, lambda m: V.spread_pp(m[0]) / V.spread_pp(m[1])) if None not in cells else None
+        decided, power = None, ""
+        if est is not None and not est.one_seed:
+            base = V.spread_estimate(cells[1])
+            if not base.p_null < 1 - V.LEVEL:
+                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise-only null "
+                                           f"(mean {base.null_mean:.3g} pp, p = {base.p_null:.2g}): nothing to keep or lose")
+                q = base.high - base.effect
+                power = (f"~{math.ceil(base.n_seeds * (q / base.corrected) ** 2)} seeds for the reference spread to clear its noise "
+                         "(the null's quantile shrinking as 1/sqrt(seeds) below the noise-corrected spread)" if base.corrected > 0
+                         else "no number of seeds at this effect: the reference spread is all noise")
+        rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
+                        f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
+                        cells=[x for x in cells if x], read_at=read_at, power=power,
+                        note="; ".join(n for n in (
+                            f"{CLOCK_NAMES[clock]} {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g} for the "
+                            f"reference; below {T_THRESHOLD:g} the paper's cells keep > {KEEP_SHARE:g} of the spread, past it < {KEEP_SHARE:g}",
+                            match) if n)))
+    return rows
+
+
+def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """SGD keeps its spread at small T_SGD and loses it past the threshold: per batch size, each SGD
+    configuration's spread as a share of the one with the smallest T_SGD (which must be < 1)."""
+    rows, sides = [], set()
+    sgd = [c for c in cells if _plain(c, ("sgd",))]
+    for b in sorted({int(c.settings["batch_size"]) for c in sgd}):
+        group = sorted((c for c in sgd if int(c.settings["batch_size"]) == b), key=lambda c: c.clocks.get("T_sgd", math.inf))
+        if len(group) < 2 or not group[0].clocks.get("T_sgd", math.inf) < T_THRESHOLD:
+            continue
+        ref = group[0]
+        for c in group[1:]:
+            sides.add(c.clocks["T_sgd"] >= T_THRESHOLD)
+            rows += _kept_share_rows(f"sgd_T_{_slug(c.label)}", f"{c.label} over {ref.label}", c, ref, "T_sgd", scale)
+    for past, cid, why in ((False, "sgd_keeps_below_threshold", f"no batch size has two SGD configurations below T_SGD {T_THRESHOLD:g}"),
+                           (True, "sgd_loses_past_threshold", f"no SGD configuration reaches T_SGD >= {T_THRESHOLD:g} beside one below it at the same b")):
+        if past not in sides:
+            largest = max((c.clocks.get("T_sgd", math.nan) for c in sgd), default=math.nan)
+            rows.append(row(cid, "direction", f"SGD spread share {'past' if past else 'below'} T_SGD {T_THRESHOLD:g}", math.nan, scale,
+                            missing=f"{why} (largest T_SGD: {largest:.3g})"))
+    return rows
+
+
+def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """L2 repairs past T_L2 ~1: each SGD+L2 configuration's spread as a share of the same
+    configuration's without L2; where the config has no such run, as a share of the same
+    configuration's with the smallest L2 whose T_L2 is below 1 (the paper's own contrast, Sec. 4.2:
+    T_L2 0.94 keeps 17.4 pp, T_L2 4.7 leaves < 1 pp)."""
+    rows, sides = [], set()
+    same = ("optimizer", "lr", "batch_size", "epochs")
+    with_l2 = [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]
+    for c in with_l2:
+        peers = [o for o in cells if all(o.settings.get(k) == c.settings.get(k) for k in same)]
+        base = [o for o in peers if _plain(o, ("sgd",))]
+        if base:
+            ref, what = base[0], "no L2"
+        else:
+            below = sorted((o for o in peers if o in with_l2 and o is not c and o.clocks.get("T_l2", math.inf) < T_THRESHOLD),
+                           key=lambda o: o.clocks["T_l2"])
+            if not below:
+                continue
+            ref, what = below[0], f"L2 {below[0].settings['l2']:g} (T_L2 below {T_THRESHOLD:g}; no run without L2 here)"
+        sides.add(c.clocks.get("T_l2", 0) >= T_THRESHOLD)
+        rows += _kept_share_rows(f"l2_T_{_slug(c.label)}", f"{c.label} over {what}", c, ref, "T_l2", scale)
+    if True not in sides:
+        largest = max((c.clocks.get("T_l2", 0) for c in cells), default=math.nan)
+        rows.append(row("l2_repairs_past_threshold", "direction", f"SGD+L2 spread share past T_L2 {T_THRESHOLD:g}", math.nan, scale,
+                        missing=f"no SGD+L2 configuration reaches T_L2 >= {T_THRESHOLD:g} beside a reference below it, without L2 or "
+                                f"with a smaller L2 at the same lr and b (largest T_L2: {largest:.3g})"))
+    return rows
+
+
+def clock_claims(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
+    """Every clock-tier row (see the module docstring)."""
+    cells = clock_cells(runs, history)
+    if not cells:
+        return []
+    scale = scale_label(runs, [s for s in CLOCK_STUDIES if s in set(runs["study"])])
+    return (cell_rows(cells, scale) + adaptive_fall_rows(cells, scale) + collapse_rows(cells, scale)
+            + sgd_threshold_rows(cells, scale) + l2_threshold_rows(cells, scale))

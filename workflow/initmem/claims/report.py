@@ -1,0 +1,276 @@
+"""claims.csv for reading: ``claims.md``, the verdict counts, and the verdict table the READMEs
+carry between the markers :data:`BEGIN` and :data:`END` (one source: an evidence folder's claims.csv)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from initmem.claims import verdicts as V
+from initmem.claims.registry import REGISTRY, lookup, registry_markdown
+from initmem.claims.rows import AT_BEST, AT_END
+
+BEGIN, END = "<!-- verdict-table:begin -->", "<!-- verdict-table:end -->"
+
+INTERVALS = (
+    "Intervals: for contrasts and ratios, a t-interval at level 0.95 around the full-sample statistic, with the delete-one-seed "
+    "jackknife standard error and n - 1 degrees of freedom (`ci_method`); for a contrast of seed means it is the t-interval on "
+    "the per-seed values, whose coverage is right at any n >= 2 when seed noise is roughly normal. A single spread (max - min "
+    "over sigma_w) is positive even when sigma_w does nothing: it is read against a null that permutes the sigma_w labels "
+    "within seeds (`null_mean`, its p-value `p_null`, the noise-corrected `corrected`), its interval the observed spread -/+ "
+    "that null's 97.5% quantile. The clock's exponent: a seed bootstrap of the best-collapsing exponent. Seeds pair "
+    "configurations (one seed, the same init draws); compared configurations are matched on sigma_w values and seeds. "
+    "No interval with one seed.")
+WORDS = (
+    "Verdicts: `reproduced` (interval entirely on the paper's side), `not reproduced` (entirely on the other side), "
+    "`inconclusive`; `cannot be decided above the noise floor` (a |beta| shape hidden by the OLS noise, 2 standard "
+    "errors); `outside the paper's regime` (a claim about networks trained to fit, measured where fewer than "
+    f"{V.REGIME_MIN_FIT:.0%} of a configuration's runs reached 99.5% train accuracy; `statistic alone` keeps what the "
+    "interval says); `not testable with one seed`; `not measured` (the config lacks what the claim needs; counted apart).")
+READING = ("Read at: `tau_best` (the paper's protocol, the predictor at argmin val loss), `end of training`, or the "
+           "`curve over the run`. `fitted`: share of the runs behind a row that reached 99.5% train accuracy; "
+           "`tau_best fitted`: share whose tau_best is at or after that epoch.")
+
+
+def _fmt(v, spec: str = ".3g") -> str:
+    if isinstance(v, (float, np.floating)):
+        return "" if math.isnan(v) else format(float(v), spec)
+    return str(v).replace("|", "\\|")  # a literal | would end the Markdown cell
+
+
+def _interval(lo: float, hi: float) -> str:
+    return f"[{_fmt(lo)}, {_fmt(hi)}]" if np.isfinite(lo) and np.isfinite(hi) else ""
+
+
+def _share(v: float) -> str:
+    return "" if not np.isfinite(v) else f"{100 * v:.0f}%"
+
+
+def directions(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(measured directional rows, not-measured directional rows)."""
+    d = table[table["kind"] == "direction"]
+    return d[d["verdict"] != V.NOT_MEASURED], d[d["verdict"] == V.NOT_MEASURED]
+
+
+def counts_line(table: pd.DataFrame) -> str:
+    """'N directional claims measured: a reproduced, ...; m not measured.' (the one wording used everywhere)."""
+    measured, missing = directions(table)
+    counts = measured["verdict"].value_counts()
+    words = [f"{counts.get(v, 0)} {v}" for v in V.VERDICTS if v != V.NOT_MEASURED and (counts.get(v, 0) or v in V.VERDICTS[:3])]
+    return (f"{len(measured)} directional claims measured: {', '.join(words)}; "
+            f"{len(missing)} more not measured (the config lacks what they need).")
+
+
+def _table(df: pd.DataFrame, cols: dict) -> str:
+    """A Markdown table of ``df`` with ``cols``: header -> function of a row."""
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt(f(r)) for f in cols.values()) + " |" for _, r in df.iterrows()]
+    return "\n".join(lines) + "\n"
+
+
+def verdict_table(table: pd.DataFrame, compact: bool = False) -> str:
+    """The measured directional claims as the READMEs show them (``compact``: four columns, for the
+    repository's front page), the interval method and the counts line."""
+    measured, missing = directions(table)
+    if compact:
+        cols = {"claim": lambda r: r["quantity"], "read at": lambda r: r["read_at"],
+                "measured [interval]": lambda r: f"{_fmt(r['reproduced'])} {_interval(r['ci_low'], r['ci_high'])}".strip(),
+                "verdict (the interval alone)": lambda r: f"**{r['verdict']}**"
+                + (f" ({r['statistic_verdict']})" if r["statistic_verdict"] != r["verdict"] else "")}
+    else:
+        cols = {"claim": lambda r: r["quantity"], "read at": lambda r: r["read_at"], "measured": lambda r: r["reproduced"],
+                "interval": lambda r: _interval(r["ci_low"], r["ci_high"]), "paper's side": lambda r: r["paper_side"],
+                "statistic alone": lambda r: r["statistic_verdict"], "verdict": lambda r: f"**{r['verdict']}**",
+                "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
+                "would decide": lambda r: r.get("would_decide", "")}
+    methods = sorted(set(measured["ci_method"]) - {""})
+    out = [_table(measured, cols), f"Intervals: {'; '.join(methods) or 'none'} (level 0.95).\n", f"**{counts_line(table)}**\n"]
+    if not missing.empty:
+        out.append("Not measured: " + ", ".join(f"`{i}`" for i in missing["id"]) + ".\n")
+    return "\n".join(out)
+
+
+def _cells_table(cells: pd.DataFrame) -> str:
+    """One line per configuration: spread and |beta| at tau_best and at the end of training."""
+    rows = []
+    for name, g in cells.groupby(cells["quantity"].str.split(": ").str[0], sort=False):
+        get = lambda what, at, g=g: g[g["id"].str.contains(f"_{what}_") & (g["read_at"] == at)].iloc[0]  # noqa: E731
+        r = {"configuration": name, "clocks at the end": get("spread", AT_END)["note"].split("; ")[0],
+             "clocks at tau_best": get("spread", AT_BEST)["note"].split("; ")[0]}
+        for what, label in (("spread", "spread (pp)"), ("beta", "|beta|")):
+            for at in (AT_BEST, AT_END):
+                x = get(what, at)
+                r[f"{label} at {at}"] = f"{_fmt(x['reproduced'])} {_interval(x['ci_low'], x['ci_high'])}".strip()
+                if what == "spread":
+                    r[f"{label} at {at}"] += f", noise-only {_fmt(x.get('null_mean', math.nan))}, p {_fmt(x.get('p_null', math.nan), '.2g')}"
+                else:
+                    r[f"{label} at {at}"] += f" ({x['note'].split('; ')[-1]})"
+        first = g.iloc[0]
+        r |= {"fitted": _share(first["share_fit"]), "tau_best fitted": _share(first["share_best_fitted"]), "runs": int(first["n_runs"])}
+        rows.append(r)
+    df = pd.DataFrame(rows)
+    return _table(df, {c: (lambda r, c=c: r[c]) for c in df.columns})
+
+
+def claims_markdown(table: pd.DataFrame) -> str:
+    """claims.csv rendered for reading: verdicts first, then the configurations read at two points,
+    the headline numbers and the clock arithmetic; the scale of each study once, at the top."""
+    out = ["# The paper's claims beside ours\n", INTERVALS + "\n", WORDS + "\n", READING + "\n"]
+    measured_rows = table[(table["kind"] != "clock") & ~table["scale"].str.startswith("not in this config")]
+    scales = sorted({part for s in measured_rows["scale"] for part in s.split("; ") if part})
+    if scales:
+        out += ["Measured at:\n", "\n".join(f"- {s}" for s in scales) + "\n"]
+    measured, missing = directions(table)
+    if not measured.empty or not missing.empty:
+        out.append(f"**{counts_line(table)}**\n")
+    if not measured.empty:
+        cols = {"id": lambda r: r["id"], "quantity": lambda r: r["quantity"], "read at": lambda r: r["read_at"],
+                "paper": lambda r: r["paper"], "measured": lambda r: r["reproduced"],
+                "interval": lambda r: _interval(r["ci_low"], r["ci_high"]), "method": lambda r: r["ci_method"],
+                "paper's side": lambda r: r["paper_side"], "statistic alone": lambda r: r["statistic_verdict"],
+                "verdict": lambda r: r["verdict"], "fitted": lambda r: _share(r["share_fit"]),
+                "tau_best fitted": lambda r: _share(r["share_best_fitted"]), "runs": lambda r: int(r["n_runs"]),
+                "would decide": lambda r: r.get("would_decide", ""), "note": lambda r: r["note"]}
+        out += ["## Directional claims\n", _table(measured, cols)]
+    if not missing.empty:
+        out += ["## Not measured\n", _table(missing, {"id": lambda r: r["id"], "quantity": lambda r: r["quantity"],
+                                                      "why": lambda r: r["note"]})]
+    cells = table[table["kind"] == "cell"]
+    if not cells.empty:
+        out += ["## Configurations read at two points\n",
+                "Each configuration of the clock studies once (a configuration two studies share counts once): the spread "
+                "(max - min over sigma_w of the seed-mean test accuracy) and |beta| (OLS slope of the validation accuracy on "
+                "sigma_w), at tau_best and at the end of training, with their intervals (rows `cell_*` of claims.csv).\n",
+                _cells_table(cells)]
+    n = table[table["kind"] == "number"]
+    if not n.empty:
+        out += ["## Headline numbers\n", _table(n, {"id": lambda r: r["id"], "quantity": lambda r: r["quantity"], "paper": lambda r: r["paper"],
+                                                     "measured": lambda r: r["reproduced"],
+                                                     "interval": lambda r: _interval(r["ci_low"], r["ci_high"]),
+                                                     "noise-only mean": lambda r: r.get("null_mean", math.nan),
+                                                     "p (noise)": lambda r: r.get("p_null", math.nan),
+                                                     "noise-corrected": lambda r: r.get("corrected", math.nan),
+                                                     "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
+                                                     "note": lambda r: r["note"]})]
+    out += ["## The claims tested (`initmem/claims/registry.py`)\n", registry_markdown()]
+    c = table[table["kind"] == "clock"]
+    if not c.empty:
+        out += ["## Forgetting timescales\n", _table(c, {k: (lambda r, k=k: r[k]) for k in ("id", "quantity", "paper", "reproduced",
+                                                                                              "exact_as_run", "scale")})]
+    return "\n".join(out)
+
+
+# --- the README blocks -------------------------------------------------------------------------
+
+SHORT = {V.REPRODUCED: "reproduced", V.NOT_REPRODUCED: "not reproduced", V.INCONCLUSIVE: "inconclusive",
+         V.NOT_MEASURED: "-"}
+
+
+def _tier_cell(r: pd.Series | None) -> str:
+    """One tier's word for a claim: its verdict, and what the interval alone says where they differ."""
+    if not isinstance(r, pd.Series) or r["verdict"] == V.NOT_MEASURED:  # NaN: the folder has no such row
+        return "-"
+    word = f"**{SHORT.get(r['verdict'], r['verdict'])}**"
+    return word + (f" ({SHORT.get(r['statistic_verdict'], r['statistic_verdict'])})" if r["statistic_verdict"] != r["verdict"] else "")
+
+
+def tiers_table(tables: dict[str, pd.DataFrame]) -> str:
+    """The directional claims side by side, one column per evidence folder (claims measured in at
+    least one; '-' where a folder does not measure it at that setting), then each folder's counts line."""
+    rows: dict[tuple[str, str], dict] = {}
+    for name, table in tables.items():
+        for _, r in directions(table)[0].iterrows():
+            # keyed by id and wording: a claim measured at another setting in another folder gets its own row
+            label = r["quantity"] + (f", read at the {r['read_at']}" if r.get("read_at") == AT_END else "")
+            rows.setdefault((r["id"], label), {"claim": label})[name] = r
+    cols = {"claim": lambda r: r["claim"]} | {f"`{n}`": (lambda r, n=n: _tier_cell(r.get(n))) for n in tables}
+    out = [_table(pd.DataFrame(list(rows.values())), cols) if rows else "No directional claim measured.\n"]
+    out += [f"`{n}`: **{counts_line(t)}**\n" for n, t in tables.items()]
+    return "\n".join(out)
+
+
+def what_size_decides(table: pd.DataFrame) -> str:
+    """What this folder's size can and cannot decide, from its rows: the decided rows, and for the
+    undecided ones the seeds (or seeds x sigma_w grid) the power column says would decide them."""
+    measured = directions(table)[0]
+    decided = measured[measured["statistic_verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED])]
+    open_ = measured[measured["statistic_verdict"].isin([V.INCONCLUSIVE, V.BELOW_FLOOR])]
+    seeds = pd.to_numeric(open_["would_decide"].astype(str).str.extract(r"~(\d+) seeds")[0], errors="coerce").dropna()
+    nums = measured["n_seeds"][measured["n_seeds"] > 0]
+    few, many = (int(nums.min()), int(nums.max())) if len(nums) else (0, 0)
+    lines = [f"**What this size decides.** With {few if few == many else f'{few}-{many}'} seeds per "
+             f"configuration, the intervals alone decide {len(decided)} of {len(measured)} measured claims "
+             f"(`statistic alone`: reproduced or not reproduced); {len(open_)} stay open."]
+    if len(seeds):
+        lines.append(f"At the measured effects and noise those open rows would need ~{int(seeds.min())}-{int(seeds.max())} seeds per "
+                     f"configuration (median {int(seeds.median())}; column `would decide`: the interval's half-width shrinking as "
+                     "1/sqrt(seeds); for |beta| shapes, seeds x Sxx of the sigma_w grid, since the noise floor is "
+                     "2 sigma_r / sqrt(seeds x Sxx)).")
+    return " ".join(lines) + "\n"
+
+
+def _family(cid: str) -> str:
+    claim = lookup(cid)
+    return claim.family if claim else "other"
+
+
+def _short_counts(rows: pd.DataFrame) -> str:
+    counts = rows["verdict"].value_counts()
+    return ", ".join(f"{counts[v]} {SHORT_WORD.get(v, v)}" for v in V.VERDICTS if counts.get(v, 0))
+
+
+SHORT_WORD = {V.OUTSIDE_REGIME: "outside the regime", V.BELOW_FLOOR: "below the noise floor", V.ONE_SEED: "one seed"}
+
+
+def family_summary(tables: dict[str, pd.DataFrame]) -> str:
+    """The README's short view: per claim family (:mod:`initmem.claims.registry`) and evidence folder,
+    the verdict counts of the measured directional claims, then every decided row (reproduced or not)
+    with its number, interval and the paper's side; each folder's counts line."""
+    fams = list(dict.fromkeys(c.family for c in REGISTRY)) + ["other"]
+    rows = []
+    for fam in fams:
+        r = {"claim family": fam}
+        for name, table in tables.items():
+            measured = directions(table)[0]
+            mine = measured[measured["id"].map(_family) == fam]
+            r[f"`{name}`"] = _short_counts(mine) if not mine.empty else "not measured"
+        if any(v != "not measured" for k, v in r.items() if k != "claim family"):
+            rows.append(r)
+    df = pd.DataFrame(rows)
+    out = [_table(df, {c: (lambda r, c=c: r[c]) for c in df.columns}) if rows else "No directional claim measured.\n"]
+    decided = []
+    for name, table in tables.items():
+        measured = directions(table)[0]
+        for _, r in measured[measured["verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED])].iterrows():
+            decided.append(f"- `{name}`: {r['quantity']}: **{r['verdict']}**, {_fmt(r['reproduced'])} "
+                           f"{_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']})")
+    out.append("Decided rows:\n\n" + ("\n".join(decided) if decided else "none") + "\n")
+    out += [f"`{n}`: **{counts_line(t)}**\n" for n, t in tables.items()]
+    return "\n".join(out)
+
+
+def readme_block(folders: list[Path], root: Path, compact: bool = False) -> str:
+    """The verdict tables of the evidence ``folders`` (from each one's tables/claims.csv), with the
+    command that regenerates them; ``compact`` (the repository's README): every folder side by side
+    in one table, the verdict words only (the interval alone in brackets where it says otherwise)."""
+    out = ["<!-- generated by `python -m initmem reanalyse`: edit the claims, not this table -->\n"]
+    tables = {f.name: pd.read_csv(f / "tables" / "claims.csv", keep_default_na=False, na_values=[""]) for f in folders}
+    if compact:
+        return "\n".join(out + [family_summary(tables),
+                                 "Every row, with its interval, regime and the seeds that would decide it: each folder's README "
+                                 "and `tables/claims.md`.\n"]).rstrip() + "\n"
+    for f in folders:
+        out += [f"Verdicts of `{f.resolve().relative_to(root.resolve())}` (`tables/claims.md`):\n", verdict_table(tables[f.name]),
+                what_size_decides(tables[f.name])]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with what lies between the :data:`BEGIN` and :data:`END` lines replaced by ``block``."""
+    start, stop = text.find(BEGIN), text.find(END)
+    if start < 0 or stop < start:
+        raise ValueError(f"no {BEGIN} ... {END} block to fill")
+    return text[: start + len(BEGIN)] + "\n" + block + text[stop:]

@@ -1,0 +1,200 @@
+"""What every claim module shares: the columns of ``claims.csv``, selecting a claim's runs into
+cells (matched on sigma_w and seeds where two are compared) and turning an estimate into a row
+with its verdict, interval method and regime (:mod:`initmem.claims.verdicts`)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pandas as pd
+
+from initmem.claims import verdicts as V
+from initmem.claims.registry import lookup, regime_check
+from initmem.claims.verdicts import Cell, Estimate, Side
+
+COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
+           "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
+           "null_mean", "p_null", "corrected", "section", "regime", "would_decide"]
+ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
+LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
+         "muon_full": "Muon (full)", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
+PAPER_LR = 1e-3  # the main grid's learning rate (Table 1); main-study claims read only these runs
+AT_BEST, AT_END, CURVE = "tau_best", "end of training", "curve over the run"
+
+
+def select(df: pd.DataFrame, study: str | None, **filters) -> pd.DataFrame:
+    """Rows of ``study`` (any study: None) matching every filter (floats compared with isclose);
+    empty when a column is missing."""
+    if df.empty or "study" not in df:
+        return df.iloc[0:0]
+    if study is not None:
+        df = df[df["study"] == study]
+    for k, v in filters.items():
+        if k not in df.columns:
+            return df.iloc[0:0]
+        df = df[np.isclose(df[k].astype(float), v)] if isinstance(v, float) else df[df[k] == v]
+    return df
+
+
+def describe(filters: dict) -> str:
+    """'Adam b=16 lr=0.001' from a claim's filters (for notes and cell labels)."""
+    parts = [LABEL.get(filters["optimizer"], filters["optimizer"])] if "optimizer" in filters else []
+    names = {"batch_size": "b", "lr": "lr", "l2": "L2", "epochs": "E", "variant": "", "norm": ""}
+    parts += [f"{names[k]}={v:g}" if isinstance(v, float) and names[k] else (f"{names[k]}={v}" if names[k] else str(v))
+              for k, v in filters.items() if k in names]
+    return " ".join(parts)
+
+
+def config_of(df: pd.DataFrame) -> dict:
+    """The settings one configuration's rows share (optimizer, lr, l2, batch_size; the regime rules read them)."""
+    return {k: df[k].iloc[0] for k in ("optimizer", "lr", "l2", "batch_size", "epochs") if k in df and df[k].nunique(dropna=False) == 1}
+
+
+def label_of(df: pd.DataFrame) -> str:
+    """:func:`describe` of the settings one configuration's rows share."""
+    keys = [k for k in ("optimizer", "batch_size", "lr", "l2", "epochs") if k in df and df[k].nunique() == 1]
+    return describe({k: (float(df[k].iloc[0]) if k in ("lr", "l2") else df[k].iloc[0]) for k in keys})
+
+
+def to_cell(sel: pd.DataFrame, metric: str = "test_acc_best", label: str = "") -> Cell | None:
+    """The (sigma_w x seed) cell of one configuration's runs; None when empty."""
+    if sel.empty:
+        return None
+    cell = V.cell_from_runs(sel, metric)
+    cell.label, cell.config = label or label_of(sel), config_of(sel)
+    return cell
+
+
+def run_cell(runs: pd.DataFrame, study: str | None, metric: str = "test_acc_best", **filters) -> Cell | None:
+    """The (sigma_w x seed) cell of one configuration; None when absent or when several match."""
+    sel = select(runs, study, **filters)
+    if not sel.empty and sel.duplicated(["sigma_w", "seed"]).any():
+        print(f"claims: several configurations of {study} match {filters}; the claims on them are left out", file=sys.stderr)
+        return None
+    return to_cell(sel, metric)
+
+
+def curve_cell(history: pd.DataFrame, runs: pd.DataFrame, study: str | None, metric: str = "val_acc", **filters) -> Cell | None:
+    """The (epoch x sigma_w x seed) cell of one configuration (stopped runs carried), its regime
+    counted on the same configuration's rows of runs.csv."""
+    sel = select(history, study, **filters)
+    if sel.empty or sel.duplicated(["sigma_w", "seed", "epoch"]).any():
+        if not sel.empty:
+            print(f"claims: several configurations of {study} match {filters}; the curve claims on them are left out", file=sys.stderr)
+        return None
+    cell = V.cell_from_history(sel, metric)
+    cell.fit, cell.label, cell.config = V.regime_counts(select(runs, study, **filters)), label_of(sel), config_of(sel)
+    return cell
+
+
+def matched(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Both run sets restricted to the sigma_w values and seeds they share, and a note saying what
+    was left out (empty when nothing was)."""
+    sig, seeds = set(a["sigma_w"]) & set(b["sigma_w"]), set(a["seed"]) & set(b["seed"])
+    keep = lambda d: d[d["sigma_w"].isin(sig) & d["seed"].isin(seeds)]  # noqa: E731
+    ka, kb = keep(a), keep(b)
+    if len(ka) == len(a) and len(kb) == len(b):
+        return ka, kb, ""
+    return ka, kb, (f"matched on sigma_w {'/'.join(f'{s:g}' for s in sorted(sig)) or 'none'} and seeds "
+                    f"{'/'.join(map(str, sorted(seeds))) or 'none'} ({len(a) - len(ka)} + {len(b) - len(kb)} runs left out)")
+
+
+def regime_columns(cells: list[Cell]) -> dict:
+    reg = V.regime(cells)
+    return {"share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"]}
+
+
+def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estimate | None = None, *,
+        side: Side | None = None, decided: tuple[str, str] | None = None, cells: list[Cell] = (), fitted: bool = True,
+        read_at: str = AT_BEST, note: str = "", missing: str = "", power: str = "") -> dict:
+    """One claims.csv row.
+
+    ``est`` None: the config lacks what the claim needs (``not measured`` for a direction, with
+    ``missing`` as the reason). A direction's verdict is ``decided`` (verdict, note) or the estimate
+    against ``side``; a ``fitted`` claim (about networks trained to fit) whose cells are outside
+    that regime (:func:`initmem.claims.verdicts.regime`) gets ``outside the paper's regime``, and the
+    verdict of the statistic alone stays in ``statistic_verdict``."""
+    base = {"id": cid, "kind": kind, "quantity": quantity, "paper": paper, "read_at": read_at, "exact_as_run": math.nan,
+            "scale": scale, "paper_side": side.text() if side is not None else ""}
+    if est is None:
+        v = V.NOT_MEASURED if kind == "direction" else ""
+        return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
+                       "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
+                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan, "section": "", "regime": "", "would_decide": "",
+                       "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
+    notes = [note]
+    v = ""
+    if kind == "direction":
+        if decided is not None:
+            v, why = decided
+            notes.insert(0, why)
+        elif not math.isfinite(est.effect) and not est.one_seed:
+            v, notes = V.INCONCLUSIVE, ["no value", *notes]
+        else:
+            v = V.side_verdict(est, side)
+    stat_v = v
+    if kind == "direction" and stat_v == V.INCONCLUSIVE and decided is None and not power and side is not None:
+        n = V.seeds_to_decide(est, side)
+        power = (f"~{n:.0f} seeds per configuration (the interval shrinking as 1/sqrt(seeds) at the measured effect)"
+                 if math.isfinite(n) else ("more than 100,000 seeds" if n == math.inf else "no number of seeds: the effect sits on the boundary"))
+    reg = V.regime(list(cells))
+    claim = lookup(cid) if kind == "direction" else None
+    in_regime, why = regime_check(claim, cells)
+    if in_regime is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
+        v = V.OUTSIDE_REGIME
+        notes.append(f"outside the paper's regime {why}")
+    elif why:
+        notes.append(why)
+    return base | {"reproduced": est.effect, "ci_low": est.low, "ci_high": est.high, "ci_method": est.method, "verdict": v,
+                   "statistic_verdict": stat_v, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
+                   "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
+                   "null_mean": est.null_mean, "p_null": est.p_null, "corrected": est.corrected,
+                   "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "", "would_decide": power,
+                   "note": "; ".join(n for n in notes if n)}
+
+
+def difference(stat):
+    """stat(first cell) - stat(second cell), per replicate."""
+    return lambda m: stat(m[0]) - stat(m[1])
+
+
+def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.DataFrame, side: Side, scale: str,
+               note: str = "", missing: str = "", fitted: bool = True) -> dict:
+    """Directional claim spread(a) - spread(b) on the paper's ``side``, the two run sets matched on
+    sigma_w and seeds (:func:`matched`)."""
+    if a.empty or b.empty:
+        return row(cid, "direction", quantity, paper, scale, side=side, missing=missing or "not in this config")
+    a, b, match = matched(a, b)
+    cells = [to_cell(a), to_cell(b)]
+    if any(c is None for c in cells):
+        return row(cid, "direction", quantity, paper, scale, side=side, missing=match)
+    est = V.estimate(cells, difference(V.spread_pp))
+    return row(cid, "direction", quantity, paper, scale, est, side=side, cells=cells, fitted=fitted,
+               note="; ".join(n for n in (match, note) if n))
+
+
+def fits(c: Cell, seeds: list) -> tuple[np.ndarray, np.ndarray]:
+    """Replicate OLS slopes and standard errors of a curve cell (an ``estimate`` preparation)."""
+    return c.fits(seeds)
+
+
+def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough: bool, note: str) -> dict:
+    """'|beta| decays by 1-2 orders' (or 'reaches the noise floor') for one configuration."""
+    shape0 = V.beta_shape(*cell.fits([]), cell.epochs)
+    fall = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
+    floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
+    decided = V.decay_verdict(fall, obs, bool(shape0.end[0] <= floor), floor_is_enough)
+    power = ""
+    if decided[0] == V.BELOW_FLOOR and np.isfinite(obs):
+        sxx = float(np.sum((cell.sigmas - cell.sigmas.mean()) ** 2))
+        need, seeds = V.seeds_to_see_fall(max(obs, 0.0), V.DECAY_ORDERS, cell.n_seeds, sxx)
+        power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}; floor = 2 sigma_r / sqrt(seeds x Sxx)): "
+                 f"~{seeds:.0f} seeds at this sigma_w grid to see a {V.DECAY_ORDERS:g}-order fall")
+    if V.sign_changes(cell.slopes([]), cell.epochs):
+        note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
+    side = V.greater(V.DECAY_ORDERS)
+    return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
+               note=f"{note}; >= {V.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
+                    f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak")

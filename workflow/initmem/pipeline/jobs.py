@@ -1,0 +1,113 @@
+"""The job layer: one training job = one pack of runs. It picks the trainer (the reference
+single-run trainer in :mod:`initmem.engine.train`, or the vectorised one in :mod:`initmem.engine.packed`), names
+checkpoints, stamps each record with its run's identity key and writes the pack file.
+
+Data flows one way: cli -> jobs -> trainers (train, packed) -> models/optim -> spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
+from initmem.engine.data import Splits, load_prepared
+from initmem.engine.device import device_environment, pick_device
+from initmem.engine.train import Preempted, Tensors, install_sigterm_handler, train_run
+from initmem.pipeline.planning import read_plan
+from initmem.pipeline.records import write_pack
+
+ENGINES = ("vmap", "loop")
+PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint; rerun to resume
+
+
+def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
+               compile: bool = False, max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
+               checkpoint_minutes: float = 0, log: TextIO | None = sys.stderr) -> list[dict]:
+    """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
+
+    Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
+    one vectorised model (:mod:`initmem.engine.packed`); "loop" trains the runs one after another with the
+    reference trainer. Either way a run's result does not depend on its pack up to float rounding.
+    ``device`` goes through :func:`initmem.engine.device.pick_device` (no silent CPU, one GPU per job) and
+    every record's ``env`` gets :func:`initmem.engine.device.device_environment`.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
+    dev = pick_device(device, log)
+    data = Tensors.from_splits(splits, dev)
+    for r in runs:
+        if r["spec"]["n_train"] != len(splits.x_train):
+            raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
+    if engine == "vmap" and len(runs) > 1:
+        from initmem.engine.packed import train_packed
+
+        ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
+        records = train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
+                               checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)
+        return _with_device_env(records, dev)
+    records = []
+    for r in runs:
+        ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
+        records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
+                                 checkpoint_minutes=checkpoint_minutes, precision=precision, compile=compile, log=log))
+    return _with_device_env(records, dev)
+
+
+def _with_device_env(records: list[dict], device) -> list[dict]:
+    env = device_environment(device)
+    for record in records:
+        record["env"] = {**record["env"], **env}
+    return records
+
+
+def finish_pack(runs: list[dict], checkpoint_dir: Path | None, keep_checkpoints: bool) -> None:
+    """Remove the runs' (and the vectorised pack's) checkpoints once their metrics are safely written (unless kept)."""
+    if checkpoint_dir is not None and not keep_checkpoints:
+        for name in [f"{r['run_id']}.ckpt" for r in runs] + [pack_checkpoint_name(runs)]:
+            remove_checkpoints(checkpoint_dir / name)
+
+
+def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, settings: dict, threads: int = 1,
+                    checkpoint_dir: str | Path | None = None) -> None:
+    """Train the runs of a pack plan and write its pack file atomically, each record stamped with
+    its run's identity ``key``; checkpoints are removed once the file is written.
+
+    ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
+    max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
+    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM (a checkpoint was saved: rerun to resume).
+    """
+    import torch
+
+    members = read_plan(plan)
+    torch.set_num_threads(int(threads))
+    install_sigterm_handler()
+    # checkpoints under the members' identity keys: a pack of the same runs on other data (another
+    # config) or from other trainer code never resumes from this one's state
+    ckpt_dir = Path(checkpoint_dir) / keys_folder(members) if checkpoint_dir else None
+    splits = load_prepared(data)
+    print(f"training {len(members)} run(s): {', '.join(m['run_id'] for m in members)}", file=sys.stderr, flush=True)
+    try:
+        records = train_pack(members, splits, device=settings["device"], engine=settings["engine"],
+                             precision=settings["precision"], compile=settings["compile"],
+                             max_images=settings.get("max_images"), checkpoint_dir=ckpt_dir,
+                             checkpoint_every=int(settings.get("checkpoint_every", 0)),
+                             checkpoint_minutes=float(settings.get("checkpoint_minutes") or 0),
+                             log=sys.stderr)  # read now: the job's log may have replaced it
+    except Preempted as exc:
+        print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
+        sys.exit(PREEMPTED_EXIT)
+    for member, record in zip(members, records, strict=True):
+        record["key"] = member["key"]
+    write_pack(out, records)
+    finish_pack(members, ckpt_dir, bool(settings.get("keep_checkpoints", False)))
+    if ckpt_dir is not None and ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
+        ckpt_dir.rmdir()
+
+
+def keys_folder(members: list[dict]) -> str:
+    """A short name for the identity keys of a pack's members (its checkpoints' folder)."""
+    return hashlib.sha256(json.dumps([m["key"] for m in members]).encode()).hexdigest()[:12]

@@ -1,0 +1,162 @@
+"""What each figure and table needs, and per-pack resource estimates. Torch- and matplotlib-free:
+the Snakefile imports it on every parse."""
+
+from __future__ import annotations
+
+import difflib
+import math
+
+# Figure -> (studies it cannot do without, studies it uses when the config has them).
+FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "fig1": (("main",), ()),
+    "fig2": (("main",), ()),
+    "fig3": (("main",), ()),
+    "fig4": (("long", "lr_l2"), ("main",)),
+    "fig5": (("depth",), ("main",)),
+    "fig6": (("main",), ("lr_l2",)),
+    "fig7": (("depth",), ("main",)),
+    "fig8": (("norm_aug",), ("main",)),  # main: the no-augmentation BatchNorm baseline
+    "fig10": (("clock",), ("main", "lr_l2")),  # the clock tier: |beta| and spread against epochs, steps, clocks
+}
+
+# Studies that tables read beyond the figures' (paper_tables.md's Table 7, the recipe claims).
+TABLE_STUDIES = ("best_recipe",)
+
+
+def figure_studies(figure: str, studies: list[str]) -> list[str] | None:
+    """Studies a figure reads given the configured ``studies``; None when a required one is missing."""
+    required, optional = FIGURES[figure]
+    if not all(s in studies for s in required):
+        return None
+    return list(required) + [s for s in optional if s in studies]
+
+
+# Figures built from the library alone, in every config (rule linear_check in workflow/rules/theory.smk).
+STANDALONE_FIGURES = ("fig9",)
+
+
+def buildable_figures(studies: list[str]) -> list[str]:
+    """Figures whose required studies the config has, and the standalone ones."""
+    return [f for f in FIGURES if figure_studies(f, studies) is not None] + list(STANDALONE_FIGURES)
+
+
+def unused_studies_warning(studies: list[str]) -> str | None:
+    """One line when a configured study is read by no figure or table (a typo such as ``mainn``
+    silently drops the figures that need ``main``): what is dropped and the likely fix."""
+    known = sorted({s for required, optional in FIGURES.values() for s in required + optional} | set(TABLE_STUDIES))
+    unknown = [s for s in studies if s not in known]
+    if not unknown:
+        return None
+    hints = [f"{s} -> {m[0]}?" for s in unknown if (m := difflib.get_close_matches(s, known, n=1))]
+    dropped = [f"{f} (needs {', '.join(r for r in FIGURES[f][0] if r not in studies)})" for f in FIGURES
+               if figure_studies(f, studies) is None]
+    return (f"WARNING: stud{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} "
+            f"read by no figure or table (only runs.csv, spreads.csv, beta.csv); figures not built: {', '.join(dropped) or 'none'}. "
+            f"Studies the figures and tables read: {', '.join(known)}" + (f"; rename {'; '.join(hints)}" if hints else ""))
+
+
+def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minutes: int | None = None) -> int:
+    """Wall-clock estimate of a pack job at ``images_per_second`` (all members together) with a 1.5x
+    safety margin, capped at ``max_minutes`` (a cluster's time limit: a capped job is stopped by
+    SIGTERM, checkpoints, and resumes when Snakemake resubmits it).
+
+    Per epoch a run processes n_train training images and evaluates n_val + n_test images (about a
+    third of the cost of a training image each).
+    """
+    images = sum(run_images(s) for s in specs)
+    minutes = int(math.ceil(1.5 * images / images_per_second / 60)) + 5
+    return minutes if max_minutes is None else min(minutes, max_minutes)
+
+
+# Host memory model of a training job (MiB), benchmarks/checkpoint_memory.md for the checkpoint part.
+HOST_BASE_MB = 1024          # Python, numpy, torch and the job's Snakemake wrapper
+CUDA_CONTEXT_MB = 2560       # host side of the CUDA/cuDNN/cuBLAS context (1-2.5 GB measured elsewhere)
+PARAMS_AT_WIDTH_64 = {"resnet9": 6_575_370, "resnet56": 857_706, "resnet110": 1_734_666}
+STATE_SLOTS = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2, "muon": 2, "muon_full": 2}  # optimizer tensors per parameter
+CHECKPOINT_PEAK = 1.5        # host peak of a checkpoint save or load over the state (measured <= 1.5x)
+ACTIVATION_MB_PER_IMAGE = {"resnet9": 6.7, "resnet56": 8.6, "resnet110": 16.9}  # float32, width 64, saved for backward
+MARGIN = 1.2
+
+
+def pack_state_mb(specs: list[dict]) -> float:
+    """Checkpointed state of a pack: parameters plus optimizer slots, float32."""
+    s = specs[0]
+    params = PARAMS_AT_WIDTH_64[s["arch"]] * (int(s["width"]) / 64) ** 2
+    return len(specs) * params * (1 + STATE_SLOTS[s["optimizer"]]) * 4 / 2**20
+
+
+def pack_mem_mb(specs: list[dict], device: str = "cpu") -> int:
+    """Host memory a pack's training job asks for, from a stated model (docs/slurm.md, "Host memory"):
+    the process and, on a GPU, the CUDA context; the data as loaded (uint8 splits, plus the float32
+    copy being built: all splits stay in host memory on the CPU, only the transient on a GPU);
+    the checkpoint peak (``CHECKPOINT_PEAK`` x the state); on the CPU the activations; and a 20%
+    margin. ``device`` is ``compute.device`` (auto: the larger of both)."""
+    if device == "auto":
+        return max(pack_mem_mb(specs, "cpu"), pack_mem_mb(specs, "cuda"))
+    s = specs[0]
+    n_images = s["n_train"] + s["n_val"] + s["n_test"]
+    uint8_mb, train_f32_mb = n_images * 3072 / 2**20, s["n_train"] * 3072 * 4 / 2**20
+    total = HOST_BASE_MB + uint8_mb + CHECKPOINT_PEAK * pack_state_mb(specs)
+    if device == "cpu":
+        activations = len(specs) * int(s["batch_size"]) * ACTIVATION_MB_PER_IMAGE[s["arch"]] * int(s["width"]) / 64
+        total += 4 * uint8_mb + train_f32_mb + activations
+    else:
+        total += CUDA_CONTEXT_MB + 2 * train_f32_mb
+    return int(math.ceil(MARGIN * total))
+
+
+def run_images(spec: dict) -> float:
+    """Training-image equivalents one run processes (an evaluated image counts a third)."""
+    return spec["epochs"] * (spec["n_train"] + (spec["n_val"] + spec["n_test"]) / 3)
+
+
+def pack_rate(specs: list[dict], compute: dict):
+    """Images/s of the job training ``specs`` (an :class:`initmem.pipeline.rates.Rate`): ``compute.images_per_second``
+    when the config sets one (an assumed flat rate), else the rate model of ``compute.rate_table``."""
+    from initmem.pipeline.rates import Rate, load_rates
+
+    ips = compute.get("images_per_second")
+    if ips is not None:
+        return Rate(ips, ips, ips, f"compute.images_per_second = {ips:g} (assumed, flat)")
+    # "rate_engine" exists only in memory: estimate's comparison with the engine before issue 29
+    return load_rates(compute.get("rate_table"), compute.get("rate_engine", "fewer-kernels")).rate(specs[0], len(specs), compute["precision"])
+
+
+def job_runtime_minutes(specs: list[dict], compute: dict) -> int:
+    """The runtime a pack's job asks for: :func:`pack_runtime_minutes` at :func:`pack_rate`'s central
+    rate, capped at ``compute.max_runtime_minutes``."""
+    return pack_runtime_minutes(specs, pack_rate(specs, compute).central, compute.get("max_runtime_minutes"))
+
+
+def fitting_pack_size(specs: list[dict], size: int, compute: dict, where: str) -> int:
+    """Runs per pack for one configuration's ``specs``: at most ``size`` (the memory budget), and
+    the most whose runtime estimate fits one ``compute.max_runtime_minutes`` attempt.
+
+    With a rate model a pack below its knee is launch-bound: each added run costs no time, so packs
+    grow up to the knee, then as far as the cap allows. A single run longer than one attempt is
+    allowed when it fits ``compute.attempts`` of them (it checkpoints at SIGTERM and resumes on the
+    next attempt); then its pack takes the most runs that need no more attempts than one run does.
+    Longer than all attempts it can never finish, and the config is refused here, at DAG time.
+    """
+    from initmem.spec import ConfigError
+
+    cap = compute.get("max_runtime_minutes")
+    if cap is None:
+        return size
+
+    def minutes(n: int) -> int:
+        return pack_runtime_minutes(specs[:n], pack_rate(specs[:n], compute).central)
+
+    one = minutes(1)
+    attempts = int(compute.get("attempts", 1))
+    if one > cap * attempts:
+        rate = pack_rate(specs[:1], compute)
+        raise ConfigError(
+            f"{where}: one run needs ~{one / 60:.0f} h at {rate.central:,.0f} images/s ({rate.source}; 1.5x margin), "
+            f"more than compute.attempts = {attempts} x compute.max_runtime_minutes = {cap} "
+            "can give; raise max_runtime_minutes or attempts (the profile's retries + 1), or measure the rate "
+            "(benchmarks/device_check.py)")
+    allowed = math.ceil(one / cap)  # attempts one run needs
+    while size > 1 and math.ceil(minutes(size) / cap) > allowed:
+        size -= 1
+    return size
