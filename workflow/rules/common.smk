@@ -15,7 +15,8 @@ sys.path.insert(0, LIBRARY_DIR)
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
-from initmem.pipeline.identity import analysis_version, code_version, data_folder, data_identity, run_key, trainer_version  # noqa: E402
+from initmem.pipeline.identity import (analysis_version, code_version, code_version_before_moves, data_folder, data_identity,  # noqa: E402
+                                       run_key, trainer_version)
 from initmem.io import write_yaml  # noqa: E402
 from initmem.pipeline.legacy import migrate_legacy_data  # noqa: E402
 from initmem.pipeline.configfiles import outputs_of_another_config  # noqa: E402
@@ -54,7 +55,9 @@ try:
     # That is what makes one invocation plan everything: a job that must rerun for a reason of its own
     # hides everything downstream of it from Snakemake's first needrun pass, and the training jobs'
     # ancient() data input would then keep them hidden (docs/reruns.md, "One invocation").
-    if (_moved := migrate_legacy_data(Path.cwd(), data_folder)):
+    # an older checkout recorded its data code under the hash before issue 30: the same data.py is this one
+    _SAME_DATA_CODE = {DATA_CODE, code_version_before_moves(("engine/data.py",))}
+    if (_moved := migrate_legacy_data(Path.cwd(), lambda ident, code: data_folder(ident, DATA_CODE if code in _SAME_DATA_CODE else code))):
         print(_moved, file=sys.stderr)
     DATA = f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"
     check_data_archive(config["data"], Path(DATA))

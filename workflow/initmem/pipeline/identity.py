@@ -83,6 +83,19 @@ def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> st
     return _digest(parts)
 
 
+def code_version_before_moves(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
+    """:func:`code_version` as checkouts before issue 30 computed it (file names and imports as
+    written): only to recognise a version an older checkout recorded (its prepared data's code,
+    :mod:`initmem.pipeline.legacy`), never to key anything new."""
+    parts = []
+    for name in sorted(files, key=lambda f: Path(f).name):
+        path = base / name
+        if path.is_file():
+            tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
+            parts.append([Path(name).name, ast.dump(tree, annotate_fields=False, include_attributes=False)])
+    return _digest(parts)
+
+
 @functools.cache
 def trainer_version() -> str:
     """The training code's version (see :data:`TRAINER_MODULES`)."""
