@@ -55,9 +55,13 @@ try:
     # That is what makes one invocation plan everything: a job that must rerun for a reason of its own
     # hides everything downstream of it from Snakemake's first needrun pass, and the training jobs'
     # ancient() data input would then keep them hidden (docs/reruns.md, "One invocation").
-    # an older checkout recorded its data code under the hash before issue 30: the same data.py is this one
-    _SAME_DATA_CODE = {DATA_CODE, code_version_before_moves(("engine/data.py",))}
-    if (_moved := migrate_legacy_data(Path.cwd(), lambda ident, code: data_folder(ident, DATA_CODE if code in _SAME_DATA_CODE else code))):
+    def _legacy_folder(ident: dict, code: str) -> str:
+        """An older checkout recorded its data code under the hash before issue 30: the same data.py is this one.
+        Called only when there is an old file to move (not on every parse)."""
+        same = code in (DATA_CODE, code_version_before_moves(("engine/data.py",)))
+        return data_folder(ident, DATA_CODE if same else code)
+
+    if (_moved := migrate_legacy_data(Path.cwd(), _legacy_folder)):
         print(_moved, file=sys.stderr)
     DATA = f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"
     check_data_archive(config["data"], Path(DATA))

@@ -118,12 +118,11 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
 
 
 COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation
-COMPILE_CHOICES = (False, True, "step")
 
 
 def check_compile(compile: bool | str) -> None:
     """Raise a clear error for a ``compute.compile`` value other than false, true or step."""
-    if not any(compile is c or (isinstance(c, str) and compile == c) for c in COMPILE_CHOICES):
+    if not (isinstance(compile, bool) or compile == "step"):
         raise ValueError(f"unknown compute.compile {compile!r}; choose false, true (the forward pass) or step (the whole training step)")
 
 
@@ -430,10 +429,3 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             "stopped_early": state.stopped_early, "history": state.history,
             "summary": summarize(state.history, state.kernel_norm_init), "env": environment(device, precision, compile=compile),
             "wall_seconds": time.perf_counter() - started}
-
-
-def pick_device(name: str = "auto") -> torch.device:
-    """``auto``: CUDA when available, else CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)

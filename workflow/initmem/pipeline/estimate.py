@@ -26,6 +26,11 @@ def pack_gpu_hours(config: dict) -> dict[str, dict]:
     return out
 
 
+def _totals(rows: dict[str, dict]) -> list[float]:
+    """GPU-hours (low, central, high) of every study together."""
+    return [sum(r["hours"][i] for r in rows.values()) for i in range(3)]
+
+
 def estimate_table(config: dict) -> str:
     """``python -m initmem estimate``: a markdown table of GPU-hours per study as a low-central-high
     range, the source of its rates and, for the rate model, the central total in each precision."""
@@ -35,17 +40,16 @@ def estimate_table(config: dict) -> str:
     for study, row in rows.items():
         lo, mid, hi = row["hours"]
         lines.append(f"| {study} | {row['runs']:,} | {row['jobs']:,} | {lo:,.0f} | {mid:,.0f} | {hi:,.0f} |")
-    total = [sum(r["hours"][i] for r in rows.values()) for i in range(3)]
+    total = _totals(rows)
     lines.append(f"| all | {sum(r['runs'] for r in rows.values()):,} | {sum(r['jobs'] for r in rows.values()):,} | "
                  f"{total[0]:,.0f} | {total[1]:,.0f} | {total[2]:,.0f} |")
     lines.append("source: " + "; ".join(sorted(set().union(*(r["sources"] for r in rows.values())))))
     if compute.get("images_per_second") is None:
-        others = {p: sum(r["hours"][1] for r in pack_gpu_hours({**config, "compute": {**compute, "precision": p}}).values())
+        others = {p: _totals(pack_gpu_hours({**config, "compute": {**compute, "precision": p}}))[1]
                   for p in ("float32", "tf32", "bf16") if p != compute["precision"]}
         lines.append("central in other precisions (packs re-planned): " + ", ".join(f"{p} {h:,.0f} h" for p, h in others.items()))
         if compute.get("rate_table") is None:
-            before = [sum(r["hours"][i] for r in pack_gpu_hours({**config, "compute": {**compute, "rate_engine": "per-tensor"}}).values())
-                      for i in range(3)]
+            before = _totals(pack_gpu_hours({**config, "compute": {**compute, "rate_engine": "per-tensor"}}))
             lines.append(f"the per-tensor engine before issue 29 (435-949 operations per ResNet-9 step, now 140-185): "
                          f"{before[0]:,.0f} / {before[1]:,.0f} / {before[2]:,.0f} h; the fewer-kernels engine saves "
                          f"{before[0] - total[0]:,.0f} / {before[1] - total[1]:,.0f} / {before[2] - total[2]:,.0f} h (low / central / high)")

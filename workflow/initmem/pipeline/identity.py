@@ -70,30 +70,29 @@ def _without_package_paths(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
-    """Hash of the syntax trees of ``files`` (paths under ``base``; absent ones are skipped), without
-    comments, docstrings, formatting, the folder a module lives in or the package paths of its
-    imports: a bug fix changes it; a reworded comment or a move of files into other subpackages does not."""
+def _code_version(files: tuple[str, ...] | list[str], base: Path, package_paths: bool) -> str:
     parts = []
     for name in sorted(files, key=lambda f: Path(f).name):
         path = base / name
         if path.is_file():
-            tree = _without_package_paths(_strip_docstrings(ast.parse(path.read_text(), filename=str(path))))
+            tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
+            tree = tree if package_paths else _without_package_paths(tree)
             parts.append([Path(name).name, ast.dump(tree, annotate_fields=False, include_attributes=False)])
     return _digest(parts)
+
+
+def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
+    """Hash of the syntax trees of ``files`` (paths under ``base``; absent ones are skipped), without
+    comments, docstrings, formatting, the folder a module lives in or the package paths of its
+    imports: a bug fix changes it; a reworded comment or a move of files into other subpackages does not."""
+    return _code_version(files, base, package_paths=False)
 
 
 def code_version_before_moves(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
     """:func:`code_version` as checkouts before issue 30 computed it (file names and imports as
     written): only to recognise a version an older checkout recorded (its prepared data's code,
     :mod:`initmem.pipeline.legacy`), never to key anything new."""
-    parts = []
-    for name in sorted(files, key=lambda f: Path(f).name):
-        path = base / name
-        if path.is_file():
-            tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
-            parts.append([Path(name).name, ast.dump(tree, annotate_fields=False, include_attributes=False)])
-    return _digest(parts)
+    return _code_version(files, base, package_paths=True)
 
 
 @functools.cache
