@@ -48,10 +48,5 @@ def estimate_table(config: dict) -> str:
         others = {p: _totals(pack_gpu_hours({**config, "compute": {**compute, "precision": p}}))[1]
                   for p in ("float32", "tf32", "bf16") if p != compute["precision"]}
         lines.append("central in other precisions (packs re-planned): " + ", ".join(f"{p} {h:,.0f} h" for p, h in others.items()))
-        if compute.get("rate_table") is None:
-            before = _totals(pack_gpu_hours({**config, "compute": {**compute, "rate_engine": "per-tensor"}}))
-            lines.append(f"the per-tensor engine before issue 29 (435-949 operations per ResNet-9 step, now 140-185): "
-                         f"{before[0]:,.0f} / {before[1]:,.0f} / {before[2]:,.0f} h; the fewer-kernels engine saves "
-                         f"{before[0] - total[0]:,.0f} / {before[1] - total[1]:,.0f} / {before[2] - total[2]:,.0f} h (low / central / high)")
     lines.append("Upper bound where runs stop early (ResNet-56/110, patience 30); one job per GPU at a time.")
     return "\n".join(lines)

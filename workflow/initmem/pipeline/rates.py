@@ -1,34 +1,41 @@
-"""Training throughput of one job: a rate model per (architecture, batch size, optimizer family,
-pack size, precision), read from a table the device check measured, else from stated defaults.
+"""Training throughput of one job: a rate model per (architecture, width, batch size, optimizer
+family, precision) and pack size, read from a table the device check measured, else from stated
+defaults. Torch-free: the Snakefile sizes packs with it on every parse.
 
-The model (docs/packs.md, "The rate model"): a step of a pack of N runs at batch size b costs the
-host a fixed time t_host (Python dispatch and kernel launches, nearly independent of N under vmap)
-or the GPU N*b / r_gpu seconds of arithmetic, whichever is longer, so
+**Measured** (``benchmarks/device_check.py`` writes ``rates.csv``; ``compute.rate_table`` names it):
+per key, the job's images/s r(N) at the pack sizes measured. A pack of N is reported as
 
-    r(N) = min(N * b / t_host, r_gpu)      training images per second of the job.
+- a measured N: its rate;
+- between measured packs N1 < N < N2: log r linear in log N (a power law through both points, which
+  is exact where a job is launch-bound, r ~ N, and where it is saturated, r constant; a chord of a
+  curve that is concave in log-log lies below it), and never above r(N2), the nearest larger pack
+  measured (a pack of 1 trains dense convolutions, a vmap pack grouped ones, which can be slower);
+- below the smallest measured pack N1: r(N1) N / N1 (the per-run rate of N1, no gain assumed);
+- above the largest measured pack Nk: r(Nk) (no extrapolation upward).
 
-Measured (``benchmarks/device_check.py`` writes ``rates.csv``; ``compute.rate_table`` names it):
-t_host from the smallest measured pack, r_gpu the best measured rate, per key. Not measured: the
-stated defaults below, derived for one H200 with today's code (issue 26 "Why" item 10, issue 29):
+**Stated defaults** (no measured point for the key): r(N) = min(N b / t_host, r_gpu), for one H200:
 
-- t_host = operations per step x 7.3 us, the operations of one run (pack of 1) or of a vmap pack
-  (any N > 1: vmap batches each operation, it does not repeat it), non-view aten operations, ~ one
-  kernel each, counted on the CPU (``benchmarks/ops_per_step.md``, family means). 7.3 us per
-  operation made one b=16 ResNet-9 run of the per-tensor engine 3,000 images/s at the five
-  optimizers' mean of 735 operations (the review's anchor, issue 26); the fewer-kernels engine
-  (issue 29: 140-185 per ResNet-9 step) keeps the 7.3 us. ResNet-110 = twice ResNet-56's blocks.
+- t_host = operations per step x 7.3 us: the operations of one run (pack of 1) or of a vmap pack
+  (any N > 1: vmap batches each operation, it does not repeat it), non-view aten operations, about
+  one kernel each, counted on the CPU (``benchmarks/ops_per_step.md``, family means); ResNet-110 =
+  twice ResNet-56's blocks. 7.3 us per operation is an estimate for one H200 host, not measured.
 - r_gpu = an effective float32 rate / training FLOPs per image: 22.7 TFLOP/s (one b=128 ResNet-9
   run ~10,000 images/s at 2.27 GFLOP per training image, ~1/3 of the H200's 67 TFLOP/s float32
   peak) for ResNet-9; half that for ResNet-56/110 (0.75 and 1.52 GFLOP: 16-64 channels are memory
-  bound). TF32 doubles r_gpu, bf16 gives 2.5x r_gpu and 1.3x t_host (autocast's casts).
-- Range: defaults are trusted to 0.6x-1.4x (the review's 3,500-7,800 around 4,800 GPU-hours);
-  measured rates to 0.85x-1.1x (a short benchmark leaves out epoch ends and a busy node).
-
-Torch-free: the Snakefile sizes packs with it on every parse.
+  bound). TF32 doubles r_gpu (an estimate: no public same-GPU float32 vs TF32 ResNet measurement).
+- bf16 over TF32 on the same GPU: 2.6x r_gpu for ResNet-9, from NVIDIA's published ResNet-50 v1.5
+  PyTorch training throughput on one A100 80GB (DeepLearningExamples, NGC pytorch-21.03: TF32 938
+  images/s, mixed precision 2,470, 2.63x), whose dense 3x3 convolutions of 64-512 channels ResNet-9
+  resembles; 2.0x for ResNet-56/110 (16-64 channels are memory bound, and half the bytes cap the
+  gain at 2x). t_host x1.3 (autocast's casts). No public measurement covers ResNet-9 itself in
+  bf16, nor grouped convolutions (vmap packs) in any precision: measure them (the device check).
+- Range: defaults are trusted to 0.6x-1.4x; measured rates to 0.85x-1.1x (a short benchmark leaves
+  out epoch ends and a busy node).
 """
 
 from __future__ import annotations
 
+import bisect
 import csv
 import functools
 import math
@@ -38,22 +45,17 @@ from pathlib import Path
 FAMILY = {"sgd": "sgd", "sgd_momentum": "sgd", "adam": "adam", "adamw": "adam", "muon": "muon", "muon_full": "muon"}
 # (architecture, family) -> (operations per step of one run, of a vmap pack), family means of
 # benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
-OPS_PER_STEP = {  # the fewer-kernels engine (flat-buffer optimizers, native batch norm): today's
+OPS_PER_STEP = {
     ("resnet9", "sgd"): (141, 249), ("resnet9", "adam"): (158, 266), ("resnet9", "muon"): (185, 298),
     ("resnet56", "sgd"): (754, 1322), ("resnet56", "adam"): (771, 1339), ("resnet56", "muon"): (798, 1371),
     ("resnet110", "sgd"): (1483, 2619), ("resnet110", "adam"): (1517, 2653), ("resnet110", "muon"): (1571, 2717),
 }
-OPS_PER_STEP_BEFORE = {  # the per-tensor engine before issue 29, for estimate's "what it saves" line
-    ("resnet9", "sgd"): (486, 536), ("resnet9", "adam"): (877, 927), ("resnet9", "muon"): (949, 1014),
-    ("resnet56", "sgd"): (3130, 3362), ("resnet56", "adam"): (5729, 5961), ("resnet56", "muon"): (5993, 6240),
-    ("resnet110", "sgd"): (6235, 6700), ("resnet110", "adam"): (11433, 11900), ("resnet110", "muon"): (11961, 12450),
-}
-ENGINES = {"fewer-kernels": OPS_PER_STEP, "per-tensor": OPS_PER_STEP_BEFORE}
 SECONDS_PER_OP = 7.3e-6
 # at the spec's width 64 (the ResNet-9 base; ResNet-56/110 build width // 4 = 16 base channels)
 TRAIN_FLOP_PER_IMAGE = {"resnet9": 2.27e9, "resnet56": 0.75e9, "resnet110": 1.52e9}
 EFFECTIVE_FLOPS = {"resnet9": 22.7e12, "resnet56": 11.35e12, "resnet110": 11.35e12}  # float32, one H200
-PRECISION_GPU = {"float32": 1.0, "tf32": 2.0, "bf16": 2.5}
+TF32_GPU = 2.0  # r_gpu of tf32 over float32
+BF16_OVER_TF32 = {"resnet9": 2.6, "resnet56": 2.0, "resnet110": 2.0}  # r_gpu, the same GPU
 PRECISION_HOST = {"float32": 1.0, "tf32": 1.0, "bf16": 1.3}
 RANGE = {"defaults": (0.6, 1.4), "measured": (0.85, 1.1)}
 DEFAULTS_SOURCE = "stated defaults for one H200, not measured (initmem/pipeline/rates.py; docs/packs.md)"
@@ -75,22 +77,49 @@ def family(optimizer: str) -> str:
     return FAMILY[optimizer]
 
 
-def default_curve(arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int = 1,
-                  engine: str = "fewer-kernels") -> tuple[float, float]:
-    """(t_host seconds per step, r_gpu images/s) of the stated defaults for a pack of ``pack`` runs
-    (``engine``: a key of :data:`ENGINES`; the older one only for comparisons)."""
-    single, packed = ENGINES[engine][(arch, fam)]
+def precision_gpu(arch: str, precision: str) -> float:
+    """r_gpu of ``precision`` over float32 (the stated defaults)."""
+    if precision not in PRECISION_HOST:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {tuple(PRECISION_HOST)}")
+    return {"float32": 1.0, "tf32": TF32_GPU, "bf16": TF32_GPU * BF16_OVER_TF32[arch]}[precision]
+
+
+def default_curve(arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int = 1) -> tuple[float, float]:
+    """(t_host seconds per step, r_gpu images/s) of the stated defaults for a pack of ``pack`` runs."""
+    single, packed = OPS_PER_STEP[(arch, fam)]
     t_host = (single if pack == 1 else packed) * SECONDS_PER_OP * PRECISION_HOST[precision]
     flop = TRAIN_FLOP_PER_IMAGE[arch] * (width / 64) ** 2  # convolutions scale with the channels squared
-    return t_host, EFFECTIVE_FLOPS[arch] / flop * PRECISION_GPU[precision]
+    return t_host, EFFECTIVE_FLOPS[arch] / flop * precision_gpu(arch, precision)
+
+
+def interpolate(points: dict[int, float], pack: int) -> float:
+    """A job's images/s for a pack of ``pack`` from measured ``{pack: images/s}`` (module docstring):
+    power law between neighbours capped at the larger one, per-run rate below, flat above."""
+    if pack < 1:
+        raise ValueError(f"pack size {pack} must be >= 1")
+    sizes = sorted(points)
+    if pack in points:
+        return points[pack]
+    i = bisect.bisect_left(sizes, pack)
+    if i == 0:
+        return points[sizes[0]] * pack / sizes[0]
+    if i == len(sizes):
+        return points[sizes[-1]]
+    n1, n2 = sizes[i - 1], sizes[i]
+    r1, r2 = points[n1], points[n2]
+    t = math.log(pack / n1) / math.log(n2 / n1)
+    return min(math.exp(math.log(r1) + t * math.log(r2 / r1)), r2)
 
 
 class RateModel:
     """r(N) per key, from measured points (``{key: {pack: images/s}}``) where there are any."""
 
-    def __init__(self, measured: dict[tuple, dict[int, float]] | None = None, source: str = DEFAULTS_SOURCE,
-                 engine: str = "fewer-kernels"):
-        self.measured, self.source, self.engine = measured or {}, source, engine
+    def __init__(self, measured: dict[tuple, dict[int, float]] | None = None, source: str = DEFAULTS_SOURCE):
+        self.measured, self.source = measured or {}, source
+        for key, points in self.measured.items():
+            bad = [(n, r) for n, r in points.items() if not (n >= 1 and r > 0 and math.isfinite(r))]
+            if bad:
+                raise ValueError(f"{source}: rates of {key} need packs >= 1 and images/s > 0, got {bad}")
 
     @classmethod
     def from_csv(cls, path: str | Path) -> RateModel:
@@ -105,34 +134,37 @@ class RateModel:
             measured.setdefault(key, {})[int(row["pack"])] = float(row["images_per_s"])
         return cls(measured, f"measured: {path}")
 
-    def curve(self, arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int = 2) -> tuple[float, float, str]:
-        """(t_host, r_gpu, source kind) for one key and pack size (defaults: a single run's t_host differs)."""
+    def job_rate(self, arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int) -> tuple[float, str]:
+        """(images/s of a job training ``pack`` runs, source kind: measured or defaults) for one key."""
         points = self.measured.get((arch, width, batch_size, fam, precision))
-        if not points:
-            return (*default_curve(arch, width, batch_size, fam, precision, pack, self.engine), "defaults")
-        smallest = min(points)
-        return smallest * batch_size / points[smallest], max(points.values()), "measured"
+        if points:
+            return interpolate(points, pack), "measured"
+        t_host, r_gpu = default_curve(arch, width, batch_size, fam, precision, pack)
+        return min(pack * batch_size / t_host, r_gpu), "defaults"
 
     def rate(self, spec: dict, pack: int, precision: str) -> Rate:
         """Images/s of a job training ``pack`` runs like ``spec`` in ``precision``."""
-        b = int(spec["batch_size"])
-        t_host, r_gpu, kind = self.curve(spec["arch"], int(spec["width"]), b, family(spec["optimizer"]), precision, pack)
-        central = min(pack * b / t_host, r_gpu)
+        central, kind = self.job_rate(spec["arch"], int(spec["width"]), int(spec["batch_size"]), family(spec["optimizer"]),
+                                      precision, pack)
         low, high = RANGE[kind]
         return Rate(central * low, central, central * high, self.source if kind == "measured" else DEFAULTS_SOURCE)
 
     def knee(self, spec: dict, precision: str) -> int:
         """The smallest pack size at which a job stops gaining throughput (launch-bound below it)."""
-        b = int(spec["batch_size"])
-        t_host, r_gpu, _ = self.curve(spec["arch"], int(spec["width"]), b, family(spec["optimizer"]), precision)
+        arch, width, b, fam = spec["arch"], int(spec["width"]), int(spec["batch_size"]), family(spec["optimizer"])
+        points = self.measured.get((arch, width, b, fam, precision))
+        if points:
+            best = max(points.values())
+            return min(n for n, r in points.items() if r == best)
+        t_host, r_gpu = default_curve(arch, width, b, fam, precision, 2)
         return max(1, math.ceil(r_gpu * t_host / b))
 
 
 @functools.lru_cache(maxsize=8)
-def load_rates(path: str | None, engine: str = "fewer-kernels") -> RateModel:
-    """The rate model of ``compute.rate_table`` (None: the stated defaults of ``engine``), read once per process."""
+def load_rates(path: str | None) -> RateModel:
+    """The rate model of ``compute.rate_table`` (None: the stated defaults), read once per process."""
     if path is None:
-        return RateModel(engine=engine)
+        return RateModel()
     if not Path(path).is_file():
         raise FileNotFoundError(f"compute.rate_table: {path} does not exist; run benchmarks/device_check.py on the GPU "
                                 "and commit its rates.csv, or set rate_table: null for the stated defaults")
