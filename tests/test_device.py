@@ -192,3 +192,43 @@ def test_every_record_says_where_and_how_it_was_computed(tiny_splits, monkeypatc
         env = records[0]["env"]
         assert env["slurm_job_id"] == "4242" and env["tf32_matmul"] is False and env["determinism"].startswith("cpu")
         assert env["device"].startswith("cpu") and env["engine"] == ("vmap" if engine == "vmap" else "loop")
+
+
+def _winograd_f4x4_3x3(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """A 3x3, padding-1 convolution by Winograd F(4x4, 3x3) (Lavin & Gray's transforms, as cuDNN's
+    non-fused Winograd), computed in the inputs' dtype: the float32 algorithm with the largest rounding error."""
+    bt = torch.tensor([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+                       [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], dtype=x.dtype)
+    g = torch.tensor([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                      [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], dtype=x.dtype)
+    at = torch.tensor([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], dtype=x.dtype)
+    n, _, h, _ = x.shape
+    tiles = torch.nn.functional.pad(x, (1, 1, 1, 1)).unfold(2, 6, 4).unfold(3, 6, 4)  # n, c, th, tw, 6, 6
+    v = torch.einsum("ai,nctuij,bj->nctuab", bt, tiles, bt)
+    u = torch.einsum("ai,kcij,bj->kcab", g, w, g)
+    m = torch.einsum("nctuab,kcab->nktuab", v, u)
+    y = torch.einsum("ia,nktuab,jb->nktuij", at, m, at)  # n, k, th, tw, 4, 4
+    return y.permute(0, 1, 2, 4, 3, 5).reshape(n, w.shape[0], h, h)
+
+
+def test_the_tf32_check_tells_a_float32_winograd_conv_from_tf32_and_covers_a_matmul():
+    """TF32 keeps 10 mantissa bits, float32 23: the check's threshold (a quarter of the emulated TF32
+    error) lies above a float32 Winograd convolution's rounding and below TF32's, for a conv and a matmul."""
+    g = torch.Generator().manual_seed(1)
+    x, w = torch.randn(2, 8, 16, 16, generator=g, dtype=torch.float64), torch.randn(4, 8, 3, 3, generator=g, dtype=torch.float64)
+    assert torch.allclose(_winograd_f4x4_3x3(x, w), torch.nn.functional.conv2d(x, w, padding=1), atol=1e-10)  # the transforms are right
+    results = devmod.tf32_check(torch.device("cpu"), conv=_winograd_f4x4_3x3)
+    assert [r["op"].split()[0] for r in results] == ["conv", "matmul"]
+    conv, matmul = results
+    assert conv["off"] > 1e-6 and conv["off_ok"]  # Winograd's float32 error, well above a direct conv's, is float32
+    for r in results:
+        assert r["off_ok"] and r["on_is_tf32"] is None  # on the CPU TF32 does not exist
+        assert r["tf32_expected"] > 10 * r["off"] and r["threshold"] > 3 * r["off"]
+    # what TF32 hardware gives: inputs rounded (the emulation) or truncated to 10 bits, both above the line
+    truncated = lambda t: (t.contiguous().view(torch.int32) & ~((1 << devmod.TF32_DROPPED_BITS) - 1)).view(torch.float32)  # noqa: E731
+    xs, ws = torch.randn(16, 128, 16, 16, generator=g), torch.randn(128, 128, 3, 3, generator=g) / 34
+    ref = torch.nn.functional.conv2d(xs.double(), ws.double(), padding=1)
+    for rounding in (devmod.round_to_tf32, truncated):
+        err = float((torch.nn.functional.conv2d(rounding(xs).double(), rounding(ws).double(), padding=1) - ref).norm() / ref.norm())
+        assert err > conv["threshold"]
+    assert "TF32 off works" in devmod.tf32_summary(results)

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -182,3 +183,72 @@ def device_environment(device: torch.device) -> dict:
         "cudnn": torch.backends.cudnn.version(), "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), "cublas_workspace": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "determinism": "cuda: deterministic cuDNN, fixed cuBLAS workspace (same GPU model, driver and build)"}
+
+
+# TF32 keeps 10 of float32's 23 explicit mantissa bits: its inputs carry a relative rounding error
+# of up to 2^-11 (float32: 2^-24), so a product of TF32-rounded inputs is off from float64 by
+# ~1e-4-5e-4 relative, a float32 one by ~1e-6 (direct) to ~1e-5 (Winograd transforms amplify its
+# rounding 10-20x). The check emulates TF32 exactly (inputs rounded to 10 bits, product in
+# float64) and draws the line at a quarter of that emulated error: far above any float32 algorithm,
+# below what TF32 hardware gives (round-to-nearest inputs: about the emulated error; truncation: ~2x).
+TF32_DROPPED_BITS = 23 - 10
+TF32_THRESHOLD_FRACTION = 0.25
+
+
+def round_to_tf32(x: torch.Tensor) -> torch.Tensor:
+    """float32 values rounded (to nearest) to TF32's 10 mantissa bits, still stored as float32."""
+    import torch
+
+    bits = x.to(torch.float32).contiguous().view(torch.int32)
+    half, low = 1 << (TF32_DROPPED_BITS - 1), (1 << TF32_DROPPED_BITS) - 1
+    return ((bits + half) & ~low).view(torch.float32)
+
+
+def tf32_check(device: torch.device, conv: Callable | None = None) -> list[dict]:
+    """Does TF32 off give float32, and TF32 on give TF32, for a convolution (cuDNN) and a matmul
+    (cuBLAS) on ``device``? Per op: the relative error against float64 with TF32 off and on, the
+    emulated TF32 error, the threshold (:data:`TF32_THRESHOLD_FRACTION` of it) and the verdicts
+    (``on_is_tf32`` is None off CUDA, where TF32 does not exist). The global TF32 flags are restored.
+    ``conv(x, w)``: the convolution under test (default ``F.conv2d`` with padding 1 on the inputs' device)."""
+    import torch
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(16, 128, 16, 16, generator=g), torch.randn(128, 128, 3, 3, generator=g) / 34
+    a, b = torch.randn(512, 1152, generator=g), torch.randn(1152, 512, generator=g) / 34
+    conv = conv or (lambda p, q: F.conv2d(p, q, padding=1))
+    ops = {"conv 16x128x16x16, 3x3": (conv, x, w, "cudnn"),
+           "matmul 512x1152x512": (torch.matmul, a, b, "matmul")}
+    flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    rel = lambda got, ref: float((got.double().cpu() - ref).norm() / ref.norm())  # noqa: E731
+    out = []
+    try:
+        for name, (fn, p, q, backend) in ops.items():
+            exact = F.conv2d if backend == "cudnn" else torch.matmul
+            pad = {"padding": 1} if backend == "cudnn" else {}
+            ref = exact(p.double(), q.double(), **pad)
+            emulated = rel(exact(round_to_tf32(p).double(), round_to_tf32(q).double(), **pad), ref)
+            errors = {}
+            for tf32 in (False, True):
+                if backend == "cudnn":
+                    torch.backends.cudnn.allow_tf32 = tf32
+                else:
+                    torch.backends.cuda.matmul.allow_tf32 = tf32
+                errors[tf32] = rel(fn(p.to(device), q.to(device)), ref)
+            threshold = TF32_THRESHOLD_FRACTION * emulated
+            out.append({"op": name, "off": errors[False], "on": errors[True], "tf32_expected": emulated, "threshold": threshold,
+                        "off_ok": errors[False] < threshold, "on_is_tf32": errors[True] > threshold if device.type == "cuda" else None})
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = flags
+    return out
+
+
+def tf32_summary(results: list[dict]) -> str:
+    """One line per op of :func:`tf32_check`: the errors and what they mean."""
+    lines = []
+    for r in results:
+        off = "TF32 off works" if r["off_ok"] else "TF32 NOT OFF: float32 runs are not float32"
+        on = {None: "TF32 does not exist here", True: "TF32 on is TF32", False: "TF32 on gives float32 (no TF32 on this GPU)"}[r["on_is_tf32"]]
+        lines.append(f"TF32 self-check, {r['op']} vs float64: rel. error TF32 off {r['off']:.1e}, on {r['on']:.1e}; "
+                     f"emulated TF32 {r['tf32_expected']:.1e}, threshold {r['threshold']:.1e}: {off}; {on}")
+    return "\n".join(lines)

@@ -3,8 +3,11 @@ the packs as planned and each pack's rate (:mod:`initmem.pipeline.rates`), with 
 
 from __future__ import annotations
 
+from collections import Counter
+
 from initmem.pipeline.grid import expand_studies
 from initmem.pipeline.planning import plan_studies
+from initmem.pipeline.rates import family
 from initmem.pipeline.targets import pack_rate, run_images
 
 
@@ -24,6 +27,28 @@ def pack_gpu_hours(config: dict) -> dict[str, dict]:
             runs += len(specs)
         out[study] = {"runs": runs, "jobs": len(packs), "hours": tuple(hours), "sources": sources}
     return out
+
+
+def planned_shapes(config: dict) -> list[dict]:
+    """The job shapes ``config`` plans (from scratch): one per (arch, width, batch size, optimizer
+    family, pack size) with ``jobs`` (how many packs have it), ``hours`` (their central GPU-hours),
+    ``optimizer`` (the family's member with the most GPU-hours in that shape) and ``precision``;
+    most GPU-hours first. What the device check measures, so its rates are the ones planning reads."""
+    shapes: dict[tuple, dict] = {}
+    for packs, _ in plan_studies(config, expand_studies(config)).values():
+        for pack in packs.values():
+            specs = [spec for _, spec in pack.members]
+            s = specs[0]
+            key = (s["arch"], int(s["width"]), int(s["batch_size"]), family(s["optimizer"]), len(specs))
+            hours = sum(run_images(x) for x in specs) / pack_rate(specs, config["compute"]).central / 3600
+            row = shapes.setdefault(key, {"jobs": 0, "hours": 0.0, "by_optimizer": Counter()})
+            row["jobs"] += 1
+            row["hours"] += hours
+            row["by_optimizer"][s["optimizer"]] += hours
+    out = [{"arch": k[0], "width": k[1], "batch_size": k[2], "family": k[3], "pack": k[4],
+            "optimizer": v["by_optimizer"].most_common(1)[0][0], "precision": config["compute"]["precision"],
+            "jobs": v["jobs"], "hours": round(v["hours"], 1)} for k, v in shapes.items()]
+    return sorted(out, key=lambda r: (-r["hours"], r["arch"], r["batch_size"], r["family"], r["pack"]))
 
 
 def _totals(rows: dict[str, dict]) -> list[float]:
