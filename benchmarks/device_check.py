@@ -1,261 +1,522 @@
-"""The device check: everything a first GPU session must measure, in one script with its own time
-budget (default 450 s of measurement, <= 8 minutes with start-up), needing only a Python with
-torch and numpy (the GPU machine's own; this project's .venv is not required).
+"""The device check: what a first GPU session must measure, in the order it matters, within a lent
+15-minute window (the plan is <= 7 minutes on an H200 with its own compiles, leaving time for the
+machine's start and one rerun). Needs only a Python with torch >= 2.6 and numpy: the library is
+imported from this checkout; the planner's shapes come from ``config/paper.yaml`` where PyYAML is
+installed, else from ``benchmarks/device_check_shapes.json`` (the planner's output, kept equal to it
+by ``tests/test_device_check.py``; ``--write-shapes`` regenerates it).
 
-Writes into ``--out`` (default: benchmarks/device_check/):
-- ``device_check.md``: the device, then one table, a row per measurement: images/s per job for
-  single runs and vmap packs of 8/16/32 at b=16 and b=128, every optimizer, ResNet-9 (width 64) and
-  ResNet-56 rows, float32 vs TF32 vs bf16, compile off / forward / whole step (CUDA graphs) where it fits, peak GPU memory per row;
-  then the checks: the host peak of a pack checkpoint's save and load, a TF32 self-check (an
-  float32 convolution against float64, TF32 off and on), deterministic-cuDNN cost, and a resume-on-
-  device bit-identity check (a pack stopped by SIGTERM mid-epoch and resumed equals an uninterrupted one).
-- ``rates.csv``: images/s per (arch, width, batch size, optimizer family, pack, precision): what
-  ``compute.rate_table`` reads (initmem/pipeline/rates.py; the slowest optimizer of a family counts).
+Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
 
-Rows run most important first; a row that would start after the budget is listed as skipped.
-``--quick``: CPU, width 4, a few rows, seconds (tests/test_device_check.py runs it so it cannot rot).
+1. versions; matmul peaks in bf16, tf32 and float32;
+2. single ResNet-9 runs at b = 16/32/64/128/256 (Adam; SGD at 16 and 128);
+3. the ResNet-9 pack shapes ``config/paper.yaml`` plans, most GPU-hours first, then its ResNet-56
+   and ResNet-110 shapes (as many as their share of the plan allows: ``--plan`` lists those left out);
+4. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms, and channels_last,
+   for two shapes each; bf16 for the three shapes with the most GPU-hours;
+5. one real pack epoch with evaluation (the paper's data sizes): its wall time against the step rate;
+6. resume bit-identity on the device (a pack with augmentation stopped by SIGTERM mid-epoch 2 in one
+   process and resumed in another equals an uninterrupted one); the TF32 self-check (a conv and a matmul);
+7. peer rows: the same ResNet-9 in plain PyTorch (``benchmarks/peer.py``) at b=16 and b=128, against
+   the engine's single-run rows of step 2;
+8. ``compile: step`` (the whole step as CUDA graphs), if time remains.
 
-usage: python benchmarks/device_check.py [--quick] [--out DIR] [--budget SECONDS]
+Engine rows time ``train_run`` / ``train_packed`` from outside: the difference of a long and a short
+training of one shape (the long one first, so first-use costs land on it and a rate can only come
+out low; compiled and autotuned rows are primed by one more short training). Before each row the
+check compares its expected seconds, scaled by how much slower than expected the rows so far ran,
+with the time left; a row that does not fit is skipped with a note.
+
+Writes into ``--out`` (default benchmarks/device_check/), after EVERY row and atomically (a timeout
+leaves everything measured so far): ``device_check.md`` (the table) and ``rates.csv`` (images/s per
+arch, width, batch size, optimizer family, pack, precision and compile; the slowest optimizer of a
+family counts): what ``compute.rate_table`` reads (``initmem/pipeline/rates.py``).
+
+usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budget SECONDS]
+  --plan    print the rows, in order, with their expected seconds on an H200 (no torch needed)
+  --quick   CPU, tiny models, seconds (tests/test_device_check.py runs it so it cannot rot)
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import os
 import platform
+import signal
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "workflow"))
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "workflow"))
 sys.path.insert(0, str(HERE))
+STARTED = time.perf_counter()
 
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "muon")
-COMPILE_LABELS = {False: "off", True: "forward", "step": "step"}  # compute.compile
+SHAPES_FILE = HERE / "device_check_shapes.json"
+PAPER_CONFIG = ROOT / "config" / "paper.yaml"
+BUDGET_S = 420  # the whole check, start-up and compiles included
+# Expected costs on one H200 node (estimates for --plan and the budget, corrected as rows run):
+STARTUP_S = 15  # torch import, CUDA context, the data pool
+CALL_S = 0.4  # one training call beyond its steps: data views, evaluation, first kernels
+BUILD_S = {"resnet9": 0.06, "resnet56": 0.015, "resnet110": 0.03}  # building and initialising one model
+COMPILE_S = 120  # compute.compile: step, the first (cold) compile of a shape
+WINDOW_S = 1.0  # the timed window a row aims for
+WARM_STEPS = 3
+PACK_SHARE_S = {"resnet9": 120, "deep": 60}  # expected seconds for the planned pack shapes of each group
+MIN_SHARE = 0.03  # a planned shape is measured when it holds >= 3% of its group's GPU-hours
+QUICK = {"width": 4, "pack": 2, "batch": 16, "steps": 2, "warm": 1, "rate": 400.0}  # the CPU quick mode's shapes and expectations
 
 
-def sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+# --- the plan (torch-free) -------------------------------------------------------------------
 
 
-def plan_rows(quick: bool) -> list[dict]:
-    """Measurements in order of importance: float32 across optimizers, packs and batch sizes first."""
+def planner_shapes() -> tuple[dict, str]:
+    """{"shapes": the planner's job shapes of config/paper.yaml (most GPU-hours first), "data": its
+    split sizes}, and where they came from."""
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        return json.loads(SHAPES_FILE.read_text()), f"{SHAPES_FILE.relative_to(ROOT)} (the planner's output; no PyYAML here)"
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.estimate import planned_shapes
+
+    config = load_config([PAPER_CONFIG])
+    data = {k: int(config["data"][k]) for k in ("n_train", "n_val", "n_test")}
+    return {"shapes": planned_shapes(config), "data": data}, "the planner (initmem.pipeline.estimate.planned_shapes, config/paper.yaml)"
+
+
+def job_rate(row: dict, quick: bool) -> float:
+    """Expected images/s of a training row's job: the rate model's stated defaults (quick: a flat CPU rate)."""
     if quick:
-        return ([dict(arch="resnet9", width=4, b=16, opt=o, pack=n, precision="float32", compile=False)
-                 for o in ("sgd", "adam") for n in (1, 2)]
-                + [dict(arch="resnet56", width=4, b=16, opt="adam", pack=1, precision="float32", compile=False)]
-                + [dict(arch="resnet9", width=4, b=16, opt="adam", pack=2, precision="float32", compile="step")])
-    rows = [dict(arch="resnet9", width=64, b=b, opt=o, pack=n, precision="float32", compile=False)
-            for b in (16, 128) for o in OPTIMIZERS for n in (1, 8, 16, 32)]
-    # compute.compile: step (the whole step as CUDA graphs) in the paper's precision, against the same rows uncompiled
-    rows += [dict(arch="resnet9", width=64, b=16, opt="adam", pack=n, precision="tf32", compile=c)
-             for n in (8, 1) for c in ("step", False)]
-    rows += [dict(arch="resnet9", width=64, b=b, opt=o, pack=n, precision=p, compile=False)
-             for p in ("tf32", "bf16") for b in (16, 128) for o in ("sgd", "adam", "muon") for n in (1, 8, 32)]
-    rows += [dict(arch="resnet56", width=64, b=b, opt=o, pack=n, precision="float32", compile=False)
-             for b in (16, 128) for o in ("sgd", "adam") for n in (1, 8, 32)]
-    rows += [dict(arch="resnet9", width=64, b=16, opt="adam", pack=n, precision=p, compile=c)
-             for c in (True, "step") for p in ("float32", "tf32") for n in (1, 8) if (c, p) != ("step", "tf32")]
-    return rows
+        return QUICK["rate"]
+    from initmem.pipeline.rates import RateModel
+
+    spec = {"arch": row["arch"], "width": row["width"], "batch_size": row["b"], "optimizer": row["opt"]}
+    return RateModel().rate(spec, row["pack"], row["precision"]).central
 
 
-def measure_row(row: dict, device, steps: int, min_seconds: float) -> dict:
-    """Images/s of one job training ``row`` (the trainers' own models, optimizers and step functions)
-    and its peak GPU memory. ``compile``: False, True (the forward pass) or "step" (the whole step; on
-    CUDA as CUDA graphs, and the note says if the compiler skipped them)."""
+def timed_steps(row: dict, quick: bool) -> int:
+    """Steps in the timed window: about :data:`WINDOW_S` at the expected rate, 10-200."""
+    if quick:
+        return QUICK["steps"]
+    step_s = row["pack"] * row["b"] / job_rate(row, quick)
+    return int(min(200, max(10, math.ceil(WINDOW_S / step_s))))
+
+
+def expected_seconds(row: dict, quick: bool) -> float:
+    """Expected wall seconds of a row (on an H200; quick: on a CPU)."""
+    kind = row["kind"]
+    if kind == "versions":
+        return 1.0
+    if kind == "matmul":
+        return 0.5 if quick else 2.0
+    if kind in ("tf32",):
+        return 1.0
+    if kind == "resume":
+        return 12.0 if quick else 25.0  # two child processes (torch import, CUDA context) and a reference
+    if kind in ("train", "peer", "channels_last", "epoch"):
+        warm = QUICK["warm"] if quick else WARM_STEPS
+        steps = row.get("steps") or timed_steps(row, quick)
+        step_s = row["pack"] * row["b"] / job_rate(row, quick)
+        call = (0.2 if quick else CALL_S) + row["pack"] * BUILD_S[row["arch"]] * (0.2 if quick else 1.0)
+        if kind == "peer":
+            return call + (warm + steps) * step_s
+        if kind == "channels_last":
+            return 2 * (call + (warm + steps) * step_s)
+        if kind == "epoch":
+            n = row["data"]
+            return call + row["pack"] * (n["n_train"] + (n["n_val"] + n["n_test"]) / 3) / job_rate(row, quick)
+        if row.get("compile"):  # one training of two epochs: the first compiles, the second is timed
+            return (20 if quick else COMPILE_S) + call + 2 * steps * step_s
+        calls = 3 if row.get("prime") else 2
+        return calls * call + ((calls - 1) * warm + warm + steps) * step_s
+    raise ValueError(f"unknown row kind {kind!r}")
+
+
+def train_row(arch: str, width: int, b: int, opt: str, pack: int, precision: str, **extra) -> dict:
+    return {"kind": "train", "arch": arch, "width": width, "b": b, "opt": opt, "pack": pack, "precision": precision,
+            "compile": False} | extra
+
+
+def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list[dict]]:
+    """The rows to run, in order, and the planned shapes left out (their GPU-hours share said by --plan)."""
+    source = source or planner_shapes()[0]
+    shapes, data = source["shapes"], source["data"]
+    precision = shapes[0]["precision"] if shapes else "tf32"
+    width = QUICK["width"] if quick else 64
+    cap = (lambda n: min(n, QUICK["pack"])) if quick else (lambda n: n)
+    batch = (lambda b: min(b, QUICK["batch"])) if quick else (lambda b: b)
+    rows: list[dict] = [dict(kind="versions")] + [dict(kind="matmul", precision=p) for p in ("bf16", "tf32", "float32")]
+    singles = [(b, "adam") for b in (16, 32, 64, 128, 256)] + [(16, "sgd"), (128, "sgd")]
+    if quick:
+        singles = [(16, "adam"), (16, "sgd")]
+    rows += [train_row("resnet9", width, b, opt, 1, precision) for b, opt in singles]
+    left_out = []
+    for group, archs in (("resnet9", ("resnet9",)), ("deep", ("resnet56", "resnet110"))):
+        spent, taken = 0.0, 0
+        members = [s for s in shapes if s["arch"] in archs]
+        if quick:  # the cheapest architecture of the group, one or two shapes, small batches
+            members = [s for s in members if s["arch"] == min(archs, key=lambda a: BUILD_S[a])]
+        floor = MIN_SHARE * sum(s["hours"] for s in members)
+        for shape in members:
+            row = train_row(shape["arch"], width, batch(shape["batch_size"]), shape["optimizer"], cap(shape["pack"]), shape["precision"],
+                            jobs=shape["jobs"], hours=shape["hours"])
+            cost = expected_seconds(row, quick)
+            if quick:
+                skip = shape["pack"] == 1 or taken >= (2 if group == "resnet9" else 1)
+            else:
+                skip = shape["pack"] == 1 or shape["hours"] < floor or spent + cost > PACK_SHARE_S[group]
+            if skip:
+                left_out.append(shape)
+                continue
+            rows.append(row)
+            spent, taken = spent + cost, taken + 1
+    packs = [r for r in rows if r["kind"] == "train" and r["pack"] > 1]
+    top = packs[:3]
+    by_b = {r["b"]: r for r in reversed(packs) if r["arch"] == "resnet9"}  # the first planned shape of each batch size
+    two = [by_b[b] for b in sorted(by_b)]
+    two = two[:1] + two[1:][-1:]  # the smallest and the largest batch
+    rows += [{**r, "cudnn": "benchmark", "prime": True, "jobs": None, "hours": None} for r in two]
+    rows += [dict(kind="channels_last", arch="resnet9", width=width, b=b, opt="adam", pack=1, precision=precision)
+             for b in ((16, 128) if not quick else (16,))]
+    rows += [{**r, "precision": "bf16", "jobs": None, "hours": None} for r in top]
+    epoch = max((r for r in packs if r["arch"] == "resnet9"), key=lambda r: r.get("jobs") or 0, default=None)
+    if epoch is not None:
+        n = {"n_train": 48, "n_val": 16, "n_test": 16} if quick else data
+        rows.append({**epoch, "kind": "epoch", "data": n, "jobs": None, "hours": None})
+    rows += [dict(kind="resume"), dict(kind="tf32")]
+    rows += [dict(kind="peer", arch="resnet9", width=width, b=b, opt=o, pack=1, precision=precision)
+             for b in ((16, 128) if not quick else (16,)) for o in ("adam", "sgd")]
+    rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step")]
+    for r in rows:
+        r["expected_s"] = round(expected_seconds(r, quick), 1)
+    return rows, left_out
+
+
+def describe_row(r: dict) -> str:
+    """What a row measures, in a few words."""
+    kind = r["kind"]
+    if kind == "versions":
+        return "versions"
+    if kind == "matmul":
+        return f"matmul peak, {r['precision']}"
+    if kind in ("resume", "tf32"):
+        return {"resume": "resume bit-identity (SIGTERM mid-epoch, another process resumes)", "tf32": "TF32 self-check (conv, matmul)"}[kind]
+    shape = f"{r['arch']} w{r['width']} b{r['b']} {r['opt']} x{r['pack']}"
+    what = {"train": "pack" if r["pack"] > 1 else "single run", "peer": "plain PyTorch peer", "channels_last": "channels_last vs NCHW",
+            "epoch": "one real pack epoch + evaluation"}[kind]
+    extra = [x for x in (r.get("cudnn") and "cuDNN autotuned", r.get("compile") and f"compile {r['compile']}",
+                         r.get("jobs") and f"{r['jobs']} jobs, {r['hours']:,.0f} h planned") if x]
+    return f"{what}: {shape}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def print_plan(rows: list[dict], left_out: list[dict], where: str) -> None:
+    total = STARTUP_S + sum(r["expected_s"] for r in rows)
+    print(f"device check plan ({len(rows)} rows; shapes from {where}); expected seconds on one H200:")
+    for i, r in enumerate(rows, 1):
+        print(f"{i:3d}. {r.get('precision') or '':8s} {r['expected_s']:6.1f} s  {describe_row(r)}")
+    hours = sum(s["hours"] for s in left_out)
+    every = hours + sum(r.get("hours") or 0 for r in rows)
+    print(f"total ~{total:.0f} s ({total / 60:.1f} min) with {STARTUP_S} s start-up; budget {BUDGET_S} s")
+    if left_out:
+        print(f"planned shapes not measured: {len(left_out)} ({hours:,.0f} of {every:,.0f} planned GPU-hours; the rate model "
+              "reads them off the measured packs around them, never faster than the nearest larger one)")
+
+
+# --- measurement ------------------------------------------------------------------------------
+
+
+def fits(expected: float, elapsed: float, budget: float, slowdown: float) -> bool:
+    """Whether a row expected to take ``expected`` seconds, at ``slowdown`` x the expectations (never
+    below 1), ends within ``budget`` seconds when ``elapsed`` have gone."""
+    return elapsed + expected * max(1.0, slowdown) <= budget
+
+
+def matmul_peak(device, precision: str, quick: bool) -> dict:
     import torch
+    from peer import sync
 
-    from initmem.engine.models import build_model, init_weights
-    from initmem.engine.optim import KerasOptimizer
-    from initmem.engine.packed import PackedModel, pack_step
-    from initmem.engine.train import compile_forward, compile_step, run_step, set_precision, static_inputs, step_inputs
+    n = 256 if quick else 8192
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        for _ in range(2):
+            a @ b
+        sync(device)
+        reps, start = (3 if quick else 20), time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        sync(device)
+        seconds = time.perf_counter() - start
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    return {"result": f"{2 * n ** 3 * reps / seconds / 1e12:,.1f} TFLOP/s ({n}x{n}x{n})"}
 
-    autocast = set_precision(row["precision"])
-    n, b, whole = row["pack"], row["b"], row["compile"] == "step"
-    models = []
-    for i in range(n):
-        m = build_model(row["arch"], row["width"])
-        init_weights(m, 1.0, torch.Generator().manual_seed(i))
-        models.append(m.to(device).train())
-    x = torch.rand(n, b, 3, 32, 32, device=device)
-    y = torch.randint(0, 10, (n, b), device=device)
-    lr, sums = step_inputs(None if n == 1 else n, device)
-    lr.fill_(1e-3)
-    if n == 1:  # the reference trainer's single run
-        model = models[0]
-        fwd = model if whole else compile_forward(model, bool(row["compile"]))
-        opt = KerasOptimizer(row["opt"], list(model.parameters()))
-        one = lambda xb, yb: run_step(fwd, model, opt, xb, yb, lr, 0.0, sums, autocast(device))  # noqa: E731
-        inputs, state = (x[0], y[0]), []
-    else:  # the vectorised pack
-        model = PackedModel(models)
-        model.train()
-        if row["compile"]:
-            model.compile(training=not whole)
-        opt = KerasOptimizer(row["opt"], list(model.params.values()), stacked=True)
-        if whole:  # as the trainer: the masks exist from the start
-            model.set_active(None, always=True)
-            opt.set_active(None, always=True)
-        one = lambda xb, yb: pack_step(model, opt, xb, yb, lr, 0.0, sums, autocast(device))  # noqa: E731
-        inputs, state = (x, y), list(model.params.values()) + list(model.buffers.values()) + model.mask_buffers()
-    if whole:
-        static_inputs(device, opt.buffers() + state + [lr, *sums.values()])
-    compiled = compile_step(one, row["compile"], device)
-    skips_before = torch._dynamo.utils.counters["inductor"].get("cudagraph_skips", 0)
 
-    def step() -> None:
-        compiled(*inputs)
+def measure_train(row: dict, device, quick: bool, pool) -> dict:
+    import torch
+    from peer import compiled_images_per_second, engine_images_per_second
+
+    warm = QUICK["warm"] if quick else WARM_STEPS
+    steps = timed_steps(row, quick)
+    flags = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic)
+    if row.get("cudnn") == "benchmark":
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = True, False
+    try:
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        shape = (row["arch"], row["width"], row["b"], row["opt"], row["pack"], steps, device)
+        if row["compile"]:  # each training compiles anew: time the second of two epochs in one training
+            ips = compiled_images_per_second(*shape, precision=row["precision"], compile=row["compile"], pool=pool)
+        else:
+            ips, _ = engine_images_per_second(*shape, warm=warm, precision=row["precision"], pool=pool, prime=bool(row.get("prime")))
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = flags
+    out = {"images_per_s": ips, "result": f"{steps} steps timed"}
     if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    for _ in range(3 if not row["compile"] else 5):
-        step()
-    sync(device)
-    start, done = time.perf_counter(), 0
-    while done < steps or time.perf_counter() - start < min_seconds:
-        step()
-        done += 1
-        if done >= steps:
-            sync(device)
-    sync(device)
-    ips = done * b * n / (time.perf_counter() - start)
-    peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
-    out = {"images_per_s": ips, "peak_gib": peak}
-    skipped = torch._dynamo.utils.counters["inductor"].get("cudagraph_skips", 0) - skips_before
-    if whole and device.type == "cuda":
-        out["note"] = f"CUDA graphs skipped for {skipped} graph(s) (see the log)" if skipped else "CUDA graphs"
+        out["result"] += f", peak {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB"
     return out
 
 
-def tf32_check(device) -> str:
-    """Relative error of a float32 convolution against float64 with TF32 off and on."""
+def measure_epoch(row: dict, device, rows: list[dict], pool) -> dict:
+    """One real epoch (the paper's split sizes) with evaluation, against the training step rate measured for its shape."""
+    from peer import engine_train_seconds
+
+    n = row["data"]
+    steps = math.ceil(n["n_train"] / row["b"])
+    wall = engine_train_seconds(row["arch"], row["width"], row["b"], row["opt"], row["pack"], steps, device,
+                                precision=row["precision"], pool=pool, n_eval=n["n_val"])
+    same = next((r for r in rows if r["kind"] == "train" and r.get("images_per_s") and not r.get("cudnn") and not r["compile"]
+                 and all(r[k] == row[k] for k in ("arch", "width", "b", "opt", "pack", "precision"))), None)
+    result = f"epoch of {steps * row['b']:,} training + {2 * n['n_val']:,} evaluated images per run: {wall:.1f} s"
+    if same:
+        train_only = row["pack"] * steps * row["b"] / same["images_per_s"]
+        model = row["pack"] * (steps * row["b"] + 2 * n["n_val"] / 3) / same["images_per_s"]
+        result += (f"; the step rate alone predicts {train_only:.1f} s training, {model:.1f} s with evaluation at 1/3 "
+                   f"(the planner's model): wall / model {wall / model:.2f}")
+    return {"result": result}
+
+
+def measure_channels_last(row: dict, device, quick: bool) -> dict:
+    """images/s of the engine's model and optimizer (``build_model``, ``KerasOptimizer``) in a plain
+    step loop, NCHW against channels_last."""
     import torch
     import torch.nn.functional as F
+    from peer import LR, random_data, sync
 
-    g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(64, 256, 16, 16, generator=g), torch.randn(256, 256, 3, 3, generator=g) / 48
-    ref = F.conv2d(x.double(), w.double(), padding=1)
-    out = []
-    for tf32 in (False, True):
-        torch.backends.cudnn.allow_tf32 = tf32
-        got = F.conv2d(x.to(device), w.to(device), padding=1).double().cpu()
-        out.append(float((got - ref).norm() / ref.norm()))
-    torch.backends.cudnn.allow_tf32 = False
-    verdict = "TF32 off works" if out[0] < 1e-5 else "TF32 NOT OFF: float32 runs are not float32"
-    return f"TF32 self-check (conv 64x256x16x16, 3x3, vs float64): rel. error TF32 off {out[0]:.1e}, on {out[1]:.1e}: {verdict}"
+    from initmem.engine.models import build_model
+    from initmem.engine.optim import KerasOptimizer
+
+    steps, warm, b = timed_steps(row, quick), (QUICK["warm"] if quick else WARM_STEPS), row["b"]
+    x, y = random_data(b * (warm + steps), device)
+    rates = {}
+    for layout in (torch.contiguous_format, torch.channels_last):
+        model = build_model(row["arch"], row["width"]).to(device).to(memory_format=layout).train()
+        opt = KerasOptimizer(row["opt"], list(model.parameters()))
+        xs = x.contiguous(memory_format=layout)
+
+        def step(i: int, model=model, xs=xs, opt=opt) -> None:
+            loss = F.cross_entropy(model(xs[i * b:(i + 1) * b]), y[i * b:(i + 1) * b])
+            for p in opt.params:
+                p.grad = None
+            loss.backward()
+            opt.step(LR[row["opt"]])
+        for i in range(warm):
+            step(i)
+        sync(device)
+        start = time.perf_counter()
+        for i in range(warm, warm + steps):
+            step(i)
+        sync(device)
+        rates[layout] = steps * b / (time.perf_counter() - start)
+    nchw, last = rates[torch.contiguous_format], rates[torch.channels_last]
+    return {"result": f"NCHW {nchw:,.0f} images/s, channels_last {last:,.0f}: {last / nchw:.2f}x"}
 
 
-def resume_check(device, quick: bool) -> str:
-    """A pack stopped by SIGTERM mid-epoch and resumed from its checkpoint equals an uninterrupted one."""
-    import tempfile
+def measure_peer(row: dict, device, quick: bool, rows: list[dict]) -> dict:
+    from peer import peer_images_per_second
 
+    ips = peer_images_per_second(row["width"], row["b"], row["opt"], device, timed_steps(row, quick),
+                                 warm=QUICK["warm"] if quick else WARM_STEPS)
+    engine = next((r for r in rows if r["kind"] == "train" and r["pack"] == 1 and r.get("images_per_s") and not r["compile"]
+                   and not r.get("cudnn") and (r["b"], r["opt"], r["precision"]) == (row["b"], row["opt"], row["precision"])), None)
+    result = f"plain PyTorch {ips:,.0f} images/s"
+    if engine:
+        result += f"; the engine {engine['images_per_s']:,.0f} (its single-run row): engine / PyTorch {engine['images_per_s'] / ips:.2f}"
+    return {"result": result}
+
+
+def resume_setup(device, quick: bool):
+    """The resume check's pack (two runs, augmentation, two epochs) and its data, the same in every process."""
+    from peer import engine_data, engine_spec
+
+    b, width, n = (16, 4, 48) if quick else (32, 16, 512)
+    runs = [{"run_id": f"r{s}", "spec": {**engine_spec("resnet9", width, b, "adam", seed=s, augment=True), "epochs": 2}} for s in (0, 1)]
+    return runs, engine_data(n, 48, device), math.ceil(n / b)
+
+
+def strip_records(records: list[dict]) -> str:
+    return json.dumps([{k: v for k, v in r.items() if k not in ("wall_seconds", "env")} for r in records], sort_keys=True)
+
+
+def resume_child(mode: str, folder: Path, quick: bool) -> int:
+    """One process of the resume check: ``stop`` trains until SIGTERM mid-epoch 2 (the trainer's own
+    handler saves the checkpoint); ``resume`` resumes from it and writes its records."""
     import torch
 
-    from initmem.engine.data import build_splits
     from initmem.engine.packed import train_packed
-    from initmem.engine.train import Preempted, Tensors, _StopFlag
-    from initmem.spec import resolve_spec
+    from initmem.engine.train import Preempted, install_sigterm_handler
 
-    n = 96 if quick else 512
-    data = Tensors.from_splits(build_splits({"source": "synthetic", "n_train": n, "n_val": 48, "n_test": 48}), device)
-    spec = dict(arch="resnet9", width=4 if quick else 16, norm="batchnorm", pool="max", optimizer="adam", lr=1e-3,
-                schedule="cosine", alpha=0.01, epochs=2, batch_size=32, l2=0.0, weight_decay=None, momentum=None,
-                augment=True, patience=None, seed=0, variant=None, n_train=n, n_val=48, n_test=48)
-    runs = [{"run_id": f"r{s}", "spec": resolve_spec({**spec, "sigma_w": s})} for s in (0.5, 2.0)]
-    reference = train_packed(runs, data, device=device, log=None)
+    device = setup_device(quick)
+    runs, data, steps = resume_setup(device, quick)
+    ckpt = folder / "pack.ckpt"
+    if mode == "resume":
+        (folder / "resumed.json").write_text(strip_records(train_packed(runs, data, device=device, checkpoint=ckpt, log=None)))
+        return 0
+    install_sigterm_handler()
     original, calls = torch.Tensor.backward, {"n": 0}
-    stop_after = math.ceil(n / 32) + 1
 
     def counting_backward(self, *args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == stop_after:
-            _StopFlag.requested = True
+        if calls["n"] == steps + 2:  # the second step of epoch 2
+            os.kill(os.getpid(), signal.SIGTERM)
         return original(self, *args, **kwargs)
 
+    torch.Tensor.backward = counting_backward
+    try:
+        train_packed(runs, data, device=device, checkpoint=ckpt, log=None)
+    except Preempted:
+        return 0 if ckpt.exists() else 4
+    finally:
+        torch.Tensor.backward = original
+    return 3  # SIGTERM did not stop the pack
+
+
+def measure_resume(device, quick: bool) -> dict:
+    from initmem.engine.packed import train_packed
+
+    runs, data, _ = resume_setup(device, quick)
+    reference = strip_records(train_packed(runs, data, device=device, log=None))
     with tempfile.TemporaryDirectory() as tmp:
-        ckpt = Path(tmp) / "pack.ckpt"
-        torch.Tensor.backward = counting_backward
-        try:
-            train_packed(runs, data, device=device, checkpoint=ckpt, log=None)
-            return "resume check: FAILED (the SIGTERM flag did not stop the pack)"
-        except Preempted:
-            pass
-        finally:
-            torch.Tensor.backward = original
-            _StopFlag.requested = False
-        resumed = train_packed(runs, data, device=device, checkpoint=ckpt, log=None)
-    strip = lambda recs: json.dumps([{k: v for k, v in r.items() if k not in ("wall_seconds", "env")} for r in recs])  # noqa: E731
-    same = strip(resumed) == strip(reference)
-    return f"resume on {device.type}: a pack stopped mid-epoch 2 and resumed is {'bit-identical' if same else 'NOT bit-identical'} to an uninterrupted one"
+        for mode in ("stop", "resume"):
+            args = [sys.executable, __file__, "--resume-child", mode, "--out", tmp] + (["--quick"] if quick else [])
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:160]
+                return {"result": f"FAILED: the {mode} process exited {proc.returncode}: {tail}"}
+        same = (Path(tmp) / "resumed.json").read_text() == reference
+    return {"result": f"resume on {device.type}: a pack stopped by SIGTERM mid-epoch 2 and resumed in another process is "
+                      f"{'bit-identical' if same else 'NOT bit-identical'} to an uninterrupted one"}
 
 
-def determinism_cost(device) -> str:
-    """images/s of one ResNet-9 b=16 pack of 8 with deterministic cuDNN against cuDNN autotuning."""
+def measure_tf32(device) -> dict:
+    from initmem.engine.device import tf32_check, tf32_summary
+
+    return {"result": tf32_summary(tf32_check(device)).replace("\n", " / ")}
+
+
+def versions(device) -> dict:
+    import numpy
     import torch
 
-    if device.type != "cuda":
-        return "deterministic cuDNN: not applicable on the CPU"
-    row = dict(arch="resnet9", width=64, b=16, opt="adam", pack=8, precision="float32", compile=False)
-    out = {}
-    for det in (True, False):
-        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = det, not det
-        out[det] = measure_row(row, device, 10, 1.0)["images_per_s"]
-    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
-    return (f"deterministic cuDNN (the trainer's setting) {out[True]:,.0f} images/s vs autotuned {out[False]:,.0f} "
-            f"(ResNet-9 w64, pack of 8, b=16, Adam, float32): {out[True] / out[False]:.2f}x")
+    parts = [f"python {platform.python_version()}", f"torch {torch.__version__}", f"numpy {numpy.__version__}"]
+    if device.type == "cuda":
+        from initmem.engine.device import driver_version
+
+        p = torch.cuda.get_device_properties(device)
+        parts = [f"{p.name} ({p.total_memory / 2**30:.0f} GiB, sm {p.major}.{p.minor})", f"driver {driver_version()}",
+                 f"CUDA {torch.version.cuda}", f"cuDNN {torch.backends.cudnn.version()}"] + parts
+    else:
+        parts = [f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"] + parts
+    return {"result": ", ".join(parts)}
 
 
-def checkpoint_check(device, quick: bool) -> str:
-    from checkpoint_memory import measure
+def measure(row: dict, device, quick: bool, rows: list[dict], pool) -> dict:
+    kind = row["kind"]
+    if kind == "versions":
+        return versions(device)
+    if kind == "matmul":
+        return matmul_peak(device, row["precision"], quick)
+    if kind == "train":
+        return measure_train(row, device, quick, pool)
+    if kind == "epoch":
+        return measure_epoch(row, device, rows, pool)
+    if kind == "channels_last":
+        return measure_channels_last(row, device, quick)
+    if kind == "peer":
+        return measure_peer(row, device, quick, rows)
+    if kind == "resume":
+        return measure_resume(device, quick)
+    if kind == "tf32":
+        return measure_tf32(device)
+    raise ValueError(f"unknown row kind {kind!r}")
 
-    pack, width = (2, 8) if quick else (8, 64)
-    m = measure(pack, width, "adam", device.type)
-    return (f"checkpoint host peak ({pack} x ResNet-9 w{width} + Adam, {m['state_mib']:.0f} MiB state on {device.type}): "
-            f"save +{m['save_mib']:.0f} MiB ({m['save_mib'] / m['state_mib']:.2f}x), load +{m['load_mib']:.0f} MiB "
-            f"({m['load_mib'] / m['state_mib']:.2f}x) over the process's RSS")
+
+# --- outputs ----------------------------------------------------------------------------------
 
 
-def describe(device) -> str:
-    import torch
+def table_text(rows: list[dict], header: str, quick: bool) -> str:
+    lines = [f"# Device check ({'quick, CPU' if quick else 'GPU'})", "", header,
+             f"`python benchmarks/device_check.py{' --quick' if quick else ''}`: {time.perf_counter() - STARTED:.0f} s so far", "",
+             "| # | row | precision | expected s | took s | images/s per job | images/s per run | result |",
+             "|---:|---|---|---:|---:|---:|---:|---|"]
+    for i, r in enumerate(rows, 1):
+        ips = r.get("images_per_s")
+        job, per_run = (f"{ips:,.0f}", f"{ips / r['pack']:,.0f}") if ips else ("", "")
+        took = f"{r['took_s']:.1f}" if "took_s" in r else ""
+        lines.append(f"| {i} | {describe_row(r)} | {r.get('precision') or ''} | {r['expected_s']:.1f} | {took} | {job} | {per_run} | "
+                     f"{r.get('result', r.get('note', 'not run yet'))} |")
+    return "\n".join(lines) + "\n"
 
-    if device.type != "cuda":
-        return f"device: cpu ({platform.processor() or platform.machine()}), torch {torch.__version__}, {torch.get_num_threads()} threads"
-    from initmem.engine.device import driver_version
 
-    p = torch.cuda.get_device_properties(device)
-    return (f"device: {p.name} ({p.total_memory / 2**30:.0f} GiB, sm {p.major}.{p.minor}), driver {driver_version()}, "
-            f"torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}")
+def rates_text(rows: list[dict], device_name: str) -> str:
+    """rates.csv: per key the slowest optimizer of a family; the trainer's settings only (deterministic cuDNN)."""
+    from initmem.pipeline.rates import COLUMNS, COMPILE_LABELS, family
 
-
-def write_rates(path: Path, rows: list[dict], device_name: str) -> None:
-    """rates.csv: per family the slowest optimizer's images/s (uncompiled rows only)."""
-    from initmem.pipeline.rates import COLUMNS, family
-
-    best: dict[tuple, float] = {}
+    slowest: dict[tuple, float] = {}
     for r in rows:
-        if "images_per_s" not in r or r["compile"]:
+        if r["kind"] != "train" or not r.get("images_per_s") or r.get("cudnn"):
             continue
-        key = (r["arch"], r["width"], r["b"], family(r["opt"]), r["pack"], r["precision"])
-        best[key] = min(best.get(key, math.inf), r["images_per_s"])
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(COLUMNS + ("device",))
-        for key, ips in best.items():
-            w.writerow((*key, f"{ips:.1f}", device_name))
+        key = (r["arch"], r["width"], r["b"], family(r["opt"]), r["pack"], r["precision"], COMPILE_LABELS[r["compile"]])
+        slowest[key] = min(slowest.get(key, math.inf), r["images_per_s"])
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS + ("compile", "device"))
+    for key, ips in slowest.items():
+        w.writerow((*key[:6], f"{ips:.1f}", key[6], device_name))
+    return buf.getvalue()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="CPU, tiny models, seconds: the CI check of this script")
-    parser.add_argument("--out", default=str(HERE / "device_check"))
-    parser.add_argument("--budget", type=float, help="seconds for the throughput rows (default 330; quick: 60)")
-    args = parser.parse_args(argv)
+def write_outputs(out: Path, rows: list[dict], header: str, quick: bool, device_name: str) -> None:
+    """Both files, each replaced atomically (a reader or a timeout never sees half of one)."""
+    from initmem.io import atomic_path
+
+    for name, text in (("device_check.md", table_text(rows, header, quick)), ("rates.csv", rates_text(rows, device_name))):
+        with atomic_path(out / name) as tmp:
+            tmp.write_text(text)
+
+
+def setup_device(quick: bool):
+    import torch
+
+    torch.set_num_threads(1 if quick else max(1, min(4, os.cpu_count() or 1)))
+    device = torch.device("cpu" if quick else "cuda:0")
+    if device.type == "cuda":
+        from initmem.engine.device import configure_determinism
+
+        configure_determinism(device)
+    return device
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         import numpy  # noqa: F401
         import torch
@@ -268,56 +529,61 @@ def main(argv: list[str] | None = None) -> int:
         print(f"device_check: no usable CUDA: {cuda_diagnosis(driver_version(), torch.version.cuda, gpu_assignment())} "
               "(--quick runs the CPU check)", file=sys.stderr)
         return 2
-    torch.set_num_threads(1 if args.quick else max(1, min(4, os.cpu_count() or 1)))
-    device = torch.device("cpu" if args.quick else "cuda:0")
-    if device.type == "cuda":
-        from initmem.engine.device import configure_determinism
+    from peer import random_data
 
-        configure_determinism(device)
+    device = setup_device(args.quick)
+    source, where = planner_shapes()
+    rows, _ = plan_rows(args.quick, source)
+    budget = args.budget if args.budget is not None else (300 if args.quick else BUDGET_S)
+    pool = random_data(512 if args.quick else 61_000, device)  # views of it feed every training row
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    budget = args.budget if args.budget is not None else (60 if args.quick else 330)
-    steps, min_seconds = (2, 0.0) if args.quick else (10, 1.0)
-    started = time.perf_counter()
-    header = describe(device)
-    print(header, flush=True)
-    rows = plan_rows(args.quick)
-    for row in rows:
-        if time.perf_counter() - started > budget - (60 if row["compile"] and not args.quick else 0):  # compiling takes ~a minute
-            row["note"] = "skipped: budget"
-            continue
-        try:
-            row.update(measure_row(row, device, steps, min_seconds))
-        except Exception as exc:  # e.g. out of memory: the table says so and the check goes on
-            row["note"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-        print(json.dumps(row), flush=True)
-    checks = [tf32_check(device)]
-    for check in (lambda: determinism_cost(device), lambda: checkpoint_check(device, args.quick),
-                  lambda: resume_check(device, args.quick)):
-        try:
-            checks.append(check())
-        except Exception as exc:
-            checks.append(f"check failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
-        print(checks[-1], flush=True)
-    lines = [f"# Device check ({'quick, CPU' if args.quick else 'GPU'})", "", header,
-             f"`python benchmarks/device_check.py{' --quick' if args.quick else ''}`: {time.perf_counter() - started:.0f} s", "",
-             "| arch | width | b | optimizer | pack | precision | compile | images/s per job | images/s per run | peak GPU GiB | note |",
-             "|---|---:|---:|---|---:|---|---|---:|---:|---:|---|"]
-    for r in rows:
-        ips = r.get("images_per_s")
-        job = f"{ips:,.0f}" if ips else ""
-        per_run = f"{ips / r['pack']:,.0f}" if ips else ""
-        peak = "" if ips is None or math.isnan(r["peak_gib"]) else f"{r['peak_gib']:.2f}"
-        lines.append(f"| {r['arch']} | {r['width']} | {r['b']} | {r['opt']} | {r['pack']} | {r['precision']} | "
-                     f"{COMPILE_LABELS[r['compile']]} | {job} | {per_run} | {peak} | {r.get('note', '')} |")
-    lines += [""] + [f"- {c}" for c in checks]
-    (out / "device_check.md").write_text("\n".join(lines) + "\n")
     name = "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device)
-    write_rates(out / "rates.csv", rows, name)
-    print(f"wrote {out / 'device_check.md'} and {out / 'rates.csv'} in {time.perf_counter() - started:.0f} s")
+    header = f"Shapes from {where}; budget {budget:.0f} s; expected seconds are estimates for one H200."
+    write_outputs(out, rows, header, args.quick, name)
+    spent_expected = spent_actual = 0.0
+    for row in rows:
+        elapsed = time.perf_counter() - STARTED
+        slowdown = spent_actual / spent_expected if spent_expected else 1.0
+        if not fits(row["expected_s"], elapsed, budget, slowdown):
+            row["note"] = f"skipped: budget (~{row['expected_s'] * max(1.0, slowdown):.0f} s expected, {budget - elapsed:.0f} s left)"
+        else:
+            start = time.perf_counter()
+            try:
+                row.update(measure(row, device, args.quick, rows, pool))
+            except Exception as exc:  # e.g. out of memory: the table says so and the check goes on
+                row["result"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+            row["took_s"] = time.perf_counter() - start
+            spent_expected, spent_actual = spent_expected + row["expected_s"], spent_actual + row["took_s"]
+        write_outputs(out, rows, header, args.quick, name)
+        print(json.dumps({k: v for k, v in row.items() if k != "data"}), flush=True)
+    print(f"wrote {out / 'device_check.md'} and {out / 'rates.csv'} in {time.perf_counter() - STARTED:.0f} s")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plan", action="store_true", help="print the rows and their expected seconds, measure nothing")
+    parser.add_argument("--quick", action="store_true", help="CPU, tiny models, seconds: the CI check of this script")
+    parser.add_argument("--out", default=str(HERE / "device_check"))
+    parser.add_argument("--budget", type=float, help=f"seconds for the whole check (default {BUDGET_S}; quick: 300)")
+    parser.add_argument("--write-shapes", action="store_true", help=f"write {SHAPES_FILE.name} from the planner (needs PyYAML)")
+    parser.add_argument("--resume-child", choices=("stop", "resume"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.resume_child:
+        return resume_child(args.resume_child, Path(args.out), args.quick)
+    if args.write_shapes:
+        from initmem.io import write_json
+
+        write_json(SHAPES_FILE, planner_shapes()[0])
+        print(f"wrote {SHAPES_FILE}")
+        return 0
+    if args.plan:
+        source, where = planner_shapes()
+        print_plan(*plan_rows(args.quick, source), where)
+        return 0
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ PRECISION_HOST = {"float32": 1.0, "tf32": 1.0, "bf16": 1.3}
 RANGE = {"defaults": (0.6, 1.4), "measured": (0.85, 1.1)}
 DEFAULTS_SOURCE = "stated defaults for one H200, not measured (initmem/pipeline/rates.py; docs/packs.md)"
 COLUMNS = ("arch", "width", "batch_size", "family", "pack", "precision", "images_per_s")
+COMPILE_LABELS = {False: "off", True: "forward", "step": "step"}  # a table's optional ``compile`` column: compute.compile
 
 
 @dataclass(frozen=True)
@@ -122,14 +123,17 @@ class RateModel:
                 raise ValueError(f"{source}: rates of {key} need packs >= 1 and images/s > 0, got {bad}")
 
     @classmethod
-    def from_csv(cls, path: str | Path) -> RateModel:
-        """A table with the columns :data:`COLUMNS` (what the device check writes)."""
+    def from_csv(cls, path: str | Path, compile: bool | str = False) -> RateModel:
+        """A table with the columns :data:`COLUMNS` (what the device check writes); of a table with a
+        ``compile`` column, the rows measured with ``compile`` (``compute.compile``), else none."""
         measured: dict[tuple, dict[int, float]] = {}
         with open(path, newline="") as fh:
             rows = list(csv.DictReader(fh))
         if not rows or not set(COLUMNS) <= set(rows[0]):
             raise ValueError(f"{path}: a rate table needs the columns {', '.join(COLUMNS)} (benchmarks/device_check.py writes it)")
         for row in rows:
+            if row.get("compile", "off") != COMPILE_LABELS[compile]:
+                continue
             key = (row["arch"], int(row["width"]), int(row["batch_size"]), row["family"], row["precision"])
             measured.setdefault(key, {})[int(row["pack"])] = float(row["images_per_s"])
         return cls(measured, f"measured: {path}")
@@ -161,11 +165,12 @@ class RateModel:
 
 
 @functools.lru_cache(maxsize=8)
-def load_rates(path: str | None) -> RateModel:
-    """The rate model of ``compute.rate_table`` (None: the stated defaults), read once per process."""
+def load_rates(path: str | None, compile: bool | str = False) -> RateModel:
+    """The rate model of ``compute.rate_table`` (None: the stated defaults) for jobs compiled as
+    ``compute.compile``, read once per process."""
     if path is None:
         return RateModel()
     if not Path(path).is_file():
         raise FileNotFoundError(f"compute.rate_table: {path} does not exist; run benchmarks/device_check.py on the GPU "
                                 "and commit its rates.csv, or set rate_table: null for the stated defaults")
-    return RateModel.from_csv(path)
+    return RateModel.from_csv(path, compile)

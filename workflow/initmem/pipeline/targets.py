@@ -118,7 +118,7 @@ def pack_rate(specs: list[dict], compute: dict):
     ips = compute.get("images_per_second")
     if ips is not None:
         return Rate(ips, ips, ips, f"compute.images_per_second = {ips:g} (assumed, flat)")
-    return load_rates(compute.get("rate_table")).rate(specs[0], len(specs), compute["precision"])
+    return load_rates(compute.get("rate_table"), compute.get("compile", False)).rate(specs[0], len(specs), compute["precision"])
 
 
 def job_runtime_minutes(specs: list[dict], compute: dict) -> int:

@@ -1,0 +1,167 @@
+"""The engine against what a user would write: the same ResNet-9 as plain PyTorch, and both timed
+the same way. Shared by ``benchmarks/engine_vs_pytorch.py`` (CPU) and ``benchmarks/device_check.py``
+(its peer rows on the GPU). Needs only torch and numpy (and the library, for the engine's side).
+
+- Peer: ``nn.Conv2d`` (bias, padding 1), ``nn.BatchNorm2d`` (eps 1e-3, momentum 0.01: Keras'
+  0.99), ReLU, ``nn.MaxPool2d``, the Page/Myrtle layout the engine's ResNet-9 has, and
+  ``torch.optim`` with its multi-tensor kernels (``foreach``; Adam ``fused`` on CUDA); one step is
+  batch indexing, forward, cross-entropy, ``zero_grad``, backward, ``step``.
+- Engine: ``initmem.engine.train.train_run`` (single runs) or ``initmem.engine.packed.train_packed``
+  (packs) on random data, timed from outside: two trainings of the same shape, one of ``warm + steps``
+  steps, then one of ``warm``, whose difference is the time of ``steps`` steps (model building and
+  evaluation cancel; first-use costs fall on the long one, so a rate errs low).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+LR = {"sgd": 0.01, "sgd_momentum": 0.01, "adam": 1e-3, "adamw": 1e-3, "muon": 1e-3, "muon_full": 1e-3}
+
+
+def sync(device: torch.device) -> None:
+    """Wait for the device (a timer must not stop before the kernels do)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _block(c_in: int, c_out: int, pool: bool = False) -> nn.Sequential:
+    layers = [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out, eps=1e-3, momentum=0.01), nn.ReLU(inplace=True)]
+    return nn.Sequential(*layers, *([nn.MaxPool2d(2)] if pool else []))
+
+
+class PeerResNet9(nn.Module):
+    """Page/Myrtle ResNet-9 in plain PyTorch: prep w, [2w + pool + res], [4w + pool], [8w + pool + res], max pool, dense."""
+
+    def __init__(self, width: int = 64, classes: int = 10):
+        super().__init__()
+        w = width
+        self.prep, self.layer1 = _block(3, w), _block(w, 2 * w, pool=True)
+        self.res1 = nn.Sequential(_block(2 * w, 2 * w), _block(2 * w, 2 * w))
+        self.layer2, self.layer3 = _block(2 * w, 4 * w, pool=True), _block(4 * w, 8 * w, pool=True)
+        self.res3 = nn.Sequential(_block(8 * w, 8 * w), _block(8 * w, 8 * w))
+        self.dense = nn.Linear(8 * w, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.layer1(self.prep(x))
+        h = h + self.res1(h)
+        h = self.layer3(self.layer2(h))
+        h = h + self.res3(h)
+        return self.dense(h.amax((2, 3)))
+
+
+def peer_optimizer(name: str, params, device: torch.device) -> torch.optim.Optimizer:
+    """torch.optim's counterpart of the engine's ``name`` (sgd, sgd_momentum, adam) with its fast kernels."""
+    if name in ("sgd", "sgd_momentum"):
+        return torch.optim.SGD(params, lr=LR[name], momentum=0.9 if name == "sgd_momentum" else 0.0, foreach=True)
+    if name == "adam":
+        fast = {"fused": True} if device.type == "cuda" else {"foreach": True}
+        return torch.optim.Adam(params, lr=LR[name], eps=1e-7, **fast)
+    raise ValueError(f"no plain-PyTorch peer for optimizer {name!r}; choose sgd, sgd_momentum or adam")
+
+
+def random_data(n: int, device: torch.device, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` random CIFAR-sized images in [0, 1) and labels on ``device``."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(n, 3, 32, 32, generator=g).to(device), torch.randint(0, 10, (n,), generator=g).to(device)
+
+
+def peer_images_per_second(width: int, batch_size: int, optimizer: str, device: torch.device, steps: int,
+                           warm: int = 2) -> float:
+    """Training images/s of the plain-PyTorch ResNet-9 (float32 or whatever TF32 flags are set)."""
+    torch.manual_seed(0)
+    model = PeerResNet9(width).to(device).train()
+    opt = peer_optimizer(optimizer, model.parameters(), device)
+    x, y = random_data(batch_size * (warm + steps), device)
+    order = torch.randperm(len(x), device=device)
+
+    def step(i: int) -> None:
+        idx = order[i * batch_size:(i + 1) * batch_size]
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    for i in range(warm):
+        step(i)
+    sync(device)
+    start = time.perf_counter()
+    for i in range(warm, warm + steps):
+        step(i)
+    sync(device)
+    return steps * batch_size / (time.perf_counter() - start)
+
+
+def engine_spec(arch: str, width: int, batch_size: int, optimizer: str, *, seed: int = 0, augment: bool = False) -> dict:
+    """A resolved run spec of the paper's recipe (cosine schedule, no L2) for a throughput measurement."""
+    from initmem.spec import resolve_spec
+
+    return resolve_spec(dict(arch=arch, width=width, norm="batchnorm", pool="max", optimizer=optimizer, lr=LR[optimizer],
+                             schedule="cosine", alpha=0.01, epochs=1, batch_size=batch_size, l2=0.0, weight_decay=None,
+                             momentum=None, augment=augment, patience=None, sigma_w=1.0, seed=seed))
+
+
+def engine_data(n_train: int, n_eval: int, device: torch.device, pool: tuple[torch.Tensor, torch.Tensor] | None = None):
+    """An :class:`initmem.engine.train.Tensors` of random images: ``n_train`` to train on, ``n_eval``
+    each for validation and test (views of ``pool``, random data, when it is large enough)."""
+    from initmem.engine.train import Tensors
+
+    need = n_train + 2 * n_eval
+    x, y = pool if pool is not None and len(pool[0]) >= need else random_data(need, device)
+    return Tensors(x[:n_train], y[:n_train], x[n_train:n_train + n_eval], y[n_train:n_train + n_eval],
+                   x[n_train + n_eval:need], y[n_train + n_eval:need])
+
+
+def engine_train_seconds(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int,
+                         device: torch.device, *, precision: str = "float32", compile: bool | str = False,
+                         pool: tuple[torch.Tensor, torch.Tensor] | None = None, n_eval: int | None = None,
+                         epochs: int = 1, log=None) -> float:
+    """Wall seconds of ``epochs`` epochs of ``steps`` steps of a job training ``pack`` runs with the
+    engine (``train_run`` for one, ``train_packed`` for more), model building and evaluation included."""
+    from initmem.engine.packed import train_packed
+    from initmem.engine.train import train_run
+
+    data = engine_data(steps * batch_size, batch_size if n_eval is None else n_eval, device, pool)
+    runs = [{"run_id": f"m{i}", "spec": {**engine_spec(arch, width, batch_size, optimizer, seed=i), "epochs": epochs}}
+            for i in range(pack)]
+    sync(device)
+    start = time.perf_counter()
+    if pack == 1:
+        train_run(runs[0]["spec"], data, device=device, precision=precision, compile=compile, log=log)
+    else:
+        train_packed(runs, data, device=device, precision=precision, compile=compile, log=log)
+    sync(device)
+    return time.perf_counter() - start
+
+
+EPOCH_SECONDS = re.compile(r"epoch (\d+)/\d+.*?([\d.]+)s\s*$")  # the trainers' epoch line ends in the seconds so far
+
+
+def compiled_images_per_second(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int,
+                               device: torch.device, **kwargs) -> float:
+    """Training images/s of a compiled job (every training compiles anew, so two trainings differ
+    by their compile times): one training of two epochs, the second epoch's time from the trainer's
+    log (epoch lines end in the seconds so far), evaluation of one batch per split included."""
+    log = io.StringIO()
+    engine_train_seconds(arch, width, batch_size, optimizer, pack, steps, device, epochs=2, log=log, **kwargs)
+    seconds = {int(m[1]): float(m[2]) for line in log.getvalue().splitlines() if (m := EPOCH_SECONDS.search(line))}
+    if not {1, 2} <= set(seconds):
+        raise RuntimeError("the trainer's log names no times of epochs 1 and 2 (its epoch line changed?)")
+    return pack * batch_size * steps / max(seconds[2] - seconds[1], 1e-9)
+
+
+def engine_images_per_second(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int,
+                             device: torch.device, *, warm: int = 2, prime: bool = False, **kwargs) -> tuple[float, float]:
+    """(training images/s of the job, wall seconds spent measuring): ``steps`` steps' time as the
+    difference of a ``warm + steps`` and a ``warm``-step training of the same shape. The long one
+    runs first, so first-use costs (cuDNN plans, allocations) land on it and the rate can only come
+    out low; ``prime`` runs one more short training before both (compilation, autotuning)."""
+    total = engine_train_seconds(arch, width, batch_size, optimizer, pack, warm, device, **kwargs) if prime else 0.0
+    long = engine_train_seconds(arch, width, batch_size, optimizer, pack, warm + steps, device, **kwargs)
+    short = engine_train_seconds(arch, width, batch_size, optimizer, pack, warm, device, **kwargs)
+    return pack * batch_size * steps / max(long - short, 1e-9), total + short + long
