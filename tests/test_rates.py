@@ -5,6 +5,7 @@ defaults; a measured table never makes a pack faster than the packs measured aro
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -119,6 +120,20 @@ def test_estimate_prints_a_range_and_names_its_source():
     assert runs == 8200 and low < central < high and 1000 < central < 10000
     assert "source: stated defaults for one H200, not measured" in out.stdout and "tf32" in out.stdout
     assert "engine" not in out.stdout  # no comparison with code that no longer exists
+    # the checkpoint disk at the Slurm profile's peak concurrency (jobs: 200), the largest packs running
+    disk = next(line for line in out.stdout.splitlines() if line.startswith("checkpoint disk with 200 training jobs"))
+    between, peak = (float(x) for x in re.findall(r"([\d.]+) TiB (?:between|while)", disk))
+    assert 0.6 < between < peak <= 1.1 and peak == pytest.approx(1.5 * between, rel=0.01)
+
+
+def test_the_checkpoint_disk_grows_with_the_jobs_at_once():
+    from initmem.pipeline.estimate import checkpoint_disk, profile_jobs
+
+    config = paper()
+    assert profile_jobs() == yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())["jobs"]
+    few, many = checkpoint_disk(config, 10), checkpoint_disk(config, 200)
+    assert few["one copy"] == pytest.approx(10 * few["largest MiB"] / 2**20)  # the ten largest packs: ResNet-9 b=16/32 x64
+    assert few["between saves"] < many["between saves"] and many["jobs"] == 200
 
 
 def test_changing_the_rates_never_moves_a_trained_run(tmp_path):

@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--images-per-second", type=float,
                    help="an assumed flat images/s of every job instead of the config's rates")
     g.add_argument("--rate-table", help="rates.csv of benchmarks/device_check.py instead of compute.rate_table")
+    g.add_argument("--jobs", type=int, help="training jobs at once, for the checkpoint disk (default: slurm/config.yaml's jobs)")
     c = sub.add_parser("config", help="print the configuration the workflow would use for these config files")
     c.add_argument("config", nargs="*", help="config files, layered over the embedded default (none: the default)")
     sub.add_parser("clocks", help="exact forgetting clocks of a recipe against the paper's points (clocks -h)")
@@ -264,7 +265,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             config["compute"]["images_per_second"] = args.images_per_second
         elif args.rate_table is not None:
             config["compute"].update(images_per_second=None, rate_table=args.rate_table)
-        print(estimate_table(config))
+        from initmem.pipeline.estimate import profile_jobs
+
+        if args.jobs is not None and args.jobs < 1:
+            raise ValueError(f"--jobs {args.jobs} must be >= 1 (training jobs running at once)")
+        print(estimate_table(config, args.jobs if args.jobs is not None else profile_jobs()))
     elif args.cmd == "extract-run":
         from initmem.pipeline.records import extract_run
 

@@ -1,14 +1,42 @@
 """``python -m initmem estimate``: GPU-hours of a config's studies as a low-central-high range, from
-the packs as planned and each pack's rate (:mod:`initmem.pipeline.rates`), with the rates' source."""
+the packs as planned and each pack's rate (:mod:`initmem.pipeline.rates`), with the rates' source,
+and the checkpoint disk the Slurm profile's peak concurrency needs."""
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from initmem.pipeline.grid import expand_studies
 from initmem.pipeline.planning import plan_studies
 from initmem.pipeline.rates import family
-from initmem.pipeline.targets import pack_rate, run_images
+from initmem.pipeline.targets import pack_rate, pack_state_mb, run_images
+
+PROFILE = Path(__file__).resolve().parents[3] / "slurm" / "config.yaml"  # the Slurm profile of the repository
+# A training job's checkpoint files: the checkpoint and its previous copy (``.prev``) between saves,
+# and during a save also the new one being written beside them.
+CHECKPOINT_COPIES = {"between saves": 2, "while saving": 3}
+
+
+def profile_jobs(path: str | Path = PROFILE) -> int:
+    """The ``jobs`` limit of a Snakemake profile (at most this many jobs queued or running at once)."""
+    import yaml
+
+    jobs = (yaml.safe_load(Path(path).read_text()) or {}).get("jobs")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"{path}: jobs = {jobs!r}; a profile's jobs limit must be a whole number >= 1")
+    return jobs
+
+
+def checkpoint_disk(config: dict, jobs: int) -> dict:
+    """Checkpoint disk (TiB) with ``jobs`` training jobs at once, the largest planned packs running:
+    one copy of each pack's state (model + optimizer state, float32: the file's size,
+    ``benchmarks/checkpoint_memory.md``), and :data:`CHECKPOINT_COPIES` of them."""
+    sizes = sorted((pack_state_mb([spec for _, spec in pack.members])
+                    for packs, _ in plan_studies(config, expand_studies(config)).values() for pack in packs.values()), reverse=True)
+    one = sum(sizes[:jobs]) / 2**20
+    return {"jobs": min(jobs, len(sizes)), "one copy": one, "largest MiB": sizes[0] if sizes else 0.0,
+            **{when: one * n for when, n in CHECKPOINT_COPIES.items()}}
 
 
 def pack_gpu_hours(config: dict) -> dict[str, dict]:
@@ -56,9 +84,10 @@ def _totals(rows: dict[str, dict]) -> list[float]:
     return [sum(r["hours"][i] for r in rows.values()) for i in range(3)]
 
 
-def estimate_table(config: dict) -> str:
+def estimate_table(config: dict, jobs: int | None = None) -> str:
     """``python -m initmem estimate``: a markdown table of GPU-hours per study as a low-central-high
-    range, the source of its rates and, for the rate model, the central total in each precision."""
+    range, the source of its rates, for the rate model the central total in each precision, and with
+    ``jobs`` (the profile's peak concurrency) the checkpoint disk it needs."""
     rows = pack_gpu_hours(config)
     compute = config["compute"]
     lines = [f"| study | runs | jobs | GPU-hours low | central | high |  ({compute['precision']})", "|---|---:|---:|---:|---:|---:|"]
@@ -74,4 +103,9 @@ def estimate_table(config: dict) -> str:
                   for p in ("float32", "tf32", "bf16") if p != compute["precision"]}
         lines.append("central in other precisions (packs re-planned): " + ", ".join(f"{p} {h:,.0f} h" for p, h in others.items()))
     lines.append("Upper bound where runs stop early (ResNet-56/110, patience 30); one job per GPU at a time.")
+    if jobs is not None:
+        disk = checkpoint_disk(config, jobs)
+        lines.append(f"checkpoint disk with {disk['jobs']} training jobs at once (the largest packs; model + optimizer state, "
+                     f"{disk['one copy']:.2f} TiB a copy): {disk['between saves']:.2f} TiB between saves (checkpoint + .prev), "
+                     f"up to {disk['while saving']:.2f} TiB while all save at once; largest pack {disk['largest MiB']:,.0f} MiB")
     return "\n".join(lines)
