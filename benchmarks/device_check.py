@@ -523,6 +523,9 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"device_check: needs torch and numpy in this Python ({sys.executable}): {exc}", file=sys.stderr)
         return 2
+    if tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) < (2, 6):
+        print(f"device_check: needs torch >= 2.6, this Python ({sys.executable}) has {torch.__version__}", file=sys.stderr)
+        return 2
     if not args.quick and not torch.cuda.is_available():
         from initmem.engine.device import cuda_diagnosis, driver_version, gpu_assignment
 

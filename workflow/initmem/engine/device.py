@@ -83,7 +83,8 @@ def cuda_diagnosis(driver: str | None, wheel_cuda: str | None, assigned: str | N
     if need is not None and major < need:
         return (f"NVIDIA driver {driver} is older than {torch_id} (CUDA {wheel_cuda}) needs (>= {need}); install the wheel "
                 f"built for your driver, e.g. pip install torch=={torch.__version__.split('+')[0]} --index-url "
-                f"https://download.pytorch.org/whl/cu126 (drivers >= 525), or ask the admins for driver >= {need} (docs/slurm.md)")
+                f"https://download.pytorch.org/whl/cu126 (drivers >= 525), or ask the admins for driver >= {need} (nvidia-smi "
+                f"shows the node's; NVIDIA's CUDA Toolkit release notes list each CUDA's minimum; docs/environment.md)")
     return (f"{torch_id} (CUDA {wheel_cuda}) cannot use the GPU with driver {driver} (unsupported GPU architecture, "
             "e.g. Volta for CUDA 13, or a busy/broken device: run nvidia-smi); use a node with a supported GPU")
 

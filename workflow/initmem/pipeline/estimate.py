@@ -10,7 +10,7 @@ from pathlib import Path
 from initmem.pipeline.grid import expand_studies
 from initmem.pipeline.planning import plan_studies
 from initmem.pipeline.rates import family
-from initmem.pipeline.targets import pack_rate, pack_state_mb, run_images
+from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images
 
 PROFILE = Path(__file__).resolve().parents[3] / "slurm" / "config.yaml"  # the Slurm profile of the repository
 # A training job's checkpoint files: the checkpoint and its previous copy (``.prev``) between saves,
@@ -77,6 +77,40 @@ def planned_shapes(config: dict) -> list[dict]:
             "optimizer": v["by_optimizer"].most_common(1)[0][0], "precision": config["compute"]["precision"],
             "jobs": v["jobs"], "hours": round(v["hours"], 1)} for k, v in shapes.items()]
     return sorted(out, key=lambda r: (-r["hours"], r["arch"], r["batch_size"], r["family"], r["pack"]))
+
+
+ARCH_NAMES = {"resnet9": "ResNet-9", "resnet56": "ResNet-56", "resnet110": "ResNet-110"}
+
+
+def planned_packs_markdown(config: dict) -> str:
+    """The packs ``config`` plans from scratch, per architecture and batch size: how many jobs of
+    each pack size, and the attempts of ``compute.max_runtime_minutes`` they need (docs/packs.md's
+    generated block)."""
+    compute = config["compute"]
+    cap = compute.get("max_runtime_minutes")
+    cells: dict[tuple, Counter] = {}
+    attempts: dict[tuple, set] = {}
+    for packs, _ in plan_studies(config, expand_studies(config)).values():
+        for pack in packs.values():
+            specs = [spec for _, spec in pack.members]
+            key = (specs[0]["arch"], int(specs[0]["batch_size"]))
+            cells.setdefault(key, Counter())[len(specs)] += 1
+            if cap:
+                minutes = pack_runtime_minutes(specs, pack_rate(specs, compute).central)
+                attempts.setdefault(key, set()).add(-(-minutes // cap))
+    order = sorted(cells, key=lambda k: (list(ARCH_NAMES).index(k[0]), k[1]))
+    lines = ["| architecture | batch | jobs | pack sizes (jobs) | attempts |", "|---|---:|---:|---|---|"]
+    for key in order:
+        sizes = ", ".join(f"{n} ({c})" for n, c in sorted(cells[key].items(), key=lambda nc: (-nc[1], -nc[0])))
+        tries = "-".join(str(a) for a in sorted(attempts.get(key, {1}))) if cap else ""
+        lines.append(f"| {ARCH_NAMES[key[0]]} | {key[1]} | {sum(cells[key].values())} | {sizes} | {tries} |")
+    total = sum(sum(c.values()) for c in cells.values())
+    lines.append(f"| all | | {total} | | |")
+    rate = "the stated default rates" if compute.get("rate_table") is None and compute.get("images_per_second") is None \
+        else "the configured rates"
+    head = (f"{total} training jobs with {rate} in {compute['precision']}, `pack.max_models: {config['pack']['max_models']}`, "
+            f"`pack.max_images: {config['pack']['max_images']}`" + (f", attempts of {cap} minutes" if cap else "") + ":")
+    return head + "\n\n" + "\n".join(lines) + "\n"
 
 
 def _totals(rows: dict[str, dict]) -> list[float]:

@@ -1,0 +1,18 @@
+"""docs/packs.md's planned packs are planning's: the generated block equals what the planner gives now."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from conftest import ROOT
+
+
+def test_the_packs_docs_numbers_are_what_planning_gives():
+    spec = importlib.util.spec_from_file_location("planned_packs", ROOT / "benchmarks" / "planned_packs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (ROOT / "docs" / "packs.md").read_text()
+    block = module.current(text)
+    assert block == module.generated(), "docs/packs.md is stale: run PYTHONPATH=workflow python benchmarks/planned_packs.py"
+    assert "447 training jobs" in block and "| ResNet-9 | 16 | 45 | 64 (15)" in block
+    assert "packs of 41" not in text and "486" not in text
