@@ -57,8 +57,7 @@ CASES = {
 
 def make_optimizer(name: str, lr: keras.optimizers.schedules.LearningRateSchedule) -> keras.optimizers.Optimizer:
     """The Keras optimizer of a case (Keras defaults wherever the engine follows them)."""
-    _, _, wd, momentum, _ = CASES[name]
-    kind = CASES[name][0]
+    kind, _, wd, momentum, _ = CASES[name]
     if kind == "sgd":
         return keras.optimizers.SGD(lr)
     if kind == "sgd_momentum":
