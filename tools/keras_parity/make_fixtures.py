@@ -15,7 +15,10 @@ initial weights come from the engine's sigma_w init (``initmem.engine.models.ini
 engine code used here), rounded to float32 values so that both sides start from the same exact
 float64 numbers. Keras' weights after the last step are stored as their change from the initial
 weights, in float32 (rounding <= 2^-24 of the change, far below the tests' 1e-7); the BatchNorm
-moving statistics, the learning rates and the losses in float64.
+moving statistics, the learning rates and the losses in float64. Keras 3.15.1 demotes float64 to
+float32 in its type promotion on every backend but TensorFlow's; :func:`keep_float64` makes the torch
+backend keep it, as TensorFlow's does, and :func:`check_float64` refuses to write a fixture otherwise.
+Running it twice writes the same arrays.
 
 Layouts: Keras conv kernels are (kh, kw, in, out), torch's (out, in, kh, kw); Keras dense kernels
 (in, out), torch's (out, in). Everything stored uses the torch (engine) layout and names.
