@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initmem.claims import verdicts as V
+from initmem.claims import spreads as Sp
 from initmem.claims.analysis import (
     PAPER_SCALE,
     beta_table,
@@ -116,7 +116,7 @@ def test_spreads_count_diverged_runs_and_give_a_seed_interval():
     # this is not distinguishable from noise: p = 0.25, interval 20 -/+ 20 floored at 0
     assert cs["spread_ci_low"] == pytest.approx(0.0) and cs["spread_ci_high"] == pytest.approx(40.0)
     assert cs["spread_p_null"] == pytest.approx(0.25, abs=0.03) and cs["spread_null_mean_pp"] == pytest.approx(10.0, abs=1.0)
-    assert cs["spread_ci_method"] == V.SPREAD_METHOD
+    assert cs["spread_ci_method"] == Sp.SPREAD_METHOD
     one_seed = spreads(runs[runs["seed"] == 0])
     assert one_seed["spread_ci_low"].isna().all()  # one seed: no interval
 

@@ -130,7 +130,7 @@ def test_the_power_formula_holds_on_the_tiers():
     """The seeds each undecided |beta| row would need assume the noise floor 2 SE(beta) = 2 sigma_r /
     sqrt(seeds x Sxx): leaving one of 3 seeds out must raise each configuration's floor by about
     sqrt(3/2) (median over configurations within 15%)."""
-    from initmem.claims import verdicts as V
+    from initmem.claims import shapes as Sh
     from initmem.claims.clock import clock_cells
     from initmem.evidence import read_evidence
 
@@ -138,6 +138,6 @@ def test_the_power_formula_holds_on_the_tiers():
     ratios = []
     for c in clock_cells(runs, history):
         cell = c.curve()
-        floors = V.noise_floor(cell.fits(list(cell.seeds))[1])
+        floors = Sh.noise_floor(cell.fits(list(cell.seeds))[1])
         ratios += list(floors[1:] / floors[0])
     assert np.median(ratios) == pytest.approx(np.sqrt(3 / 2), rel=0.15)

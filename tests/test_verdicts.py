@@ -11,6 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from initmem.claims import power as P
+from initmem.claims import shapes as Sh
+from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.rows import COLUMNS
 from initmem.claims.table import claims, claims_markdown
@@ -35,7 +38,7 @@ def synthetic_runs(slopes: dict, noise: float = 0.01, seeds=SEEDS, rng_seed: int
 
 def _gap(runs: pd.DataFrame, a: str, b: str, batch: int = 128) -> tuple[V.Estimate, str]:
     cells = [V.cell_from_runs(runs[(runs["optimizer"] == o) & (runs["batch_size"] == batch)]) for o in (a, b)]
-    est = V.estimate(cells, lambda m: V.spread_pp(m[0]) - V.spread_pp(m[1]))
+    est = V.estimate(cells, lambda m: Sp.spread_pp(m[0]) - Sp.spread_pp(m[1]))
     return est, V.side_verdict(est, V.greater(0))
 
 
@@ -89,7 +92,7 @@ def test_intervals_are_reproducible_and_match_spreads_csv():
     cs = config_spreads(spreads(runs)).set_index("optimizer")
     table = claims(runs).set_index("id")
     assert table.loc["sgd_b128_spread", "ci_low"] == pytest.approx(cs.loc["sgd", "spread_ci_low"])  # one method everywhere
-    assert cs.loc["sgd", "spread_ci_method"] == table.loc["sgd_b128_spread", "ci_method"] == V.SPREAD_METHOD
+    assert cs.loc["sgd", "spread_ci_method"] == table.loc["sgd_b128_spread", "ci_method"] == Sp.SPREAD_METHOD
     assert table.loc["sgd_b128_spread", "ci_low"] < table.loc["sgd_b128_spread", "reproduced"] < table.loc["sgd_b128_spread", "ci_high"]
 
 
@@ -180,13 +183,13 @@ def beta_cell(beta: np.ndarray, noise: float = 1e-4, seeds: int = 4, sigmas=SIGM
 
 
 def _shape_estimate(cell: V.Cell, stat: str) -> V.Estimate:
-    return V.estimate([cell], lambda m: getattr(V.beta_shape(*m[0], cell.epochs), stat), prepare=lambda c, s: c.fits(s))
+    return V.estimate([cell], lambda m: getattr(Sh.beta_shape(*m[0], cell.epochs), stat), prepare=lambda c, s: c.fits(s))
 
 
 def _decay(cell: V.Cell, floor_is_enough: bool = False) -> str:
-    shape = V.beta_shape(*cell.fits([]), cell.epochs)
+    shape = Sh.beta_shape(*cell.fits([]), cell.epochs)
     fall = _shape_estimate(cell, "fall")
-    return V.decay_verdict(fall, float(shape.observable[0]), bool(shape.last[0] <= shape.floor[0]), floor_is_enough)[0]
+    return Sh.decay_verdict(fall, float(shape.observable[0]), bool(shape.last[0] <= shape.floor[0]), floor_is_enough)[0]
 
 
 T = np.arange(100) / 99
@@ -196,20 +199,20 @@ def test_a_rising_curve_is_not_flat_and_a_flat_one_is():
     """The old statistic, log10(peak window / last window), measured 0 ('flat') for any rising curve."""
     rising = beta_cell(-0.01 * 10 ** T)       # |beta| rises one order over the run
     est = _shape_estimate(rising, "change")
-    assert est.effect > 0.8 and V.side_verdict(est, V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "not reproduced"
+    assert est.effect > 0.8 and V.side_verdict(est, V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS)) == "not reproduced"
     flat = beta_cell(np.full(100, -0.1))
     est = _shape_estimate(flat, "change")
-    assert abs(est.effect) < 0.01 and V.side_verdict(est, V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "reproduced"
+    assert abs(est.effect) < 0.01 and V.side_verdict(est, V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS)) == "reproduced"
     falling = beta_cell(-0.1 * 10 ** -T)
-    assert V.side_verdict(_shape_estimate(falling, "change"), V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "not reproduced"
+    assert V.side_verdict(_shape_estimate(falling, "change"), V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS)) == "not reproduced"
 
 
 def test_a_flat_curve_at_1e_3_fails_the_level_check():
-    band = V.between(V.PAPER_FLAT_LEVEL * 10 ** -V.LEVEL_ORDERS, V.PAPER_FLAT_LEVEL * 10 ** V.LEVEL_ORDERS)
+    band = V.between(Sh.PAPER_FLAT_LEVEL * 10 ** -Sh.LEVEL_ORDERS, Sh.PAPER_FLAT_LEVEL * 10 ** Sh.LEVEL_ORDERS)
     low = beta_cell(np.full(100, -1e-3), noise=1e-6)
     est = _shape_estimate(low, "last")
     assert est.effect == pytest.approx(1e-3, rel=0.01) and V.side_verdict(est, band) == "not reproduced"
-    assert V.side_verdict(_shape_estimate(low, "change"), V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS)) == "reproduced"  # flat, but not near 1e-1
+    assert V.side_verdict(_shape_estimate(low, "change"), V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS)) == "reproduced"  # flat, but not near 1e-1
     assert V.side_verdict(_shape_estimate(beta_cell(np.full(100, -0.1)), "last"), band) == "reproduced"
 
 
@@ -224,8 +227,8 @@ def test_a_one_order_fall_is_a_decay_and_rising_or_flat_curves_are_not():
 
 def test_a_fall_the_noise_floor_hides_cannot_be_decided():
     noisy_fall = beta_cell(-0.1 * 10 ** (-2 * T), noise=0.04)  # two orders, but the floor is ~0.4 orders below the peak
-    shape = V.beta_shape(*noisy_fall.fits([]), noisy_fall.epochs)
-    assert shape.observable[0] < V.DECAY_ORDERS and shape.last[0] <= shape.floor[0]
+    shape = Sh.beta_shape(*noisy_fall.fits([]), noisy_fall.epochs)
+    assert shape.observable[0] < Sh.DECAY_ORDERS and shape.last[0] <= shape.floor[0]
     assert _decay(noisy_fall) == V.BELOW_FLOOR  # not "not reproduced"
     assert _decay(noisy_fall, floor_is_enough=True) == "reproduced"  # "reaches the noise floor" is what it did
     clear_fall = beta_cell(-0.1 * 10 ** (-2 * T), noise=1e-4)
@@ -239,9 +242,9 @@ def test_a_zero_crossing_is_not_a_decay():
     cell = beta_cell(crossing, noise=1e-6, offset=0.03)  # slopes exact, OLS standard error ~0.01
     old = np.log10(np.abs(cell.slopes([])[0][:80]).mean() / np.abs(cell.slopes([])[0][80:]).mean())
     assert old > 1.5  # what |beta| alone says
-    shape = V.beta_shape(*cell.fits([]), cell.epochs)
-    assert shape.last[0] <= shape.floor[0] and 0.3 < shape.observable[0] < V.DECAY_ORDERS
-    assert V.sign_changes(cell.slopes([]), cell.epochs)
+    shape = Sh.beta_shape(*cell.fits([]), cell.epochs)
+    assert shape.last[0] <= shape.floor[0] and 0.3 < shape.observable[0] < Sh.DECAY_ORDERS
+    assert Sh.sign_changes(cell.slopes([]), cell.epochs)
     assert _decay(cell) == V.BELOW_FLOOR  # the crossing is at the floor, which lies < 0.6 orders below the peak
     flipped = np.full(100, -0.05)
     flipped[80:] = 0.05  # a reversed slope as large as before: initialization still matters, no decay
@@ -274,7 +277,7 @@ def collapse_cells(shape_of, coords_of, batch_sizes=(16, 32, 64), epochs: int = 
         cell = beta_cell(shape_of(coords), noise=1e-6, seed=b)
         cell.clocks, cell.label = coords, f"b={b}"
         cells.append(cell)
-        curves.append(V.log_abs_beta(cell.slopes([])))
+        curves.append(Sh.log_abs_beta(cell.slopes([])))
     return cells, curves
 
 
@@ -311,7 +314,7 @@ def test_the_papers_clock_beats_every_null_only_when_it_is_the_clock():
         cell = beta_cell(-0.1 * np.exp(-coords["T_adapt"] / 5), noise=1e-6, seed=b)
         cell.clocks, cell.label = coords, f"lr={lr:g} b={b}"
         cells.append(cell)
-        curves.append(V.log_abs_beta(cell.slopes([])))
+        curves.append(Sh.log_abs_beta(cell.slopes([])))
     out = V.collapse(cells, curves, "T_adapt", ("epoch", "steps", "T_sgd"))
     assert out["margin"][0] > 0.1 and set(out["margin_by_null"]) == {"epoch", "steps", "T_sgd"}
     assert out["distance"]["T_adapt"][0] < 0.01
@@ -497,7 +500,7 @@ def test_a_true_zero_spread_is_covered_and_its_noise_is_named(n_seeds):
     time; the interval against the permutation null must cover it >= 93%, its p-value must be
     roughly uniform, and the noise-corrected spread must sit well below the raw one."""
     rng = np.random.default_rng(n_seeds)
-    ests = [V.spread_estimate(_spread_cell(np.zeros(4), n_seeds, rng), n_perm=400) for _ in range(300)]
+    ests = [Sp.spread_estimate(_spread_cell(np.zeros(4), n_seeds, rng), n_perm=400) for _ in range(300)]
     covered = np.mean([e.low <= 0 <= e.high for e in ests])
     assert covered >= 0.93
     assert np.mean([e.p_null < 0.05 for e in ests]) <= 0.07
@@ -510,7 +513,7 @@ def test_a_true_zero_spread_is_covered_and_its_noise_is_named(n_seeds):
 def test_a_real_spread_is_covered_and_found(n_seeds):
     rng = np.random.default_rng(7)
     truth = np.array([0.0, -0.05, -0.10, -0.15])  # 15 pp
-    ests = [V.spread_estimate(_spread_cell(truth, n_seeds, rng), n_perm=400) for _ in range(200)]
+    ests = [Sp.spread_estimate(_spread_cell(truth, n_seeds, rng), n_perm=400) for _ in range(200)]
     assert np.mean([e.low <= 15 <= e.high for e in ests]) >= 0.93
     assert np.mean([e.p_null < 0.05 for e in ests]) >= (0.5 if n_seeds == 3 else 0.95)
 
@@ -519,11 +522,11 @@ def test_a_spread_below_one_pp_is_decided_against_the_null():
     """"collapses below 1 pp": reproduced with enough seeds at small noise, never from a spread
     the noise alone could make."""
     rng = np.random.default_rng(1)
-    quiet = V.spread_estimate(_spread_cell(np.zeros(4), 10, rng, noise=0.001))
+    quiet = Sp.spread_estimate(_spread_cell(np.zeros(4), 10, rng, noise=0.001))
     assert V.side_verdict(quiet, V.less(1.0)) == "reproduced"
-    loud = V.spread_estimate(_spread_cell(np.zeros(4), 3, rng, noise=0.03))
+    loud = Sp.spread_estimate(_spread_cell(np.zeros(4), 3, rng, noise=0.03))
     assert V.side_verdict(loud, V.less(1.0)) == "inconclusive" and loud.low == 0
-    big = V.spread_estimate(_spread_cell(np.array([0, 0, 0, -0.2]), 10, rng, noise=0.01))
+    big = Sp.spread_estimate(_spread_cell(np.array([0, 0, 0, -0.2]), 10, rng, noise=0.01))
     assert V.side_verdict(big, V.less(1.0)) == "not reproduced"
 
 
@@ -531,8 +534,8 @@ def test_a_spread_below_one_pp_is_decided_against_the_null():
 
 def _flat_verdict(cell: V.Cell) -> str:
     change = _shape_estimate(cell, "change")
-    decided = V.flat_decided(change, V.beta_shape(*cell.fits([]), cell.epochs))
-    return decided[0] if decided else V.side_verdict(change, V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS))
+    decided = Sh.flat_decided(change, Sh.beta_shape(*cell.fits([]), cell.epochs))
+    return decided[0] if decided else V.side_verdict(change, V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS))
 
 
 def test_a_hump_or_a_dip_in_the_settled_run_is_not_flat():
@@ -549,7 +552,7 @@ def test_a_rise_from_below_the_noise_floor_is_not_flat():
     a lower bound, so "flat" cannot be decided (the old rule measured ~0.1 orders: flat)."""
     rise = -1e-4 * 10 ** (2.2 * T)
     cell = beta_cell(rise, offset=0.005, noise=1e-6)
-    shape = V.beta_shape(*cell.fits([]), cell.epochs)
+    shape = Sh.beta_shape(*cell.fits([]), cell.epochs)
     assert shape.windows[0, 1] < shape.floor[0] < shape.windows[0, -1]
     assert _flat_verdict(cell) == V.BELOW_FLOOR
 
@@ -579,13 +582,13 @@ def test_the_seeds_that_would_decide_give_an_even_chance_of_a_decision():
 
     rng = np.random.default_rng(3)
     pilot = contrast(400, rng)  # the effect and noise measured well: the formula's inputs
-    n = int(V.seeds_to_decide(V.Estimate(1.0, *(1.0 + np.array([-1, 1]) * (pilot.high - pilot.low) / 2 * math.sqrt(400 / 3)
+    n = int(P.seeds_to_decide(V.Estimate(1.0, *(1.0 + np.array([-1, 1]) * (pilot.high - pilot.low) / 2 * math.sqrt(400 / 3)
                                                    * stats.t.ppf(0.975, 2) / stats.t.ppf(0.975, 399)), "t, x", 0, 3, np.zeros(1)),
                                   V.greater(0)))
     assert 25 <= n <= 40  # (1.96 x 2.83 pp / 1 pp)^2 = 31
     decided = np.mean([V.side_verdict(contrast(n, rng), V.greater(0)) == "reproduced" for _ in range(200)])
     assert 0.3 < decided < 0.9
-    assert V.seeds_to_see_fall(0.3, 0.6, 3, 2.0) == pytest.approx((3 * 2.0 * 10 ** 0.6, math.ceil(3 * 10 ** 0.6)))
+    assert Sh.seeds_to_see_fall(0.3, 0.6, 3, 2.0) == pytest.approx((3 * 2.0 * 10 ** 0.6, math.ceil(3 * 10 ** 0.6)))
 
 
 def test_pairs_at_one_learning_rate_cannot_measure_the_exponent():

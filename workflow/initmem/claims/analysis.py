@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from initmem.claims.verdicts import cell_from_runs, spread_estimate
+from initmem.claims.spreads import spread_estimate
+from initmem.claims.verdicts import cell_from_runs
 from initmem.pipeline.records import load_record
 from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
 

@@ -10,6 +10,9 @@ import sys
 import numpy as np
 import pandas as pd
 
+from initmem.claims import power as P
+from initmem.claims import shapes as Sh
+from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.registry import lookup, regime_check
 from initmem.claims.verdicts import Cell, Estimate, Side
@@ -136,7 +139,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
             v = V.side_verdict(est, side)
     stat_v = v
     if kind == "direction" and stat_v == V.INCONCLUSIVE and decided is None and not power and side is not None:
-        n = V.seeds_to_decide(est, side)
+        n = P.seeds_to_decide(est, side)
         power = (f"~{n:.0f} seeds per configuration (the interval shrinking as 1/sqrt(seeds) at the measured effect)"
                  if math.isfinite(n) else ("more than 100,000 seeds" if n == math.inf else "no number of seeds: the effect sits on the boundary"))
     reg = V.regime(list(cells))
@@ -170,7 +173,7 @@ def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.Dat
     cells = [to_cell(a), to_cell(b)]
     if any(c is None for c in cells):
         return row(cid, "direction", quantity, paper, scale, side=side, missing=match)
-    est = V.estimate(cells, difference(V.spread_pp))
+    est = V.estimate(cells, difference(Sp.spread_pp))
     return row(cid, "direction", quantity, paper, scale, est, side=side, cells=cells, fitted=fitted,
                note="; ".join(n for n in (match, note) if n))
 
@@ -182,19 +185,19 @@ def fits(c: Cell, seeds: list) -> tuple[np.ndarray, np.ndarray]:
 
 def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough: bool, note: str) -> dict:
     """'|beta| decays by 1-2 orders' (or 'reaches the noise floor') for one configuration."""
-    shape0 = V.beta_shape(*cell.fits([]), cell.epochs)
-    fall = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
+    shape0 = Sh.beta_shape(*cell.fits([]), cell.epochs)
+    fall = V.estimate([cell], lambda m: Sh.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
     floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
-    decided = V.decay_verdict(fall, obs, bool(shape0.end[0] <= floor), floor_is_enough)
+    decided = Sh.decay_verdict(fall, obs, bool(shape0.end[0] <= floor), floor_is_enough)
     power = ""
     if decided[0] == V.BELOW_FLOOR and np.isfinite(obs):
         sxx = float(np.sum((cell.sigmas - cell.sigmas.mean()) ** 2))
-        need, seeds = V.seeds_to_see_fall(max(obs, 0.0), V.DECAY_ORDERS, cell.n_seeds, sxx)
+        need, seeds = Sh.seeds_to_see_fall(max(obs, 0.0), Sh.DECAY_ORDERS, cell.n_seeds, sxx)
         power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}; floor = 2 sigma_r / sqrt(seeds x Sxx)): "
-                 f"~{seeds:.0f} seeds at this sigma_w grid to see a {V.DECAY_ORDERS:g}-order fall")
-    if V.sign_changes(cell.slopes([]), cell.epochs):
+                 f"~{seeds:.0f} seeds at this sigma_w grid to see a {Sh.DECAY_ORDERS:g}-order fall")
+    if Sh.sign_changes(cell.slopes([]), cell.epochs):
         note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
-    side = V.greater(V.DECAY_ORDERS)
+    side = V.greater(Sh.DECAY_ORDERS)
     return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
-               note=f"{note}; >= {V.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
+               note=f"{note}; >= {Sh.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
                     f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak")
