@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from initmem.claims import power as P
 from initmem.claims import shapes as Sh
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
@@ -291,12 +292,10 @@ def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, cloc
         if est is not None and not est.one_seed:
             base = Sp.spread_estimate(cells[1])
             if not base.p_null < 1 - V.LEVEL:
-                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise-only null "
-                                           f"(mean {base.null_mean:.3g} pp, p = {base.p_null:.2g}): nothing to keep or lose")
-                q = base.high - base.effect
-                power = (f"~{math.ceil(base.n_seeds * (q / base.corrected) ** 2)} seeds for the reference spread to clear its noise "
-                         "(the null's quantile shrinking as 1/sqrt(seeds) below the noise-corrected spread)" if base.corrected > 0
-                         else "no number of seeds at this effect: the reference spread is all noise")
+                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise "
+                                           f"(noise alone gives {base.null_mean:.3g} pp on average; p = {base.p_null:.2g}): nothing to keep or lose")
+                power = P.would_decide(P.rate_for(base, V.greater(0), [cells[1]]), base.n_seeds).replace(
+                    "of a decision", "of the reference spread clearing its noise")
         rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
                         f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
                         cells=[x for x in cells if x], read_at=read_at, power=power,

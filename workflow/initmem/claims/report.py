@@ -19,9 +19,10 @@ INTERVALS = (
     "Intervals: for contrasts and ratios, a t-interval at level 0.95 around the full-sample statistic, with the delete-one-seed "
     "jackknife standard error and n - 1 degrees of freedom (`ci_method`); for a contrast of seed means it is the t-interval on "
     "the per-seed values, whose coverage is right at any n >= 2 when seed noise is roughly normal. A single spread (max - min "
-    "over sigma_w) is positive even when sigma_w does nothing: it is read against a null that permutes the sigma_w labels "
-    "within seeds (`null_mean`, its p-value `p_null`, the noise-corrected `corrected`), its interval the observed spread -/+ "
-    "that null's 97.5% quantile. The clock's exponent: a seed bootstrap of the best-collapsing exponent. Seeds pair "
+    "over sigma_w) is positive even when sigma_w does nothing (`null_mean`: its mean then): whether sigma_w matters is "
+    "the paired t-test of the grid's end sigma_w values (`p_null`, exact whatever the variance at each sigma_w); its interval "
+    "runs from that pair's |difference| less its t half-width to the largest pair's plus its Bonferroni t half-width. "
+    "The clock's exponent: a seed bootstrap of the best-collapsing exponent. Seeds pair "
     "configurations (one seed, the same init draws); compared configurations are matched on sigma_w values and seeds. "
     "No interval with one seed.")
 WORDS = (
@@ -152,7 +153,6 @@ def claims_markdown(table: pd.DataFrame) -> str:
                                                      "interval": lambda r: _interval(r["ci_low"], r["ci_high"]),
                                                      "noise-only mean": lambda r: r.get("null_mean", math.nan),
                                                      "p (noise)": lambda r: r.get("p_null", math.nan),
-                                                     "noise-corrected": lambda r: r.get("corrected", math.nan),
                                                      "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
                                                      "note": lambda r: r["note"]})]
     out += ["## The claims tested (`initmem/claims/registry.py`)\n", registry_markdown()]

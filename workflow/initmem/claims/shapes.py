@@ -9,7 +9,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from initmem.claims.verdicts import BELOW_FLOOR, INCONCLUSIVE, NOT_REPRODUCED, ONE_SEED, REPRODUCED, Estimate, greater, verdict
+from initmem.claims.verdicts import (
+    BELOW_FLOOR,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    ONE_SEED,
+    REPRODUCED,
+    Cell,
+    Estimate,
+    between,
+    estimate,
+    greater,
+    side_verdict,
+    verdict,
+)
 
 # |beta(t)| shapes are read on window means: the run is cut into WINDOWS equal stretches.
 WINDOWS = 10
@@ -198,3 +211,34 @@ def seeds_to_see_fall(observable: float, orders: float, n_seeds: int, sxx: float
     ``observable`` orders below the peak, so seeds x Sxx must grow by 10^(2 (orders - observable))."""
     need = n_seeds * sxx * 10 ** (2 * (orders - observable))
     return need, math.ceil(need / sxx) if sxx > 0 else math.nan
+
+
+def _fits(c: Cell, seeds: list) -> tuple[np.ndarray, np.ndarray]:
+    return c.fits(seeds)
+
+
+def decay_decision(cell: Cell, floor_is_enough: bool) -> tuple[str, str, Estimate, Shape]:
+    """"|beta| decays by 1-2 orders" (or "reaches the noise floor") read on one curve cell: (verdict,
+    note, the fall's estimate, the full sample's shape): the rule the claims table and the calibration share."""
+    shape0 = beta_shape(*cell.fits([]), cell.epochs)
+    fall = estimate([cell], lambda m: beta_shape(*m[0], cell.epochs).fall, prepare=_fits)
+    v, why = decay_verdict(fall, float(shape0.observable[0]), bool(shape0.end[0] <= shape0.floor[0]), floor_is_enough)
+    return v, why, fall, shape0
+
+
+def flat_decision(cell: Cell) -> tuple[str, str, Estimate, Shape]:
+    """"|beta| stays flat" read on one curve cell: (verdict, note, the change's estimate, the full
+    sample's shape): :func:`flat_decided`, else the change's interval against +-:data:`FLAT_ORDERS`."""
+    shape0 = beta_shape(*cell.fits([]), cell.epochs)
+    change = estimate([cell], lambda m: beta_shape(*m[0], cell.epochs).change, prepare=_fits)
+    decided = flat_decided(change, shape0)
+    if decided is not None:
+        return decided[0], decided[1], change, shape0
+    return side_verdict(change, between(-FLAT_ORDERS, FLAT_ORDERS)), "", change, shape0
+
+
+def calibration_rows(design: str, n_sims: int, rng_seed: int) -> list[dict]:
+    """The |beta| shape rules' error rates at ``design``: :func:`initmem.claims.calibration.shape_rows`."""
+    from initmem.claims.calibration import shape_rows  # the simulation imports this module
+
+    return shape_rows(design, n_sims, rng_seed)

@@ -331,9 +331,8 @@ def beta_claims(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
 
 def _flat_rows(cell: V.Cell, b: int, scale: str) -> list[dict]:
     """'SGD stays flat near 1e-1': the change over the run (two-sided) and the last window's level."""
-    shape0 = Sh.beta_shape(*cell.fits([]), cell.epochs)
+    _, _, change, shape0 = Sh.flat_decision(cell)
     floor = float(shape0.floor[0])
-    change = V.estimate([cell], lambda m: Sh.beta_shape(*m[0], cell.epochs).change, prepare=fits)
     decided = Sh.flat_decided(change, shape0)
     power = ""
     if decided is not None and decided[0] == V.BELOW_FLOOR:

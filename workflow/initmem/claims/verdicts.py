@@ -247,9 +247,8 @@ class Estimate:
     n_runs: int
     n_seeds: int
     replicates: np.ndarray
-    null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (:func:`spread_estimate`)
-    p_null: float = math.nan      # ... the share of the permutation null at least as large as the observed spread
-    corrected: float = math.nan   # ... the spread with the noise-only part removed
+    null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (spreads.spread_estimate)
+    p_null: float = math.nan      # ... the p-value of "sigma_w does nothing" (paired t-test of the end sigma_w)
 
     @property
     def one_seed(self) -> bool:
