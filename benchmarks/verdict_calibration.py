@@ -8,6 +8,7 @@ Monte Carlo margin, 2 standard errors) and coverage >= 93% where a 95% interval 
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py > benchmarks/verdict_calibration.md
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py --quick    # a few sims: the tests' subset
+    ... --rules initmem.claims.spreads initmem.claims.shapes                            # some rule modules only
 
 Exit status 1 when a bar fails.
 """
@@ -86,10 +87,12 @@ def markdown(table: pd.DataFrame, seconds: float, command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few simulations per truth (the tests' subset)")
+    parser.add_argument("--rules", nargs="+", choices=list(RULES), default=list(RULES), help="rule modules to calibrate (default: all)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    table = collect(quick=args.quick)
-    command = "PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py" + (" --quick" if args.quick else "")
+    table = collect(quick=args.quick, modules={k: RULES[k] for k in args.rules})
+    command = ("PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py" + (" --quick" if args.quick else "")
+               + ("" if args.rules == list(RULES) else " --rules " + " ".join(args.rules)))
     sys.stdout.write(markdown(table, time.perf_counter() - start, command))
     return 1 if not failures(table).empty else 0
 

@@ -160,7 +160,7 @@ def _long_rows(runs: pd.DataFrame, r: pd.Series) -> list[dict]:
 def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
     """Sec. 3.1 (main grid at lr 1e-3): SGD's spread exceeds each adaptive optimizer's at every
     batch size; momentum reduces SGD's spread at small batch; a larger batch raises SGD's and Adam's
-    spread; SGD b=128 reaches >= 99.5% train accuracy across the whole sweep."""
+    spread; and, as a diagnostic of the paper's regime (a number, no verdict), SGD's lowest train accuracy over the sweep."""
     main = select(runs, "main", **MAIN)
     if main.empty:
         return []
@@ -192,10 +192,13 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
         b = 128 if 128 in sgd_bs else sgd_bs[-1]
         cell = to_cell(opt_runs("sgd", b), "train_acc_best")
         est = V.estimate([cell], lambda m: 100 * np.nanmin(m[0], axis=-1))
-        rows.append(row(f"sgd_b{b}_interpolates", "direction", f"SGD b={b}: lowest seed-mean train acc at tau_best over the sigma_w sweep (%)",
-                        math.nan, scale, est, side=greater(99.5), cells=[cell], fitted=False,
-                        note="; ".join(n for n in ("paper: >= 99.5% across the entire sweep (defines the fitted regime)",
-                                                   _instead(128, b, "the config has no SGD b=128; its largest SGD batch")) if n)))
+        epochs = int(cell.config.get("epochs", 0) or 0)
+        procedure = "" if b == 128 and epochs >= 300 else f"measured at b={b} after {epochs} epochs, not the paper's b=128 after 300"
+        rows.append(row(f"sgd_b{b}_interpolates", "number", f"SGD b={b}: lowest seed-mean train acc at tau_best over the sigma_w sweep (%)",
+                        99.5, scale, est, cells=[cell],
+                        note="; ".join(n for n in ("a diagnostic of the paper's regime, not a claim: the paper's SGD b=128 'exceeds "
+                                                   "99.5% training accuracy across the entire sigma_w sweep' after its 300-epoch procedure",
+                                                   procedure) if n)))
     return rows
 
 

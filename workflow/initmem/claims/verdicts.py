@@ -21,8 +21,8 @@ percentile bootstrap: with 3 seeds each single-seed resample has probability 1/2
 **Verdict words** (:data:`VERDICTS`), against the paper's side of a claim (:class:`Side`):
 ``reproduced`` (interval entirely on the paper's side), ``not reproduced`` (entirely on the other),
 ``inconclusive`` (across the boundary), ``cannot be decided above the noise floor`` (a |beta| shape
-the OLS noise hides), ``outside the paper's regime`` (a claim about networks trained to fit, measured
-on runs that mostly did not fit; :data:`REGIME_MIN_FIT`), ``not testable with one seed`` and ``not
+the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
+states: :func:`initmem.claims.registry.regime_check`), ``not testable with one seed`` and ``not
 measured`` (the config lacks what the claim needs).
 """
 
@@ -47,10 +47,6 @@ NOT_MEASURED = "not measured"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_MEASURED)
 
 # --- the reading of the paper's words ----------------------------------------------------------
-# Regime. The paper's claims are about predictors of networks trained to fit (its SGD runs reach
-# 99.5% train accuracy across the sweep). A claim is in that regime when, in every configuration it
-# reads, at least half of the runs reached 99.5% train accuracy (tau_interp not null).
-REGIME_MIN_FIT = 0.5
 # Collapse: a pair of curves is compared only where each has at least MIN_OVERLAP of its epochs
 # inside the range of the paper's clock the two share (and >= 2 epochs each).
 MIN_OVERLAP = 0.25
@@ -299,15 +295,15 @@ def side_verdict(est: Estimate, side: Side) -> str:
 
 def regime(cells: Sequence[Cell]) -> dict:
     """Share of the cells' runs that reached 99.5% train accuracy (``share_fit``), share whose
-    tau_best is at or after that (``share_best_fitted``), and whether every cell has at least
-    :data:`REGIME_MIN_FIT` of its runs fitted (``in_regime``; ``least`` names the cell that has fewest)."""
+    tau_best is at or after that (``share_best_fitted``) and the cell with the smallest share
+    (``least``). The regime itself: :func:`initmem.claims.registry.regime_check`."""
     counts = [c.fit for c in cells if c.fit is not None and c.fit[0] > 0]
     if not counts:
-        return {"share_fit": math.nan, "share_best_fitted": math.nan, "in_regime": None, "least": ""}
+        return {"share_fit": math.nan, "share_best_fitted": math.nan, "least": ""}
     n, fit, best = (sum(c[i] for c in counts) for i in range(3))
     shares = [(c.fit[1] / c.fit[0], c.label) for c in cells if c.fit is not None and c.fit[0] > 0]
     low, least = min(shares, key=lambda s: s[0])
-    return {"share_fit": fit / n, "share_best_fitted": best / n, "in_regime": low >= REGIME_MIN_FIT,
+    return {"share_fit": fit / n, "share_best_fitted": best / n,
             "least": f"{least + ': ' if least else ''}{100 * low:.0f}% of runs fitted"}
 
 
