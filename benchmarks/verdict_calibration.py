@@ -62,7 +62,7 @@ def _pct(v: float) -> str:
     return "" if pd.isna(v) else f"{100 * v:.1f}%"
 
 
-def markdown(table: pd.DataFrame, seconds: float, command: str) -> str:
+def markdown(table: pd.DataFrame, seconds: float, command: str, left_out: list[str] = ()) -> str:
     out = ["# Verdict calibration\n",
            f"`{command}` ({seconds:.0f} s on one core). Known truths simulated at each design and read by the claims table's "
            "own rules (`initmem.claims.calibration`, and the collapse rule's `initmem.claims.collapse.calibration_rows`). "
@@ -72,6 +72,8 @@ def markdown(table: pd.DataFrame, seconds: float, command: str) -> str:
            "from n simulations: sqrt(p (1 - p) / n), e.g. 0.34 pp at 5% with 4,000 simulations, 1.5 pp with 200. Bars: false "
            f"`reproduced` <= {FALSE_MAX:.0%} under every null, coverage >= {COVERAGE_MIN:.0%} (each with a 2-standard-error "
            "Monte Carlo margin).\n"]
+    if left_out:
+        out.append(f"Not calibrated in this run (`--rules`): {', '.join(f'`{m}`' for m in left_out)}.\n")
     for design, g in table.groupby("design", sort=False):
         out += [f"## {design}\n", "| rule | truth | sims | false reproduced | false not reproduced | coverage | decision |",
                 "|---|---|---|---|---|---|---|"]
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     table = collect(quick=args.quick, modules={k: RULES[k] for k in args.rules})
     command = ("PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py" + (" --quick" if args.quick else "")
                + ("" if args.rules == list(RULES) else " --rules " + " ".join(args.rules)))
-    sys.stdout.write(markdown(table, time.perf_counter() - start, command))
+    sys.stdout.write(markdown(table, time.perf_counter() - start, command, [m for m in RULES if m not in args.rules]))
     return 1 if not failures(table).empty else 0
 
 

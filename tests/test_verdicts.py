@@ -79,7 +79,7 @@ def test_three_seeds_give_a_t_interval_on_per_seed_differences_never_a_bootstrap
     table = claims(runs)
     spreads_rows = table[table["id"].str.contains("sgd_gt|spread")]
     assert not spreads_rows["ci_method"].str.contains("bootstrap").any()  # only the clock's exponent is bootstrapped
-    assert "t, jackknife over 3 seeds, df 2" in claims_markdown(table)
+    assert Sp.CONTRAST_METHOD in claims_markdown(table)  # the table's spread contrasts: paired t on the end drops
 
 
 def test_intervals_are_reproducible_and_match_spreads_csv():

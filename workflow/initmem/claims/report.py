@@ -207,9 +207,9 @@ def what_size_decides(table: pd.DataFrame) -> str:
              f"(`statistic alone`: reproduced or not reproduced); {len(open_)} stay open."]
     if len(seeds):
         lines.append(f"At the measured effects and noise those open rows would need ~{int(seeds.min())}-{int(seeds.max())} seeds per "
-                     f"configuration (median {int(seeds.median())}; column `would decide`: the interval's half-width shrinking as "
-                     "1/sqrt(seeds); for |beta| shapes, seeds x Sxx of the sigma_w grid, since the noise floor is "
-                     "2 sigma_r / sqrt(seeds x Sxx)).")
+                     f"configuration (median {int(seeds.median())}; column `would decide`: the seeds at which the row's own rule, "
+                     "simulated from its fitted means and noise, decides with 50% chance; for |beta| shapes below the floor, "
+                     "seeds x Sxx of the sigma_w grid, since the noise floor is 2 sigma_r / sqrt(seeds x Sxx)).")
     return " ".join(lines) + "\n"
 
 
