@@ -1,14 +1,14 @@
 """The verdict rules' error rates, measured: known truths simulated at each committed tier's design and
 at the paper's, read by the claims table's own rule functions.
 
-Every rule module in :data:`RULES` provides ``calibration_rows(design, n_sims, rng_seed) -> list[dict]``
-with the keys of :data:`initmem.claims.calibration.ROW_KEYS`; this script collects them, prints one
+Every entry of :data:`RULES` names a function ``module:function(design, n_sims, rng_seed) -> list[dict]``
+returning rows with the keys of :data:`initmem.claims.calibration.ROW_KEYS`; this script collects them, prints one
 Markdown table per design and checks the bars: false ``reproduced`` <= 5% under every null (plus the
 Monte Carlo margin, 2 standard errors) and coverage >= 93% where a 95% interval is stated.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py > benchmarks/verdict_calibration.md
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py --quick    # a few sims: the tests' subset
-    ... --rules initmem.claims.spreads initmem.claims.shapes                            # some rule modules only
+    ... --rules initmem.claims.calibration:spread_rows                                 # some rules only
 
 Exit status 1 when a bar fails.
 """
@@ -24,13 +24,14 @@ import time
 import pandas as pd
 
 DESIGNS = ("small-tier", "clocks-tier", "paper")
-# rule module -> (designs it is calibrated at, simulations per truth in the full run)
+# rule rows (module:function) -> (designs it is calibrated at, simulations per truth in the full run)
 RULES = {
-    "initmem.claims.spreads": (DESIGNS, 4000),
-    "initmem.claims.shapes": (DESIGNS, 200),
-    "initmem.claims.collapse": (("clocks-tier", "paper"), 100),
+    "initmem.claims.calibration:spread_rows": (DESIGNS, 4000),
+    "initmem.claims.calibration:shape_rows": (DESIGNS, 200),
+    "initmem.claims.collapse:calibration_rows": (("clocks-tier", "paper"), 100),
 }
-QUICK_SIMS = {"initmem.claims.spreads": 250, "initmem.claims.shapes": 12, "initmem.claims.collapse": 10}
+QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:shape_rows": 12,
+              "initmem.claims.collapse:calibration_rows": 10}
 RNG_SEED = 35
 FALSE_MAX, COVERAGE_MIN = 0.05, 0.93
 
@@ -41,12 +42,13 @@ def margin(rate_bar: float, n: int) -> float:
 
 
 def collect(quick: bool = False, modules: dict | None = None) -> pd.DataFrame:
-    """Every rule module's rows at each of its designs."""
+    """Every rule entry's rows at each of its designs."""
     rows = []
     for name, (designs, n_sims) in (modules or RULES).items():
-        module = importlib.import_module(name)
+        module, _, function = name.partition(":")
+        calibrate = getattr(importlib.import_module(module), function)
         for design in designs:
-            rows += module.calibration_rows(design, QUICK_SIMS[name] if quick else n_sims, RNG_SEED)
+            rows += calibrate(design, QUICK_SIMS[name] if quick else n_sims, RNG_SEED)
     return pd.DataFrame(rows)
 
 
@@ -89,7 +91,7 @@ def markdown(table: pd.DataFrame, seconds: float, command: str, left_out: list[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few simulations per truth (the tests' subset)")
-    parser.add_argument("--rules", nargs="+", choices=list(RULES), default=list(RULES), help="rule modules to calibrate (default: all)")
+    parser.add_argument("--rules", nargs="+", choices=list(RULES), default=list(RULES), help="rule entries to calibrate (default: all)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     table = collect(quick=args.quick, modules={k: RULES[k] for k in args.rules})

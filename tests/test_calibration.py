@@ -23,7 +23,7 @@ def _benchmark():
 @pytest.fixture(scope="module")
 def quick_table() -> pd.DataFrame:
     b = _benchmark()
-    mine = {k: v for k, v in b.RULES.items() if k in ("initmem.claims.spreads", "initmem.claims.shapes")}
+    mine = {k: v for k, v in b.RULES.items() if k.startswith("initmem.claims.calibration:")}
     return b.collect(quick=True, modules=mine)
 
 

@@ -235,10 +235,3 @@ def flat_decision(cell: Cell) -> tuple[str, str, Estimate, Shape]:
     if decided is not None:
         return decided[0], decided[1], change, shape0
     return side_verdict(change, between(-FLAT_ORDERS, FLAT_ORDERS)), "", change, shape0
-
-
-def calibration_rows(design: str, n_sims: int, rng_seed: int) -> list[dict]:
-    """The |beta| shape rules' error rates at ``design``: :func:`initmem.claims.calibration.shape_rows`."""
-    from initmem.claims.calibration import shape_rows  # the simulation imports this module
-
-    return shape_rows(design, n_sims, rng_seed)

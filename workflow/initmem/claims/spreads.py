@@ -177,10 +177,3 @@ def spread_interval(cell: Cell) -> tuple[float, float, str]:
     """Interval of one configuration's spread against its noise (:func:`spread_estimate`), its method."""
     est = spread_estimate(cell)
     return est.low, est.high, est.method
-
-
-def calibration_rows(design: str, n_sims: int, rng_seed: int) -> list[dict]:
-    """The spread rules' error rates at ``design``: :func:`initmem.claims.calibration.spread_rows`."""
-    from initmem.claims.calibration import spread_rows  # the simulation imports this module
-
-    return spread_rows(design, n_sims, rng_seed)
