@@ -28,13 +28,25 @@ def test_there_is_committed_evidence():
     assert ROOT / "evidence" / "jpeg-cifar10-small" in FOLDERS
 
 
+@pytest.fixture(scope="module")
+def reanalysed(tmp_path_factory) -> dict[Path, Path]:
+    """Each committed folder copied without its generated tables and re-analysed once (the tests
+    below read these copies; none writes to them but the second-reanalysis test, which must change nothing)."""
+    out = {}
+    for folder in FOLDERS:
+        root = tmp_path_factory.mktemp(folder.name)
+        copy = root / "evidence" / folder.name
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("figures"))
+        for name in ("claims.csv", "claims.md", "spreads.csv", "paper_tables.md"):
+            (copy / "tables" / name).unlink()
+        assert main([str(copy), "--no-figures", "--root", str(root)]) == 0
+        out[folder] = copy
+    return out
+
+
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
-def test_reanalysis_regenerates_the_committed_tables(folder, tmp_path):
-    copy = tmp_path / "evidence" / folder.name
-    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("figures"))
-    for name in ("claims.csv", "claims.md", "spreads.csv", "paper_tables.md"):
-        (copy / "tables" / name).unlink()
-    assert main([str(copy), "--no-figures", "--root", str(tmp_path)]) == 0
+def test_reanalysis_regenerates_the_committed_tables(folder, reanalysed):
+    copy = reanalysed[folder]
     for name in ("claims.md", "paper_tables.md"):
         assert (copy / "tables" / name).read_text() == (folder / "tables" / name).read_text(), f"{name}: rerun `python -m initmem reanalyse {folder.relative_to(ROOT)}`"
     new, old = _claims(copy), _claims(folder)
@@ -86,14 +98,11 @@ def test_the_tiers_table_puts_each_folder_in_its_own_column():
     assert "| claim a | - | **reproduced** |" in text
 
 
-def test_a_second_reanalysis_changes_nothing_and_says_so(tmp_path, capsys):
-    folder = ROOT / "evidence" / "jpeg-cifar10-small"
-    copy = tmp_path / "evidence" / folder.name
-    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("figures"))
-    assert main([str(copy), "--no-figures", "--root", str(tmp_path)]) == 0
+def test_a_second_reanalysis_changes_nothing_and_says_so(reanalysed, capsys):
+    copy = reanalysed[ROOT / "evidence" / "jpeg-cifar10-small"]   # re-analysed once already
     capsys.readouterr()
     before = {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.is_file()}
-    assert main([str(copy), "--no-figures", "--root", str(tmp_path)]) == 0
+    assert main([str(copy), "--no-figures", "--root", str(copy.parents[1])]) == 0
     assert "nothing changed" in capsys.readouterr().err
     assert before == {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.is_file()}
 
@@ -130,7 +139,7 @@ def test_the_power_formula_holds_on_the_tiers():
     """The seeds each undecided |beta| row would need assume the noise floor 2 SE(beta) = 2 sigma_r /
     sqrt(seeds x Sxx): leaving one of 3 seeds out must raise each configuration's floor by about
     sqrt(3/2) (median over configurations within 15%)."""
-    from initmem.claims import verdicts as V
+    from initmem.claims import shapes as Sh
     from initmem.claims.clock import clock_cells
     from initmem.evidence import read_evidence
 
@@ -138,6 +147,23 @@ def test_the_power_formula_holds_on_the_tiers():
     ratios = []
     for c in clock_cells(runs, history):
         cell = c.curve()
-        floors = V.noise_floor(cell.fits(list(cell.seeds))[1])
+        floors = Sh.noise_floor(cell.fits(list(cell.seeds))[1])
         ratios += list(floors[1:] / floors[0])
     assert np.median(ratios) == pytest.approx(np.sqrt(3 / 2), rel=0.15)
+
+
+def test_the_front_page_shows_a_split_claims_halves_together():
+    """"flat near 1e-1" is read in two rows (the range and the level): a decided level half must not
+    appear as a decided claim while its range half is undecided."""
+    table = pd.DataFrame([dict(id="beta_level_sgd_b16", kind="direction", quantity="SGD b=16: level", verdict="reproduced",
+                               statistic_verdict="reproduced", reproduced=0.1, ci_low=0.05, ci_high=0.2, paper_side="in [0.032, 0.32]"),
+                          dict(id="beta_flat_sgd_b16", kind="direction", quantity="SGD b=16: range", verdict="inconclusive",
+                               statistic_verdict="inconclusive", reproduced=0.6, ci_low=0.2, ci_high=1.0, paper_side="in [-0.5, 0.5]"),
+                          dict(id="sgd_gt_adam_b16", kind="direction", quantity="SGD minus Adam", verdict="reproduced",
+                               statistic_verdict="reproduced", reproduced=20.0, ci_low=10.0, ci_high=30.0, paper_side="> 0")])
+    lines = R.decided_lines("small", table)
+    assert len(lines) == 2 and any("SGD minus Adam: **reproduced**, 20" in line for line in lines)
+    split = next(line for line in lines if "flat near 1e-1" in line)
+    assert "**undecided**" in split and "level: reproduced" in split and "range: inconclusive" in split
+    both = table.assign(verdict="reproduced")
+    assert any("**reproduced** (its halves" in line for line in R.decided_lines("small", both))

@@ -227,7 +227,7 @@ def test_accuracy_bands_stay_between_0_and_100_percent(tables):
 def test_beta_below_the_verdicts_floor_is_not_drawn():
     import matplotlib.pyplot as plt
 
-    from initmem.claims.verdicts import BETA_FLOOR
+    from initmem.claims.shapes import BETA_FLOOR
     from initmem.figures.common import loglog as _loglog
 
     fig, ax = plt.subplots()

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from initmem.claims.verdicts import cell_from_runs, spread_estimate
+from initmem.claims.spreads import spread_estimate
+from initmem.claims.verdicts import cell_from_runs
 from initmem.pipeline.records import load_record
 from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
 
@@ -65,9 +66,8 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
     """Per study, configuration and sigma_w: seed-mean test/train accuracy at tau_best and the
     configuration's spread (max - min over sigma_w of the seed mean, percentage points) with its
     interval against its noise (``spread_ci_low/high``, method in ``spread_ci_method``; NaN with one seed),
-    the noise-only mean spread of the sigma_w-permutation null (``spread_null_mean_pp``), the
-    share of that null at least as large (``spread_p_null``) and the noise-corrected spread
-    (``spread_corrected_pp``): :func:`initmem.claims.verdicts.spread_estimate`.
+    the spread max - min of seed means has on average when sigma_w does nothing (``spread_null_mean_pp``)
+    and the p-value of "sigma_w does nothing" (``spread_p_null``): :func:`initmem.claims.spreads.spread_estimate`.
 
     Diverged runs are counted (``n_diverged``) and enter with their best epoch before diverging;
     a run that diverged in its first epoch has no value (``n_runs`` - ``n_seeds`` per sigma_w).
@@ -90,7 +90,7 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
         est = spread_estimate(cell_from_runs(g))
         stats.append({**dict(zip(keys, group, strict=True)), "spread_pp": 100 * (means[hi] - means[lo]),
                       "spread_ci_low": est.low, "spread_ci_high": est.high, "spread_ci_method": est.method,
-                      "spread_null_mean_pp": est.null_mean, "spread_p_null": est.p_null, "spread_corrected_pp": est.corrected,
+                      "spread_null_mean_pp": est.null_mean, "spread_p_null": est.p_null,
                       "argmax_sigma_w": hi, "argmin_sigma_w": lo,
                       "seed_std_pp": 100 * g.groupby("sigma_w")["test_acc_best"].std().mean(),
                       "n_diverged_config": int(g["diverged"].sum())})
@@ -111,7 +111,7 @@ def config_spreads(spread_table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["study", "spread_pp"])
     keys = group_keys(spread_table)
     cols = ["spread_pp", "spread_ci_low", "spread_ci_high", "spread_ci_method", "spread_null_mean_pp", "spread_p_null",
-            "spread_corrected_pp", "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp",
+            "argmax_sigma_w", "argmin_sigma_w", "seed_std_pp",
             "n_diverged_config"]
     out = spread_table.drop_duplicates(keys)[keys + cols]
     n = spread_table.groupby(keys, dropna=False).agg(n_runs=("n_runs", "sum"), n_seeds=("n_seeds", "max")).reset_index()

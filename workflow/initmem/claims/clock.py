@@ -28,6 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from initmem.claims import power as P
+from initmem.claims import shapes as Sh
+from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
 from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
@@ -136,11 +139,11 @@ def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     abs_slope = lambda m: np.abs(m[0])  # noqa: E731
     for c in cells:
         for what, metric_best, metric_end, stat, prepare, unit in (
-                ("spread", "test_acc_best", "test_acc_end", lambda m: V.spread_pp(m[0]), None, "pp"),
+                ("spread", "test_acc_best", "test_acc_end", lambda m: Sp.spread_pp(m[0]), None, "pp"),
                 ("|beta|", "val_acc_best", "val_acc_end", abs_slope, lambda cl, s: cl.slopes(s), "val acc per unit sigma_w")):
             for read_at, metric, suffix in ((AT_BEST, metric_best, "best"), (AT_END, metric_end, "end")):
                 cell = c.cell(metric)
-                est = V.spread_estimate(cell) if what == "spread" else V.estimate([cell], stat, prepare=prepare)
+                est = Sp.spread_estimate(cell) if what == "spread" else V.estimate([cell], stat, prepare=prepare)
                 note = _clocks_note(c, at_best=read_at == AT_BEST)
                 if what != "spread":
                     note += f"; {_signed_beta(cell)}"
@@ -226,12 +229,12 @@ def _across_lr(pairs: list[str], group: list[ClockCell]) -> int:
 def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, paper_p: float, scale: str) -> dict:
     if what == "beta":
         curves_of = [c.curve("val_acc") for c in group]
-        floor = max(float(V.noise_floor(c.fits([])[1])[0]) for c in curves_of)
-        prepare = lambda cl: V.log_abs_beta(cl.slopes([]), floor)  # noqa: E731
+        floor = max(float(Sh.noise_floor(c.fits([])[1])[0]) for c in curves_of)
+        prepare = lambda cl: Sh.log_abs_beta(cl.slopes([]), floor)  # noqa: E731
         how = f"log10 |beta| floored at the noise floor {floor:.3g} (2 OLS SE, the largest of the configurations')"
     else:
         curves_of = _common_sigmas([c.curve("test_acc") for c in group])
-        prepare = lambda cl: V.spread_pp(cl.means([]))  # noqa: E731
+        prepare = lambda cl: Sp.spread_pp(cl.means([]))  # noqa: E731
         how = f"spread of seed-mean test acc per epoch over sigma_w {'/'.join(f'{s:g}' for s in curves_of[0].sigmas)}"
     lrs = [float(c.settings["lr"]) for c in group]
     full = V.exponent_scan(curves_of, [prepare(c) for c in curves_of], clock, lrs, paper_p)
@@ -284,17 +287,15 @@ def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, cloc
     rows = []
     for read_at, metric, suffix in ((AT_BEST, "test_acc_best", "best"), (AT_END, "test_acc_end", "end")):
         cells = [to_cell(a, metric, c.label), to_cell(b, metric, ref.label)]
-        est = V.estimate(cells, lambda m: V.spread_pp(m[0]) / V.spread_pp(m[1])) if None not in cells else None
+        est = V.estimate(cells, lambda m: Sp.spread_pp(m[0]) / Sp.spread_pp(m[1])) if None not in cells else None
         decided, power = None, ""
         if est is not None and not est.one_seed:
-            base = V.spread_estimate(cells[1])
+            base = Sp.spread_estimate(cells[1])
             if not base.p_null < 1 - V.LEVEL:
-                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise-only null "
-                                           f"(mean {base.null_mean:.3g} pp, p = {base.p_null:.2g}): nothing to keep or lose")
-                q = base.high - base.effect
-                power = (f"~{math.ceil(base.n_seeds * (q / base.corrected) ** 2)} seeds for the reference spread to clear its noise "
-                         "(the null's quantile shrinking as 1/sqrt(seeds) below the noise-corrected spread)" if base.corrected > 0
-                         else "no number of seeds at this effect: the reference spread is all noise")
+                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise "
+                                           f"(noise alone gives {base.null_mean:.3g} pp on average; p = {base.p_null:.2g}): nothing to keep or lose")
+                power = P.would_decide(P.rate_for(base, V.greater(0), [cells[1]]), base.n_seeds).replace(
+                    "of a decision", "of the reference spread clearing its noise")
         rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
                         f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
                         cells=[x for x in cells if x], read_at=read_at, power=power,

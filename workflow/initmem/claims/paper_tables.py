@@ -140,9 +140,10 @@ def paper_tables(runs: pd.DataFrame, spread_table: pd.DataFrame) -> str:
     studies = lambda *s: f"Scale: {scale_label(runs, list(s))}\n"  # noqa: E731
     out = ["# Paper tables at this config's scale\n",
            "Spreads: max - min over sigma_w of the seed-mean test accuracy at tau_best, with an interval against its noise "
-           "in brackets: the observed spread -/+ the 97.5% quantile of the spreads the same runs give with sigma_w labels "
-           "permuted within seeds, floored at 0 (`spreads.csv`: `spread_ci_method`, the noise-only mean `spread_null_mean_pp`, "
-           "its p-value `spread_p_null` and the noise-corrected `spread_corrected_pp`; none with one seed).\n"]
+           "in brackets, from seed-paired differences: at least the end sigma_w values' difference less its paired t half-width, "
+           "at most the largest pair's difference plus its Bonferroni t half-width (`spreads.csv`: `spread_ci_method`, the "
+           "spread noise alone gives on average `spread_null_mean_pp`, the paired t-test's p-value of 'sigma_w does nothing' "
+           "`spread_p_null`; none with one seed).\n"]
     out += ["## Table 1: main-grid optimizer settings\n", studies("main"), to_markdown(table1(runs), ".4g")]
     out += ["## Table 4: SGD LR x L2 sigma_w spreads\n", studies("lr_l2", "main"), to_markdown(table4(cs), ".3g")]
     out += ["## Table 7: best recipe vs Adam\n", studies("best_recipe"), WEIGHT_DECAY_NOTE, to_markdown(table7(spread_table, cs))]

@@ -4,6 +4,7 @@ carry between the markers :data:`BEGIN` and :data:`END` (one source: an evidence
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +20,18 @@ INTERVALS = (
     "Intervals: for contrasts and ratios, a t-interval at level 0.95 around the full-sample statistic, with the delete-one-seed "
     "jackknife standard error and n - 1 degrees of freedom (`ci_method`); for a contrast of seed means it is the t-interval on "
     "the per-seed values, whose coverage is right at any n >= 2 when seed noise is roughly normal. A single spread (max - min "
-    "over sigma_w) is positive even when sigma_w does nothing: it is read against a null that permutes the sigma_w labels "
-    "within seeds (`null_mean`, its p-value `p_null`, the noise-corrected `corrected`), its interval the observed spread -/+ "
-    "that null's 97.5% quantile. The clock's exponent: a seed bootstrap of the best-collapsing exponent. Seeds pair "
+    "over sigma_w) is positive even when sigma_w does nothing (`null_mean`: its mean then): whether sigma_w matters is "
+    "the paired t-test of the grid's end sigma_w values (`p_null`, exact whatever the variance at each sigma_w); its interval "
+    "runs from that pair's |difference| less its t half-width to the largest pair's plus its Bonferroni t half-width. "
+    "The clock's exponent: a seed bootstrap of the best-collapsing exponent. Seeds pair "
     "configurations (one seed, the same init draws); compared configurations are matched on sigma_w values and seeds. "
     "No interval with one seed.")
 WORDS = (
     "Verdicts: `reproduced` (interval entirely on the paper's side), `not reproduced` (entirely on the other side), "
     "`inconclusive`; `cannot be decided above the noise floor` (a |beta| shape hidden by the OLS noise, 2 standard "
-    "errors); `outside the paper's regime` (a claim about networks trained to fit, measured where fewer than "
-    f"{V.REGIME_MIN_FIT:.0%} of a configuration's runs reached 99.5% train accuracy; `statistic alone` keeps what the "
-    "interval says); `not testable with one seed`; `not measured` (the config lacks what the claim needs; counted apart).")
+    "errors); `outside the paper's regime` (read outside the regime the paper's sentence states, `regime`: a "
+    "configuration none of whose runs reached 99.5% train accuracy, or a clock outside the range the paper's runs reached; "
+    "`statistic alone` keeps what the interval says); `not testable with one seed`; `not measured` (the config lacks what the claim needs; counted apart).")
 READING = ("Read at: `tau_best` (the paper's protocol, the predictor at argmin val loss), `end of training`, or the "
            "`curve over the run`. `fitted`: share of the runs behind a row that reached 99.5% train accuracy; "
            "`tau_best fitted`: share whose tau_best is at or after that epoch.")
@@ -152,7 +154,6 @@ def claims_markdown(table: pd.DataFrame) -> str:
                                                      "interval": lambda r: _interval(r["ci_low"], r["ci_high"]),
                                                      "noise-only mean": lambda r: r.get("null_mean", math.nan),
                                                      "p (noise)": lambda r: r.get("p_null", math.nan),
-                                                     "noise-corrected": lambda r: r.get("corrected", math.nan),
                                                      "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
                                                      "note": lambda r: r["note"]})]
     out += ["## The claims tested (`initmem/claims/registry.py`)\n", registry_markdown()]
@@ -206,9 +207,9 @@ def what_size_decides(table: pd.DataFrame) -> str:
              f"(`statistic alone`: reproduced or not reproduced); {len(open_)} stay open."]
     if len(seeds):
         lines.append(f"At the measured effects and noise those open rows would need ~{int(seeds.min())}-{int(seeds.max())} seeds per "
-                     f"configuration (median {int(seeds.median())}; column `would decide`: the interval's half-width shrinking as "
-                     "1/sqrt(seeds); for |beta| shapes, seeds x Sxx of the sigma_w grid, since the noise floor is "
-                     "2 sigma_r / sqrt(seeds x Sxx)).")
+                     f"configuration (median {int(seeds.median())}; column `would decide`: the seeds at which the row's own rule, "
+                     "simulated from its fitted means and noise, decides with 50% chance; for |beta| shapes below the floor, "
+                     "seeds x Sxx of the sigma_w grid, since the noise floor is 2 sigma_r / sqrt(seeds x Sxx)).")
     return " ".join(lines) + "\n"
 
 
@@ -225,10 +226,54 @@ def _short_counts(rows: pd.DataFrame) -> str:
 SHORT_WORD = {V.OUTSIDE_REGIME: "outside the regime", V.BELOW_FLOOR: "below the noise floor", V.ONE_SEED: "one seed"}
 
 
+# Claims the table reads in halves (each half its own row): the paper's one sentence holds only when every half does.
+SPLIT = {r"beta_(flat|level)_(?P<rest>sgd_b\d+)": "SGD |beta| 'stays flat near 1e-1' at {rest}: the range and the level"}
+
+
+def _split_key(cid: str) -> tuple[str, str] | None:
+    """(group key, the claim's wording) of a row that is one half of a split claim; None otherwise."""
+    for pattern, text in SPLIT.items():
+        m = re.fullmatch(pattern, cid)
+        if m:
+            return pattern + m.group("rest"), text.format(rest=m.group("rest").replace("sgd_", ""))
+    return None
+
+
+def _whole(verdicts: list[str]) -> str:
+    """A split claim's word from its halves': reproduced only when every half is, not reproduced when one is."""
+    if all(v == V.REPRODUCED for v in verdicts):
+        return V.REPRODUCED
+    return V.NOT_REPRODUCED if V.NOT_REPRODUCED in verdicts else "undecided"
+
+
+def decided_lines(name: str, table: pd.DataFrame) -> list[str]:
+    """The front page's decided rows of one folder: each decided row with its number, interval and the
+    paper's side; a half of a split claim (:data:`SPLIT`) is shown with its other halves and the whole's word."""
+    measured = directions(table)[0]
+    lines, seen = [], set()
+    for _, r in measured.iterrows():
+        split = _split_key(r["id"])
+        if split is None:
+            if r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED):
+                lines.append(f"- `{name}`: {r['quantity']}: **{r['verdict']}**, {_fmt(r['reproduced'])} "
+                             f"{_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']})")
+            continue
+        key, text = split
+        halves = measured[measured["id"].map(lambda c, key=key: (_split_key(c) or ("",))[0] == key)]
+        if key in seen or not halves["verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED]).any():
+            continue
+        seen.add(key)
+        parts = "; ".join(f"{h['quantity']}: {h['verdict']}, {_fmt(h['reproduced'])} {_interval(h['ci_low'], h['ci_high'])}".rstrip()
+                          for _, h in halves.iterrows())
+        lines.append(f"- `{name}`: {text}: **{_whole(list(halves['verdict']))}** (its halves: {parts})")
+    return lines
+
+
 def family_summary(tables: dict[str, pd.DataFrame]) -> str:
     """The README's short view: per claim family (:mod:`initmem.claims.registry`) and evidence folder,
     the verdict counts of the measured directional claims, then every decided row (reproduced or not)
-    with its number, interval and the paper's side; each folder's counts line."""
+    with its number, interval and the paper's side, a split claim's halves together (:func:`decided_lines`);
+    each folder's counts line."""
     fams = list(dict.fromkeys(c.family for c in REGISTRY)) + ["other"]
     rows = []
     for fam in fams:
@@ -241,12 +286,7 @@ def family_summary(tables: dict[str, pd.DataFrame]) -> str:
             rows.append(r)
     df = pd.DataFrame(rows)
     out = [_table(df, {c: (lambda r, c=c: r[c]) for c in df.columns}) if rows else "No directional claim measured.\n"]
-    decided = []
-    for name, table in tables.items():
-        measured = directions(table)[0]
-        for _, r in measured[measured["verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED])].iterrows():
-            decided.append(f"- `{name}`: {r['quantity']}: **{r['verdict']}**, {_fmt(r['reproduced'])} "
-                           f"{_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']})")
+    decided = [line for name, table in tables.items() for line in decided_lines(name, table)]
     out.append("Decided rows:\n\n" + ("\n".join(decided) if decided else "none") + "\n")
     out += [f"`{n}`: **{counts_line(t)}**\n" for n, t in tables.items()]
     return "\n".join(out)

@@ -10,13 +10,16 @@ import sys
 import numpy as np
 import pandas as pd
 
+from initmem.claims import power as P
+from initmem.claims import shapes as Sh
+from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.registry import lookup, regime_check
 from initmem.claims.verdicts import Cell, Estimate, Side
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
-           "null_mean", "p_null", "corrected", "section", "regime", "would_decide"]
+           "null_mean", "p_null", "section", "regime", "would_decide"]
 ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
          "muon_full": "Muon (full)", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
@@ -108,21 +111,23 @@ def regime_columns(cells: list[Cell]) -> dict:
 
 def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estimate | None = None, *,
         side: Side | None = None, decided: tuple[str, str] | None = None, cells: list[Cell] = (), fitted: bool = True,
-        read_at: str = AT_BEST, note: str = "", missing: str = "", power: str = "") -> dict:
+        read_at: str = AT_BEST, note: str = "", missing: str = "", power: str = "", contrast: bool = False) -> dict:
     """One claims.csv row.
 
     ``est`` None: the config lacks what the claim needs (``not measured`` for a direction, with
     ``missing`` as the reason). A direction's verdict is ``decided`` (verdict, note) or the estimate
     against ``side``; a ``fitted`` claim (about networks trained to fit) whose cells are outside
     that regime (:func:`initmem.claims.verdicts.regime`) gets ``outside the paper's regime``, and the
-    verdict of the statistic alone stays in ``statistic_verdict``."""
+    verdict of the statistic alone stays in ``statistic_verdict``. An ``inconclusive`` direction
+    without its own ``power`` text says how many seeds would decide it (:func:`initmem.claims.power.would_decide`,
+    a spread contrast of the two cells when ``contrast``)."""
     base = {"id": cid, "kind": kind, "quantity": quantity, "paper": paper, "read_at": read_at, "exact_as_run": math.nan,
             "scale": scale, "paper_side": side.text() if side is not None else ""}
     if est is None:
         v = V.NOT_MEASURED if kind == "direction" else ""
         return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
-                       "null_mean": math.nan, "p_null": math.nan, "corrected": math.nan, "section": "", "regime": "", "would_decide": "",
+                       "null_mean": math.nan, "p_null": math.nan, "section": "", "regime": "", "would_decide": "",
                        "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
     notes = [note]
     v = ""
@@ -136,9 +141,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
             v = V.side_verdict(est, side)
     stat_v = v
     if kind == "direction" and stat_v == V.INCONCLUSIVE and decided is None and not power and side is not None:
-        n = V.seeds_to_decide(est, side)
-        power = (f"~{n:.0f} seeds per configuration (the interval shrinking as 1/sqrt(seeds) at the measured effect)"
-                 if math.isfinite(n) else ("more than 100,000 seeds" if n == math.inf else "no number of seeds: the effect sits on the boundary"))
+        power = P.would_decide(P.rate_for(est, side, list(cells), contrast=contrast), est.n_seeds)
     reg = V.regime(list(cells))
     claim = lookup(cid) if kind == "direction" else None
     in_regime, why = regime_check(claim, cells)
@@ -150,7 +153,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
     return base | {"reproduced": est.effect, "ci_low": est.low, "ci_high": est.high, "ci_method": est.method, "verdict": v,
                    "statistic_verdict": stat_v, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
                    "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
-                   "null_mean": est.null_mean, "p_null": est.p_null, "corrected": est.corrected,
+                   "null_mean": est.null_mean, "p_null": est.p_null,
                    "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "", "would_decide": power,
                    "note": "; ".join(n for n in notes if n)}
 
@@ -162,16 +165,16 @@ def difference(stat):
 
 def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.DataFrame, side: Side, scale: str,
                note: str = "", missing: str = "", fitted: bool = True) -> dict:
-    """Directional claim spread(a) - spread(b) on the paper's ``side``, the two run sets matched on
-    sigma_w and seeds (:func:`matched`)."""
+    """Directional claim "a's spread exceeds b's" on the paper's ``side`` (:func:`initmem.claims.spreads.contrast_estimate`:
+    the drops from the smallest to the largest sigma_w, seed-paired), the two run sets matched on sigma_w and seeds (:func:`matched`)."""
     if a.empty or b.empty:
         return row(cid, "direction", quantity, paper, scale, side=side, missing=missing or "not in this config")
     a, b, match = matched(a, b)
     cells = [to_cell(a), to_cell(b)]
     if any(c is None for c in cells):
         return row(cid, "direction", quantity, paper, scale, side=side, missing=match)
-    est = V.estimate(cells, difference(V.spread_pp))
-    return row(cid, "direction", quantity, paper, scale, est, side=side, cells=cells, fitted=fitted,
+    est = Sp.contrast_estimate(cells)
+    return row(cid, "direction", quantity, paper, scale, est, side=side, cells=cells, fitted=fitted, contrast=True,
                note="; ".join(n for n in (match, note) if n))
 
 
@@ -182,19 +185,18 @@ def fits(c: Cell, seeds: list) -> tuple[np.ndarray, np.ndarray]:
 
 def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough: bool, note: str) -> dict:
     """'|beta| decays by 1-2 orders' (or 'reaches the noise floor') for one configuration."""
-    shape0 = V.beta_shape(*cell.fits([]), cell.epochs)
-    fall = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).fall, prepare=fits)
+    v, why, fall, shape0 = Sh.decay_decision(cell, floor_is_enough)
     floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
-    decided = V.decay_verdict(fall, obs, bool(shape0.end[0] <= floor), floor_is_enough)
+    decided = (v, why)
     power = ""
     if decided[0] == V.BELOW_FLOOR and np.isfinite(obs):
         sxx = float(np.sum((cell.sigmas - cell.sigmas.mean()) ** 2))
-        need, seeds = V.seeds_to_see_fall(max(obs, 0.0), V.DECAY_ORDERS, cell.n_seeds, sxx)
+        need, seeds = Sh.seeds_to_see_fall(max(obs, 0.0), Sh.DECAY_ORDERS, cell.n_seeds, sxx)
         power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}; floor = 2 sigma_r / sqrt(seeds x Sxx)): "
-                 f"~{seeds:.0f} seeds at this sigma_w grid to see a {V.DECAY_ORDERS:g}-order fall")
-    if V.sign_changes(cell.slopes([]), cell.epochs):
+                 f"~{seeds:.0f} seeds at this sigma_w grid to see a {Sh.DECAY_ORDERS:g}-order fall")
+    if Sh.sign_changes(cell.slopes([]), cell.epochs):
         note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
-    side = V.greater(V.DECAY_ORDERS)
+    side = V.greater(Sh.DECAY_ORDERS)
     return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
-               note=f"{note}; >= {V.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
+               note=f"{note}; >= {Sh.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
                     f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak")

@@ -21,6 +21,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from initmem.claims import shapes as Sh
+from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import carry_forward, l2_ablation, long_run_comparison, matched_long_runs, scale_label
 from initmem.claims.clock import clock_claims
@@ -120,7 +122,7 @@ def number_claims(runs: pd.DataFrame) -> list[dict]:
                 i = np.flatnonzero(np.isclose(cell.sigmas, float(sigma)))
                 est = V.estimate([cell], lambda m, i=i: 100 * m[0][:, i[0]]) if len(i) else None
             else:
-                est = V.spread_estimate(cell)
+                est = Sp.spread_estimate(cell)
         scale = scale_label(runs, study) if est is not None else f"not in this config (study {study})"
         rows.append(row(cid, "number", quantity, paper, scale, est, cells=[cell] if cell else []))
     for _, r in long_run_comparison(runs).iterrows():
@@ -140,12 +142,12 @@ def _long_rows(runs: pd.DataFrame, r: pd.Series) -> list[dict]:
             (f"long_b{b}_spread", f"long constant-LR SGD b={b} spread (pp)", 26.0 if b == 128 else math.nan, long_cell),
             (f"main_b{b}_spread_matched", f"main-grid SGD b={b} spread on the long run's sigma_w and seeds (pp)",
              26.5 if b == 128 else math.nan, main_cell)):
-        est = V.spread_estimate(cell) if cell is not None else None
+        est = Sp.spread_estimate(cell) if cell is not None else None
         rows.append(row(cid, "number", quantity, paper, scale, est, cells=[cell] if cell else [],
                         note=note + ("; paper: '~26 pp'" if b == 128 else "")))
     side = between(-LONG_UNCHANGED_PP, LONG_UNCHANGED_PP)
     cells = [long_cell, main_cell]
-    est = V.estimate(cells, difference(V.spread_pp)) if None not in cells else None
+    est = V.estimate(cells, difference(Sp.spread_pp)) if None not in cells else None
     rows.append(row(f"long_b{b}_retains", "direction",
                     f"long constant-LR minus main-grid SGD spread, b={b}, matched (pp): both regimes retain the spread",
                     math.nan, scale, est, side=side, cells=[c for c in cells if c],
@@ -158,7 +160,7 @@ def _long_rows(runs: pd.DataFrame, r: pd.Series) -> list[dict]:
 def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
     """Sec. 3.1 (main grid at lr 1e-3): SGD's spread exceeds each adaptive optimizer's at every
     batch size; momentum reduces SGD's spread at small batch; a larger batch raises SGD's and Adam's
-    spread; SGD b=128 reaches >= 99.5% train accuracy across the whole sweep."""
+    spread; and, as a diagnostic of the paper's regime (a number, no verdict), SGD's lowest train accuracy over the sweep."""
     main = select(runs, "main", **MAIN)
     if main.empty:
         return []
@@ -190,10 +192,13 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
         b = 128 if 128 in sgd_bs else sgd_bs[-1]
         cell = to_cell(opt_runs("sgd", b), "train_acc_best")
         est = V.estimate([cell], lambda m: 100 * np.nanmin(m[0], axis=-1))
-        rows.append(row(f"sgd_b{b}_interpolates", "direction", f"SGD b={b}: lowest seed-mean train acc at tau_best over the sigma_w sweep (%)",
-                        math.nan, scale, est, side=greater(99.5), cells=[cell], fitted=False,
-                        note="; ".join(n for n in ("paper: >= 99.5% across the entire sweep (defines the fitted regime)",
-                                                   _instead(128, b, "the config has no SGD b=128; its largest SGD batch")) if n)))
+        epochs = int(cell.config.get("epochs", 0) or 0)
+        procedure = "" if b == 128 and epochs >= 300 else f"measured at b={b} after {epochs} epochs, not the paper's b=128 after 300"
+        rows.append(row(f"sgd_b{b}_interpolates", "number", f"SGD b={b}: lowest seed-mean train acc at tau_best over the sigma_w sweep (%)",
+                        99.5, scale, est, cells=[cell],
+                        note="; ".join(n for n in ("a diagnostic of the paper's regime, not a claim: the paper's SGD b=128 'exceeds "
+                                                   "99.5% training accuracy across the entire sigma_w sweep' after its 300-epoch procedure",
+                                                   procedure) if n)))
     return rows
 
 
@@ -220,7 +225,7 @@ def repair_claims(runs: pd.DataFrame) -> list[dict]:
                                    _paper(PAPER_LR_L2, lr, 0.0, b) - _paper(PAPER_LR_L2, lr, top, b), at(lr, 0, b), at(lr, top, b),
                                    greater(0), scale))
     cell = run_cell(runs, "lr_l2", lr=1e-2, l2=5e-3, batch_size=128)
-    est = V.spread_estimate(cell) if cell is not None else None
+    est = Sp.spread_estimate(cell) if cell is not None else None
     rows.append(row("l2_5e-3_b128_below_1pp", "direction", "SGD eta=1e-2 L2=5e-3 b=128 spread (pp): collapses below 1 pp",
                     math.nan, scale, est, side=less(BELOW_PP), cells=[cell] if cell else [],
                     missing="lr_l2 has no lr 1e-2, L2 5e-3, b=128 cell"))
@@ -261,7 +266,7 @@ def recipe_depth_claims(runs: pd.DataFrame) -> list[dict]:
         b = 128 if 128 in bs else bs[-1]
         instead = _instead(128, b, "the config's best_recipe has no b=128; its largest batch")
         cell = run_cell(runs, "best_recipe", variant="sgd_standard", batch_size=b)
-        est = V.spread_estimate(cell) if cell is not None else None
+        est = Sp.spread_estimate(cell) if cell is not None else None
         rows.append(row(f"recipe_b{b}_erases", "direction", f"standard SGD recipe b={b} |Delta| (pp): the spread collapses",
                         0.0, scale, est, side=less(BELOW_PP), cells=[cell] if cell else [],
                         note="; ".join(n for n in (f"'collapses to zero' read as below {BELOW_PP:g} pp", instead) if n)))
@@ -329,26 +334,25 @@ def beta_claims(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
 
 def _flat_rows(cell: V.Cell, b: int, scale: str) -> list[dict]:
     """'SGD stays flat near 1e-1': the change over the run (two-sided) and the last window's level."""
-    shape0 = V.beta_shape(*cell.fits([]), cell.epochs)
+    _, _, change, shape0 = Sh.flat_decision(cell)
     floor = float(shape0.floor[0])
-    change = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).change, prepare=fits)
-    decided = V.flat_decided(change, shape0)
+    decided = Sh.flat_decided(change, shape0)
     power = ""
     if decided is not None and decided[0] == V.BELOW_FLOOR:
         low = float(np.nanmin(shape0.windows[0, 1:])) if shape0.windows.shape[1] > 2 else math.nan
         if low > 0:
             sxx = float(np.sum((cell.sigmas - cell.sigmas.mean()) ** 2))
-            need, seeds = V.seeds_to_see_fall(math.log10(floor / low) * -1 if floor > 0 else 0.0, 0.0, cell.n_seeds, sxx)
+            need, seeds = Sh.seeds_to_see_fall(math.log10(floor / low) * -1 if floor > 0 else 0.0, 0.0, cell.n_seeds, sxx)
             power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}): ~{seeds:.0f} seeds at this sigma_w grid "
                      f"to bring the noise floor below the lowest settled tenth ({low:.3g})")
     rows = [row(f"beta_flat_sgd_b{b}", "direction", f"SGD b={b}: range of |beta(t)| over the settled run, log10(highest / lowest tenth), + when rising (orders)",
-                0.0, scale, change, side=V.between(-V.FLAT_ORDERS, V.FLAT_ORDERS), decided=decided, cells=[cell], read_at=CURVE, power=power,
-                note=f"'stays flat' read as within {V.FLAT_ORDERS:g} orders either way (rising fails too); noise floor {floor:.3g} (2 OLS SE)")]
-    level = V.estimate([cell], lambda m: V.beta_shape(*m[0], cell.epochs).last, prepare=fits)
-    band = V.between(V.PAPER_FLAT_LEVEL * 10 ** -V.LEVEL_ORDERS, V.PAPER_FLAT_LEVEL * 10 ** V.LEVEL_ORDERS)
+                0.0, scale, change, side=V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS), decided=decided, cells=[cell], read_at=CURVE, power=power,
+                note=f"'stays flat' read as within {Sh.FLAT_ORDERS:g} orders either way (rising fails too); noise floor {floor:.3g} (2 OLS SE)")]
+    level = V.estimate([cell], lambda m: Sh.beta_shape(*m[0], cell.epochs).last, prepare=fits)
+    band = V.between(Sh.PAPER_FLAT_LEVEL * 10 ** -Sh.LEVEL_ORDERS, Sh.PAPER_FLAT_LEVEL * 10 ** Sh.LEVEL_ORDERS)
     rows.append(row(f"beta_level_sgd_b{b}", "direction", f"SGD b={b}: |beta| in the last tenth of training",
-                    V.PAPER_FLAT_LEVEL, scale, level, side=band, cells=[cell], read_at=AT_END,
-                    note=f"paper: 'flat near 1e-1', read as within {V.LEVEL_ORDERS:g} orders of 0.1; noise floor {floor:.3g}"))
+                    Sh.PAPER_FLAT_LEVEL, scale, level, side=band, cells=[cell], read_at=AT_END,
+                    note=f"paper: 'flat near 1e-1', read as within {Sh.LEVEL_ORDERS:g} orders of 0.1; noise floor {floor:.3g}"))
     return rows
 
 

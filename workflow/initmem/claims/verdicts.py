@@ -1,4 +1,8 @@
-"""Seed intervals, the statistics that decide the paper's directional claims, and the verdict words.
+"""Cells, seed intervals, the regime and the verdict words every claim shares.
+
+The statistics of one concern live beside this module: a single spread and spread contrasts in
+:mod:`initmem.claims.spreads`, |beta(t)| shapes in :mod:`initmem.claims.shapes`, the seeds a claim
+would need in :mod:`initmem.claims.power`.
 
 A *cell* is one configuration's runs laid out as a (sigma_w x seed) matrix of one metric (or an
 (epoch x sigma_w x seed) array for curves). Every statistic is computed on *replicates*: row 0 is
@@ -17,10 +21,9 @@ percentile bootstrap: with 3 seeds each single-seed resample has probability 1/2
 **Verdict words** (:data:`VERDICTS`), against the paper's side of a claim (:class:`Side`):
 ``reproduced`` (interval entirely on the paper's side), ``not reproduced`` (entirely on the other),
 ``inconclusive`` (across the boundary), ``cannot be decided above the noise floor`` (a |beta| shape
-the OLS noise hides), ``outside the paper's regime`` (a claim about networks trained to fit, measured
-on runs that mostly did not fit; :data:`REGIME_MIN_FIT`), ``not testable with one seed`` and ``not
-measured`` (the config lacks what the claim needs). The statistics and the reading of the paper's
-words they encode are defined once, below.
+the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
+states: :func:`initmem.claims.registry.regime_check`), ``not testable with one seed`` and ``not
+measured`` (the config lacks what the claim needs).
 """
 
 from __future__ import annotations
@@ -44,46 +47,15 @@ NOT_MEASURED = "not measured"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_MEASURED)
 
 # --- the reading of the paper's words ----------------------------------------------------------
-# Regime. The paper's claims are about predictors of networks trained to fit (its SGD runs reach
-# 99.5% train accuracy across the sweep). A claim is in that regime when, in every configuration it
-# reads, at least half of the runs reached 99.5% train accuracy (tau_interp not null).
-REGIME_MIN_FIT = 0.5
-# |beta(t)| shapes are read on window means: the run is cut into WINDOWS equal stretches.
-WINDOWS = 10
-# Noise floor: FLOOR_SE x the median OLS standard error of beta over the run. An estimated slope
-# below two standard errors is consistent with zero, so a |beta| there cannot be told from the floor.
-FLOOR_SE = 2.0
-# "stays flat near 1e-1": the range of the settled windows (all but the first: training leaves
-# chance there), log10(highest / lowest), signed by which comes first, is within +-FLAT_ORDERS: a
-# rise, a fall, a hump and a dip all fail. Where part of the settled run sits at the noise floor,
-# the range is a lower bound ("cannot be decided above the noise floor" unless it already fails). The level: the last window's |beta| within LEVEL_ORDERS of 1e-1.
-FLAT_ORDERS = 0.5
-PAPER_FLAT_LEVEL = 0.1
-LEVEL_ORDERS = 0.5
-# "decay by 1-2 orders of magnitude": the fall from the peak level to the end level, each held over
-# two neighbouring windows (a spike or a one-window transient is no peak), is at least DECAY_ORDERS.
-# A curve falling exactly one order (log-linearly, first to last epoch) measures 0.7 between those
-# levels of tenths' means, so 0.6 lets it pass and still fails any flat, rising or spiked curve.
-# A curve whose peak is not SIGNAL_ORDERS above the noise floor has no fall to measure.
-DECAY_ORDERS = 0.6
-SIGNAL_ORDERS = math.log10(2)
 # Collapse: a pair of curves is compared only where each has at least MIN_OVERLAP of its epochs
 # inside the range of the paper's clock the two share (and >= 2 epochs each).
 MIN_OVERLAP = 0.25
-# A single spread (max - min over sigma_w of seed means) is positive even when sigma_w does nothing:
-# its noise-only reference permutes the sigma_w labels within each seed NULL_PERMUTATIONS times
-# (a fixed RNG seed: the same null on every re-analysis). A spread is "nonzero" when its p-value is
-# below 1 - LEVEL.
-NULL_PERMUTATIONS = 2000
-NULL_RNG_SEED = 20260
-SPREAD_METHOD = (f"observed -/+ the 97.5% quantile of a sigma_w-permutation null within seeds ({NULL_PERMUTATIONS} permutations), "
-                 "floored at 0")
+NULL_RNG_SEED = 20260  # the fixed RNG seed of resampling rules: the same draws on every re-analysis
 # The clock's exponent: collapse is scanned over the learning rate's exponent in the clock (T_adapt:
 # K eta^p, the paper's p = 1; T_SGD: K eta^p / b, the paper's p = 2) on EXPONENT_GRID; the interval of
 # the best exponent comes from EXPONENT_DRAWS seed resamples (paired across configurations).
 EXPONENT_GRID = np.round(np.arange(-1.0, 3.0001, 0.1), 10)
 EXPONENT_DRAWS = 200
-BETA_FLOOR = 1e-5  # |beta| below this counts as this on a log axis (an exact 0 has no logarithm)
 
 
 def steps_at_epoch(epoch, n_train, batch_size):
@@ -271,9 +243,8 @@ class Estimate:
     n_runs: int
     n_seeds: int
     replicates: np.ndarray
-    null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (:func:`spread_estimate`)
-    p_null: float = math.nan      # ... the share of the permutation null at least as large as the observed spread
-    corrected: float = math.nan   # ... the spread with the noise-only part removed
+    null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (spreads.spread_estimate)
+    p_null: float = math.nan      # ... the p-value of "sigma_w does nothing" (paired t-test of the end sigma_w)
 
     @property
     def one_seed(self) -> bool:
@@ -324,234 +295,21 @@ def side_verdict(est: Estimate, side: Side) -> str:
 
 def regime(cells: Sequence[Cell]) -> dict:
     """Share of the cells' runs that reached 99.5% train accuracy (``share_fit``), share whose
-    tau_best is at or after that (``share_best_fitted``), and whether every cell has at least
-    :data:`REGIME_MIN_FIT` of its runs fitted (``in_regime``; ``least`` names the cell that has fewest)."""
+    tau_best is at or after that (``share_best_fitted``) and the cell with the smallest share
+    (``least``). The regime itself: :func:`initmem.claims.registry.regime_check`."""
     counts = [c.fit for c in cells if c.fit is not None and c.fit[0] > 0]
     if not counts:
-        return {"share_fit": math.nan, "share_best_fitted": math.nan, "in_regime": None, "least": ""}
+        return {"share_fit": math.nan, "share_best_fitted": math.nan, "least": ""}
     n, fit, best = (sum(c[i] for c in counts) for i in range(3))
     shares = [(c.fit[1] / c.fit[0], c.label) for c in cells if c.fit is not None and c.fit[0] > 0]
     low, least = min(shares, key=lambda s: s[0])
-    return {"share_fit": fit / n, "share_best_fitted": best / n, "in_regime": low >= REGIME_MIN_FIT,
+    return {"share_fit": fit / n, "share_best_fitted": best / n,
             "least": f"{least + ': ' if least else ''}{100 * low:.0f}% of runs fitted"}
 
 
 # --- spreads -----------------------------------------------------------------------------------
 
-def spread_pp(means: np.ndarray) -> np.ndarray:
-    """max - min over sigma_w of the seed mean, in percentage points (the paper's spread)."""
-    with warnings.catch_warnings():  # a replicate without any value stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return 100 * (np.nanmax(means, -1) - np.nanmin(means, -1))
-
-
-def permuted_spreads(values: np.ndarray, n_perm: int = NULL_PERMUTATIONS, rng_seed: int = NULL_RNG_SEED) -> np.ndarray:
-    """Spreads (pp) of ``values[sigma, seed]`` with the sigma_w labels permuted within each seed:
-    what max - min of seed means gives when sigma_w does nothing (a fixed RNG: the same null every run)."""
-    rng = np.random.default_rng(rng_seed)
-    n_sigma, n_seed = values.shape
-    order = np.argsort(rng.random((n_perm, n_sigma, n_seed)), axis=1)
-    shuffled = values[order, np.arange(n_seed)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return spread_pp(np.nanmean(shuffled, axis=-1))
-
-
-def spread_estimate(cell: Cell, n_perm: int = NULL_PERMUTATIONS) -> Estimate:
-    """One configuration's spread against its noise-only null (:data:`SPREAD_METHOD`).
-
-    ``effect``: the observed max - min of seed means (pp); ``null_mean``: the mean spread under the
-    sigma_w-permutation null; ``p_null``: the share of permutations with a spread at least as large
-    (with the observed one counted); ``corrected``: sqrt(observed^2 - null_mean^2), 0 below the null
-    (noise adds to a spread roughly in quadrature). Interval: the observed spread minus and plus the
-    null's 97.5% quantile q, floored at 0. Why it holds: the seed means are the true means plus noise,
-    and the range of a sum is within the range of either part plus the range of the other, so
-    |observed - true| <= range(noise means), which the null's spreads estimate (exactly when sigma_w
-    does nothing; larger, so conservative, when it does). A true zero spread is covered whenever the
-    observed one is below q: at least 97.5% of the time."""
-    values = cell.values if cell.values.ndim == 2 else cell.values[-1]
-    observed = float(spread_pp(np.nanmean(values, axis=-1)[None])[0]) if np.isfinite(values).any() else math.nan
-    n_runs, n_seeds = cell.n_runs, cell.n_seeds
-    if n_seeds < 2 or not math.isfinite(observed):
-        return Estimate(observed, math.nan, math.nan, "none: 1 seed" if n_seeds < 2 else SPREAD_METHOD, n_runs, n_seeds,
-                        np.array([observed]))
-    null = permuted_spreads(values, n_perm)
-    q = float(np.quantile(null, 0.5 + LEVEL / 2))
-    m0 = float(null.mean())
-    est = Estimate(observed, max(observed - q, 0.0), observed + q, SPREAD_METHOD, n_runs, n_seeds, np.array([observed]))
-    est.null_mean, est.p_null = m0, float((1 + np.sum(null >= observed - 1e-12)) / (1 + len(null)))
-    est.corrected = math.sqrt(max(observed**2 - m0**2, 0.0))
-    return est
-
-
-def spread_interval(cell: Cell) -> tuple[float, float, str]:
-    """Interval of one configuration's spread against its noise (:func:`spread_estimate`), its method."""
-    est = spread_estimate(cell)
-    return est.low, est.high, est.method
-
-
-# --- |beta(t)| shapes --------------------------------------------------------------------------
-
-def window_means(y: np.ndarray, epochs: np.ndarray) -> np.ndarray:
-    """Mean of ``y`` in each of :data:`WINDOWS` equal stretches of the run (fewer for short runs);
-    rows are replicates."""
-    edges = np.linspace(epochs.min(), epochs.max(), min(WINDOWS, len(epochs)) + 1)
-    which = np.clip(np.searchsorted(edges, epochs, side="right") - 1, 0, len(edges) - 2)
-    with warnings.catch_warnings():  # a stretch where no fit exists stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.stack([np.nanmean(y[:, which == w], axis=1) for w in np.unique(which)], axis=1)
-
-
-def noise_floor(se: np.ndarray) -> np.ndarray:
-    """Per replicate: :data:`FLOOR_SE` x the median OLS standard error of beta over the run."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return FLOOR_SE * np.nanmedian(se, axis=1)
-
-
-def sign_changes(slopes: np.ndarray, epochs: np.ndarray) -> bool:
-    """Whether the full sample's beta takes the other sign after its largest window (by |mean|):
-    somewhere there it passes zero, where its |beta| sits at the noise floor."""
-    w = window_means(slopes[:1], epochs)[0]
-    if not np.isfinite(w).any():
-        return False
-    edges = np.linspace(epochs.min(), epochs.max(), len(w) + 1)
-    peak = int(np.nanargmax(np.abs(w)))
-    after = slopes[0][epochs > edges[peak + 1]]
-    return bool(np.any(np.sign(after) * np.sign(w[peak]) < 0))
-
-
-def _held_high(w: np.ndarray) -> np.ndarray:
-    """Per row: the highest level held over two neighbouring windows (max_k min(w_k, w_k+1)): a
-    single-window spike or an early transient in one window is not a peak."""
-    if w.shape[1] < 2:
-        return w[:, 0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmax(np.fmin(w[:, :-1], w[:, 1:]), axis=1)
-
-
-@dataclass
-class Shape:
-    """Per-replicate |beta(t)| shape: window means of |beta| (the paper's |d ValAcc / d sigma_w|),
-    the noise floor, and the statistics built from them. Every window enters the statistics floored
-    at the noise floor: where beta crosses zero its |beta| is small but not a decay, so a fall counts
-    only down to the floor (:func:`sign_changes` flags it). A level counts only when it holds over
-    two neighbouring windows (:func:`_held_high`): a spike or a one-window transient is no peak, a
-    one-window dip at the end no fall."""
-
-    windows: np.ndarray
-    floor: np.ndarray
-
-    @property
-    def peak(self) -> np.ndarray:
-        """The highest level held over two neighbouring windows."""
-        return _held_high(self.windows)
-
-    @property
-    def last(self) -> np.ndarray:
-        """The last window's |beta| (the level of "flat near 1e-1")."""
-        return self.windows[:, -1]
-
-    @property
-    def end(self) -> np.ndarray:
-        """The level at the end held over the last two windows (the larger of the two)."""
-        return np.fmax(self.windows[:, -2], self.windows[:, -1]) if self.windows.shape[1] > 1 else self.windows[:, -1]
-
-    @property
-    def settled(self) -> np.ndarray:
-        """The windows after the first (training leaves chance there), floored at the noise floor."""
-        w = self.windows[:, 1:] if self.windows.shape[1] > 2 else self.windows
-        return self._above(w)
-
-    def _above(self, v: np.ndarray) -> np.ndarray:
-        floor = self.floor if v.ndim == 1 else self.floor[:, None]
-        return np.maximum(v, floor)
-
-    @property
-    def change(self) -> np.ndarray:
-        """"flat": the range of the settled windows, log10(highest / lowest), signed + when the
-        highest comes after the lowest (a rise or a hump), - when before (a fall or a dip); every
-        window floored at the noise floor (a curve that stays at the floor measures 0)."""
-        w = self.settled
-        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            logs = np.log10(w)
-            ok = np.isfinite(logs).any(axis=1)
-            hi = np.where(ok, np.argmax(np.where(np.isfinite(logs), logs, -np.inf), axis=1), 0)
-            lo = np.where(ok, np.argmin(np.where(np.isfinite(logs), logs, np.inf), axis=1), 0)
-            rows = np.arange(len(w))
-            size = logs[rows, hi] - logs[rows, lo]
-            return np.where(ok, np.where(hi >= lo, size, -size), np.nan)
-
-    @property
-    def hidden_start(self) -> np.ndarray:
-        """Whether a settled window lies at the noise floor while another rises above it: the change
-        measured from the floor is only a lower bound (a rise from below the floor looks flat)."""
-        w = self.windows[:, 1:] if self.windows.shape[1] > 2 else self.windows
-        floor = self.floor[:, None]
-        return (w <= floor).any(axis=1) & (w > floor).any(axis=1)
-
-    @property
-    def fall(self) -> np.ndarray:
-        """"decay": orders of magnitude from the held peak down to the held end level, the end floored
-        at the noise floor (a fall into the floor counts only as far as the floor)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.log10(self._above(self.peak) / self._above(self.end))
-
-    @property
-    def observable(self) -> np.ndarray:
-        """The largest fall this curve could show: orders of magnitude from its peak to the floor."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.log10(self.peak / self.floor)
-
-
-def beta_shape(slopes: np.ndarray, se: np.ndarray, epochs: np.ndarray) -> Shape:
-    """The :class:`Shape` of replicate slope curves (rows) with their standard errors."""
-    return Shape(window_means(np.abs(slopes), epochs), noise_floor(se))
-
-
-def flat_decided(change: Estimate, shape: Shape) -> tuple[str, str] | None:
-    """"Stays flat": ``cannot be decided above the noise floor`` (with the reason) when no level of the
-    full sample's |beta| rises above the floor, or when part of its settled run sits at the floor and
-    the change measured from there (a lower bound) does not already leave +-FLAT_ORDERS; else None
-    (the interval against +-FLAT_ORDERS decides)."""
-    if change.one_seed:
-        return None
-    floor = float(shape.floor[0])
-    if not shape.peak[0] > floor:
-        return BELOW_FLOOR, f"no level of |beta| rises above the noise floor {floor:.3g}"
-    if shape.hidden_start[0] and not (change.low > FLAT_ORDERS or change.high < -FLAT_ORDERS):
-        return BELOW_FLOOR, f"part of the settled run lies at the noise floor {floor:.3g}: the change from there is only a lower bound"
-    return None
-
-
-def decay_verdict(fall: Estimate, observable: float, reached_floor: bool, floor_is_enough: bool) -> tuple[str, str]:
-    """Verdict and note for "|beta| decays by 1-2 orders" (``floor_is_enough``: "reaches the noise
-    floor") from the fall's estimate, the full sample's observable range and whether its last window
-    lies at the noise floor."""
-    if fall.one_seed:
-        return ONE_SEED, ""
-    if not observable >= SIGNAL_ORDERS:
-        return BELOW_FLOOR, f"|beta| never rises to twice the noise floor (its peak is {max(observable, 0):.2f} orders above it)"
-    to_floor = f"fell to the noise floor, {observable:.2f} orders below its peak" if reached_floor else ""
-    if verdict(fall.low, fall.high, greater(DECAY_ORDERS)) == REPRODUCED:
-        return REPRODUCED, to_floor or f"fell >= {DECAY_ORDERS:g} orders above the noise floor"
-    if reached_floor and floor_is_enough:
-        return REPRODUCED, to_floor
-    if reached_floor and observable < DECAY_ORDERS:
-        return BELOW_FLOOR, f"{to_floor}: a fall of {DECAY_ORDERS:g} orders cannot be seen above it"
-    if np.isfinite(fall.high) and fall.high < min(DECAY_ORDERS, observable):
-        return NOT_REPRODUCED, "stays above the noise floor" + (" (rising or flat)" if fall.effect < 0.1 else "")
-    return INCONCLUSIVE, to_floor
-
-
 # --- collapse ----------------------------------------------------------------------------------
-
-def log_abs_beta(slopes: np.ndarray, floor: float = BETA_FLOOR) -> np.ndarray:
-    """log10 |beta|, floored at ``floor`` (below the noise floor every value means the same)."""
-    return np.log10(np.maximum(np.abs(slopes), floor))
-
 
 def _coordinate(cell: Cell, name: str) -> np.ndarray:
     return cell.epochs if name == "epoch" else cell.clocks.get(name, np.full(len(cell.epochs), np.nan))
@@ -683,43 +441,3 @@ def exponent_verdict(low: float, high: float, paper_p: float) -> str:
     if not low <= paper_p <= high:
         return NOT_REPRODUCED
     return REPRODUCED if low > 0 else INCONCLUSIVE
-
-
-# --- power: the seeds that would decide an undecided claim -------------------------------------
-
-POWER_MAX_SEEDS = 100_000
-
-
-def seeds_to_decide(est: Estimate, side: Side) -> float:
-    """Seeds at which the interval would stop crossing the paper's boundary, at the measured effect and
-    noise, with the half-width shrinking as 1/sqrt(seeds) (the seed noise of a mean): for a jackknife
-    t-interval, the smallest n with t(0.975, n - 1) se sqrt(n0 / n) < d, d the effect's distance to
-    the nearest boundary; for a single spread against its null (:func:`spread_estimate`) the same with
-    the noise-corrected spread and the null's quantile; for the bootstrap exponent, the half-width
-    towards p = 0. NaN where the effect sits on the boundary (no number of seeds decides it)."""
-    n0 = est.n_seeds
-    if n0 < 2 or not (np.isfinite(est.low) and np.isfinite(est.high)):
-        return math.nan
-    bounds = [b for b in (side.lo, side.hi) if np.isfinite(b)]
-    centre = est.corrected if est.method == SPREAD_METHOD and np.isfinite(est.corrected) else est.effect
-    d = min(abs(centre - b) for b in bounds) if bounds else math.nan
-    if not d > 0:
-        return math.nan
-    if est.method.startswith("t,"):
-        se = (est.high - est.low) / (2 * float(stats.t.ppf(0.5 + LEVEL / 2, n0 - 1)))
-        if not se > 0:
-            return math.nan
-        for n in itertools.chain(range(2, 1000), np.unique(np.geomspace(1000, POWER_MAX_SEEDS, 200).astype(int))):
-            if float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * se * math.sqrt(n0 / n) < d:
-                return float(n)
-        return math.inf
-    half = est.high - est.effect if est.method == SPREAD_METHOD else max(est.effect - est.low, est.high - est.effect)
-    return float(math.ceil(n0 * (half / d) ** 2)) if half > 0 else math.nan
-
-
-def seeds_to_see_fall(observable: float, orders: float, n_seeds: int, sxx: float) -> tuple[float, float]:
-    """(seeds x Sxx, seeds at this sigma_w grid) for |beta| to be able to show a fall of ``orders``
-    below its peak: the noise floor is 2 SE(beta) = 2 sigma_r / sqrt(seeds x Sxx(sigma_w grid)), now
-    ``observable`` orders below the peak, so seeds x Sxx must grow by 10^(2 (orders - observable))."""
-    need = n_seeds * sxx * 10 ** (2 * (orders - observable))
-    return need, math.ceil(need / sxx) if sxx > 0 else math.nan

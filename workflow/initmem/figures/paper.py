@@ -22,7 +22,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocat
 
 from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: E402, F401
 from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
-from initmem.claims.verdicts import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
+from initmem.claims.shapes import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
 
 OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",

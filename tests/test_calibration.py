@@ -1,0 +1,58 @@
+"""The calibration study's fast subset: every spread and |beta| shape rule meets its bars at every
+design (false ``reproduced`` <= 5% under every null, coverage >= 93% where 95% is stated), and the
+bar check itself catches a rule that does not."""
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from initmem.claims import calibration as C
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("verdict_calibration", ROOT / "benchmarks" / "verdict_calibration.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def quick_table() -> pd.DataFrame:
+    b = _benchmark()
+    mine = {k: v for k, v in b.RULES.items() if k.startswith("initmem.claims.calibration:")}
+    return b.collect(quick=True, modules=mine)
+
+
+def test_every_rule_meets_its_bars_at_every_design(quick_table):
+    b = _benchmark()
+    assert set(quick_table["design"].str.split(":").str[0]) == {"small-tier", "clocks-tier", "paper"}
+    assert {"spread_nonzero", "spread_below_1pp", "spread_contrast", "accuracy_contrast", "beta_flat", "beta_decay"} <= set(quick_table["rule"])
+    assert list(quick_table.columns) == list(C.ROW_KEYS)
+    bad = b.failures(quick_table)
+    assert bad.empty, bad.to_string()
+
+
+def test_the_nulls_include_a_noise_that_changes_with_sigma_w(quick_table):
+    nulls = quick_table[quick_table["truth"].str.contains("variance|noise x1")]
+    assert set(nulls["rule"]) == {"spread_nonzero", "spread_contrast"} and nulls["false_reproduced"].notna().all()
+
+
+def test_the_paper_design_decides_the_papers_spreads(quick_table):
+    paper = quick_table[quick_table["design"].str.startswith("paper")].set_index(["rule", "truth"])
+    assert paper.loc[("spread_nonzero", "linear 1.6 pp"), "decision_rate"] >= 0.9
+    assert paper.loc[("spread_contrast", "SGD / Adam b=16: 22.8 / 1.6 pp"), "decision_rate"] >= 0.9
+
+
+def test_the_bar_check_catches_a_rule_that_fails():
+    b = _benchmark()
+    rows = pd.DataFrame([dict(rule="r", design="d", truth="null", n_sims=4000, false_reproduced=0.08, false_not_reproduced=float("nan"),
+                              coverage=0.95, decision_rate=0.08),
+                         dict(rule="r", design="d", truth="effect", n_sims=4000, false_reproduced=float("nan"), false_not_reproduced=0.0,
+                              coverage=0.90, decision_rate=0.5),
+                         dict(rule="r", design="d", truth="ok", n_sims=4000, false_reproduced=0.05, false_not_reproduced=float("nan"),
+                              coverage=0.94, decision_rate=0.05)])
+    assert list(b.failures(rows)["truth"]) == ["null", "effect"]

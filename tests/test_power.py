@@ -1,0 +1,103 @@
+"""Power from the rules' own simulation: the chance of a decision the library predicts must be the
+chance the claim functions give on runs drawn from the same truth, and "would decide" must be a
+number of seeds at which an undecided row is decided about half the time (never its own seeds)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from initmem.claims import power as P
+from initmem.claims import spreads as Sp
+from initmem.claims import verdicts as V
+from initmem.claims.rows import row
+
+SIGMAS = np.array([0.1, 0.5, 1.2, 2.5])
+
+
+def _cell(values: np.ndarray, key: str = "x") -> V.Cell:
+    return V.Cell(key, SIGMAS[: values.shape[0]], np.arange(values.shape[1]), values)
+
+
+def _draw(means, sd, seeds, rng):
+    """One set of runs: a seed effect shared by every sigma_w (it must cancel) plus run noise."""
+    m = np.asarray(means, float)
+    return m[:, None] + rng.normal(0, 0.05, seeds)[None, :] + sd * rng.standard_normal((len(m), seeds))
+
+
+def _direct(decide, n_sims: int = 300, rng_seed: int = 1) -> float:
+    rng = np.random.default_rng(rng_seed)
+    return float(np.mean([decide(rng) in (V.REPRODUCED, V.NOT_REPRODUCED) for _ in range(n_sims)]))
+
+
+# three rows like the undecided rows of the committed tiers: a small spread at 3 seeds, a spread
+# contrast of two adaptive configurations, a contrast of accuracies
+SPREAD = (0.8 - np.array([0.0, 0.004, 0.008, 0.012]), 0.01, V.greater(0))
+CONTRAST = (0.8 - np.array([0.0, 0.01, 0.02, 0.03]), 0.8 - np.array([0.0, 0.003, 0.006, 0.009]), 0.01, V.greater(0))
+
+
+@pytest.mark.parametrize("seeds", (4, 8))
+def test_the_simulated_chance_of_a_spread_decision_is_the_claim_functions(seeds):
+    means, sd, side = SPREAD
+    predicted = P.spread_decision_rate(means, sd, seeds, side)
+    direct = _direct(lambda rng: V.side_verdict(Sp.spread_estimate(_cell(_draw(means, sd, seeds, rng))), side))
+    assert abs(predicted - direct) <= 0.10 and 0.05 < direct < 0.95  # a case where the rate is informative
+
+
+@pytest.mark.parametrize("seeds", (5, 12))
+def test_the_simulated_chance_of_a_contrast_decision_is_the_claim_functions(seeds):
+    ma, mb, sd, side = CONTRAST
+    predicted = P.contrast_decision_rate(ma, mb, sd, sd, seeds, side)
+
+    def decide(rng):
+        cells = [_cell(_draw(ma, sd, seeds, rng), "a"), _cell(_draw(mb, sd, seeds, rng), "b")]
+        return V.side_verdict(Sp.contrast_estimate(cells), side)
+
+    direct = _direct(decide)
+    assert abs(predicted - direct) <= 0.10 and 0.05 < direct < 0.95
+
+
+def test_the_simulated_chance_of_an_accuracy_contrast_is_the_claim_functions():
+    effect, sd, seeds = 1.0, 2.0, 10   # pp; per-seed sd of the difference
+    predicted = P.mean_decision_rate(effect, sd, seeds, V.greater(0))
+
+    def decide(rng):
+        a = 0.6 + rng.normal(0, 0.02 / math.sqrt(2), (1, seeds))
+        b = 0.6 - effect / 100 + rng.normal(0, 0.02 / math.sqrt(2), (1, seeds))
+        cells = [V.Cell("a", np.array([1.0]), np.arange(seeds), a), V.Cell("b", np.array([1.0]), np.arange(seeds), b)]
+        return V.side_verdict(V.estimate(cells, lambda m: 100 * (m[0][:, 0] - m[1][:, 0])), V.greater(0))
+
+    assert abs(predicted - _direct(decide)) <= 0.10
+
+
+def test_would_decide_gives_an_even_chance_and_never_the_rows_own_seeds():
+    """An undecided spread contrast at 3 seeds: its row says ~N seeds; runs drawn from its own fitted
+    truth at N seeds are decided 40-60% of the time through the claim functions, and N > 3."""
+    ma, mb, sd, side = CONTRAST
+    rng = np.random.default_rng(4)
+    for _ in range(100):  # the first draw whose 3-seed interval crosses 0 (most do)
+        cells = [_cell(_draw(ma, sd, 3, rng), "a"), _cell(_draw(mb, sd, 3, rng), "b")]
+        est = Sp.contrast_estimate(cells)
+        if V.side_verdict(est, side) == V.INCONCLUSIVE:
+            break
+    r = row("batch_raises_adam_spread", "direction", "q", math.nan, "", est, side=side, cells=cells, contrast=True)
+    assert r["verdict"] == V.INCONCLUSIVE and "50% chance" in r["would_decide"]
+    n = int(r["would_decide"].split("~")[1].split(" ")[0])
+    assert n > 3
+    (fa, sa), (fb, sb) = P.fitted_truth(cells[0]), P.fitted_truth(cells[1])
+
+    def decide(rng):
+        drawn = [_cell(_draw(fa, sa, n, rng), "a"), _cell(_draw(fb, sb, n, rng), "b")]
+        return V.side_verdict(Sp.contrast_estimate(drawn), side)
+
+    assert 0.4 <= _direct(decide, rng_seed=9) <= 0.6
+
+
+def test_a_design_question_gets_a_chance_of_a_decision():
+    """The design use: assumed means per sigma_w, noise, seeds and grid in; P(decision) out, rising
+    with the seeds, for a spread claim and a spread contrast."""
+    sgd = 0.85 - np.linspace(0, 0.265, 25)
+    adam = 0.88 - np.linspace(0, 0.043, 25)
+    assert P.spread_decision_rate(sgd, 0.005, 10, V.greater(0)) == 1.0
+    rates = [P.contrast_decision_rate(adam, 0.88 - np.linspace(0, 0.016, 25), 0.01, 0.01, n, V.greater(0)) for n in (3, 10, 30)]
+    assert rates[0] < rates[1] < rates[2]

@@ -1,0 +1,212 @@
+"""The spread and |beta| shape rules' error rates, measured: known truths simulated at a design and
+read by the rules the claims table uses (``benchmarks/verdict_calibration.py`` prints them).
+
+A *design* is a sigma_w grid, a number of seeds, a run noise and a run length: each committed tier's
+(read from its ``runs.csv``: every distinct grid of its configurations, the median residual noise of
+the seed-blocked model over its configurations, its epochs) and the paper's (25 sigma_w from 0.1 to
+2.5, 10 seeds, 300 epochs; the paper states no seed noise: :data:`PAPER_NOISE` is assumed).
+
+A row per rule, design and truth (:data:`ROW_KEYS`): ``false_reproduced`` (the share of
+``reproduced`` where the truth is against the claim; NaN where it is for it), ``false_not_reproduced``
+(the share of ``not reproduced`` where the truth is for it), ``coverage`` (the share of intervals
+holding the true value, where the statistic has one) and ``decision_rate`` (``reproduced`` or ``not
+reproduced``). Simulated runs: the truth's means plus a seed effect shared by every sigma_w plus
+independent normal run noise (per epoch, for curves).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from initmem.claims import shapes as Sh
+from initmem.claims.power import jackknife_arrays, side_codes, simulate
+from initmem.claims.spreads import contrast_arrays, residual_sd, spread_arrays
+from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, between, greater, less
+
+ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate")
+EVIDENCE = Path(__file__).resolve().parents[3] / "evidence"
+TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks"}
+PAPER_SIGMAS = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
+PAPER_SEEDS, PAPER_EPOCHS, PAPER_NOISE = 10, 300, 0.005
+SEED_SD = 0.05   # the seed effect shared by every sigma_w of a seed (every rule must cancel it)
+SPREADS_PP = (0.3, 1.6, 4.3, 22.8, 26.5)   # the paper's spreads (Tables 1 and 4)
+
+
+@dataclass(frozen=True)
+class Design:
+    """One grid to simulate: ``sigmas``, ``seeds``, run ``noise`` (fraction), ``epochs`` (curves)."""
+
+    name: str
+    sigmas: tuple[float, ...]
+    seeds: int
+    noise: float
+    epochs: int
+
+
+def _tier(name: str) -> list[Design]:
+    runs = pd.read_csv(EVIDENCE / TIERS[name] / "tables" / "runs.csv")
+    keys = [k for k in ("study", "optimizer", "batch_size", "lr", "l2", "epochs") if k in runs]
+    grids, noise = {}, []
+    for _, g in runs.groupby(keys, dropna=False):
+        grid = g.pivot_table(index="sigma_w", columns="seed", values="test_acc_best")
+        noise.append(float(residual_sd(grid.to_numpy(float))))
+        grids.setdefault((tuple(grid.index), grid.shape[1]), int(g["epochs"].max()))
+    sd = float(np.nanmedian(noise))
+    return [Design(f"{name}: {len(s)} sigma_w x {n} seeds, noise {100 * sd:.2g} pp", s, n, sd, e) for (s, n), e in sorted(grids.items())]
+
+
+def designs(name: str) -> list[Design]:
+    """The designs of ``name``: 'small-tier', 'clocks-tier' (read from the committed tier) or 'paper'."""
+    if name == "paper":
+        return [Design(f"paper: 25 sigma_w x {PAPER_SEEDS} seeds, noise {100 * PAPER_NOISE:g} pp (assumed)", PAPER_SIGMAS, PAPER_SEEDS,
+                       PAPER_NOISE, PAPER_EPOCHS)]
+    if name not in TIERS:
+        raise ValueError(f"unknown calibration design {name!r}: expected one of {', '.join([*TIERS, 'paper'])}")
+    return _tier(name)
+
+
+def _row(rule: str, design: Design, truth: str, claim_true: bool, codes: np.ndarray, covered: np.ndarray | None) -> dict:
+    rep, nrep = np.mean(codes == 1), np.mean(codes == -1)
+    return {"rule": rule, "design": design.name, "truth": truth, "n_sims": int(len(codes)),
+            "false_reproduced": math.nan if claim_true else float(rep), "false_not_reproduced": float(nrep) if claim_true else math.nan,
+            "coverage": float(np.mean(covered)) if covered is not None else math.nan, "decision_rate": float(rep + nrep)}
+
+
+def _draw(means: np.ndarray, sd, seeds: int, n_sims: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_sims, k, seeds): :func:`initmem.claims.power.simulate` plus a seed effect shared by every sigma_w."""
+    return simulate(means, sd, seeds, n_sims, rng) + SEED_SD * rng.standard_normal((n_sims, 1, seeds))
+
+
+def linear(design: Design, spread_pp: float, base: float = 0.8) -> np.ndarray:
+    """Means falling linearly with sigma_w by ``spread_pp`` over the grid (the paper's direction)."""
+    s = np.asarray(design.sigmas, float)
+    return base - spread_pp / 100 * (s - s.min()) / max(np.ptp(s), 1e-12)
+
+
+def hump(design: Design, spread_pp: float, base: float = 0.8) -> np.ndarray:
+    """Means lowest in the middle of the grid, equal at its ends (a spread the end values do not show)."""
+    s = np.asarray(design.sigmas, float)
+    u = (s - s.min()) / max(np.ptp(s), 1e-12)
+    return base - spread_pp / 100 * (1 - np.abs(2 * u - 1)) if len(s) > 2 else base - spread_pp / 100 * (s == s.max())
+
+
+def _sd_rising(design: Design, factor: float) -> np.ndarray:
+    """Run noise growing linearly with sigma_w from the design's noise to ``factor`` x it (a noise-only effect)."""
+    s = np.asarray(design.sigmas, float)
+    return design.noise * (1 + (factor - 1) * (s - s.min()) / max(np.ptp(s), 1e-12))
+
+
+def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
+    """Rows for the single-spread rules (``spread_nonzero``: sigma_w matters, the spread rows' p;
+    ``spread_below_1pp``: the "collapses below 1 pp" rows) and the seed-paired spread contrast
+    (``spread_contrast``: a's spread exceeds b's, :func:`initmem.claims.spreads.contrast_arrays`), and a
+    contrast of accuracies (the paired t-interval of :func:`initmem.claims.verdicts.estimate`)."""
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for d in designs(design_name):
+        flat = linear(d, 0.0)
+        single = [("null: sigma_w does nothing", flat, d.noise, 0.0),
+                  ("null: sigma_w changes only the variance (noise x1 to x4)", flat, _sd_rising(d, 4.0), 0.0),
+                  *[(f"linear {e:g} pp", linear(d, e), d.noise, e) for e in SPREADS_PP],
+                  ("hump 4.3 pp (ends equal)", hump(d, 4.3), d.noise, 4.3)]
+        for truth, means, sd, true_pp in single:
+            s = spread_arrays(_draw(means, sd, d.seeds, n_sims, rng))
+            covered = (s["low"] <= true_pp + 1e-9) & (true_pp - 1e-9 <= s["high"])
+            out.append(_row("spread_nonzero", d, truth, true_pp > 0, side_codes(s["low"], s["high"], greater(0)), covered))
+            if truth.startswith("null: sigma_w changes"):
+                continue
+            out.append(_row("spread_below_1pp", d, truth, true_pp < 1, side_codes(s["low"], s["high"], less(1.0)), covered))
+        boundary = spread_arrays(_draw(linear(d, 1.0), d.noise, d.seeds, n_sims, rng))
+        out.append(_row("spread_below_1pp", d, "linear 1 pp (the boundary)", False, side_codes(boundary["low"], boundary["high"], less(1.0)),
+                        (boundary["low"] <= 1) & (1 <= boundary["high"])))
+        pairs = [("null: equal spreads 4.3 / 4.3 pp", 4.3, 4.3, None), ("null: equal spreads 22.8 / 22.8 pp", 22.8, 22.8, None),
+                 ("null: both 0 pp, a's noise x1 to x4", 0.0, 0.0, _sd_rising(d, 4.0)),
+                 ("reversed: 1.6 / 4.3 pp", 1.6, 4.3, None), ("SGD / Adam b=16: 22.8 / 1.6 pp", 22.8, 1.6, None),
+                 ("SGD / Adam b=128: 26.5 / 4.3 pp", 26.5, 4.3, None), ("Adam b=256 / b=16: 5.3 / 1.6 pp", 5.3, 1.6, None),
+                 ("SGD b=256 / b=16: 25.7 / 22.8 pp", 25.7, 22.8, None)]
+        for truth, sa, sb, sd_a in pairs:
+            a = _draw(linear(d, sa), d.noise if sd_a is None else sd_a, d.seeds, n_sims, rng)
+            b = _draw(linear(d, sb), d.noise, d.seeds, n_sims, rng)
+            _, low, high = contrast_arrays(a, b)
+            true = sa - sb
+            out.append(_row("spread_contrast", d, truth, true > 0, side_codes(low, high, greater(0)), (low <= true) & (true <= high)))
+        for truth, eff in (("null: equal accuracy", 0.0), ("0.3 pp", 0.3), ("1.6 pp", 1.6)):
+            a = _draw(np.full(len(d.sigmas), 0.8), d.noise, d.seeds, n_sims, rng)
+            b = _draw(np.full(len(d.sigmas), 0.8 - eff / 100), d.noise, d.seeds, n_sims, rng)
+            diff = 100 * (a - b).mean(-2)                        # (sims, seeds): per-seed difference of the sigma_w means
+            n = d.seeds
+            loo = (diff.sum(-1, keepdims=True) - diff) / (n - 1)
+            low, high = jackknife_arrays(diff.mean(-1), loo)
+            out.append(_row("accuracy_contrast", d, truth, eff > 0, side_codes(low, high, greater(0)), (low <= eff) & (eff <= high)))
+    return out
+
+
+# --- |beta(t)| shapes ----------------------------------------------------------------------------
+
+BETA_LEVEL = 0.1   # the paper's SGD |beta| ("flat near 1e-1")
+
+
+def beta_truths() -> dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool, bool]]:
+    """name -> (|beta| at run fraction t, flat claim true?, decay claim true?); None: not asked of that rule.
+
+    A rise of one order and a fall back (the hump) is a one-order fall from a level held over two
+    tenths, which the decay rule counts as a decay (the paper's adaptive curves rise from ~0 at
+    initialization before they fall); the flat rule must reject it. A one-tenth spike is no held level."""
+    bump = lambda t: np.exp(-((t - 0.5) / 0.12) ** 2)  # noqa: E731
+    def spike(t):
+        out = np.full_like(t, BETA_LEVEL)
+        out[(t >= 0.5) & (t < 0.6)] *= 10
+        return out
+    return {"flat": (lambda t: np.full_like(t, BETA_LEVEL), True, False),
+            "fall 0.5 orders": (lambda t: BETA_LEVEL * 10 ** (-0.5 * t), None, False),
+            "fall 1 order": (lambda t: BETA_LEVEL * 10 ** (-1.0 * t), False, True),
+            "fall 2 orders": (lambda t: BETA_LEVEL * 10 ** (-2.0 * t), False, True),
+            "rise and fall of 1 order (hump)": (lambda t: BETA_LEVEL * 10 ** bump(t) / 10, False, True),
+            "spike x10 in one tenth": (spike, None, False)}
+
+
+def beta_cell(design: Design, beta: np.ndarray, rng: np.random.Generator) -> Cell:
+    """A curve cell: validation accuracy 0.7 - |beta(t)| sigma_w + a seed effect + run noise per epoch."""
+    s = np.asarray(design.sigmas, float)
+    e = np.arange(1, design.epochs + 1, dtype=float)
+    values = (0.7 - beta[:, None, None] * s[None, :, None] + SEED_SD * rng.standard_normal((1, 1, design.seeds))
+              + design.noise * rng.standard_normal((len(e), len(s), design.seeds)))
+    return Cell("sim", s, np.arange(design.seeds), values, e, {"epoch": e})
+
+
+def _code(v: str) -> int:
+    return 1 if v == REPRODUCED else (-1 if v == NOT_REPRODUCED else 0)
+
+
+def shape_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
+    """Rows for ``beta_flat`` (:func:`initmem.claims.shapes.flat_decision`) and ``beta_decay``
+    (:func:`initmem.claims.shapes.decay_decision`, the floor not enough) over :func:`beta_truths`.
+    No coverage: the statistics are read on noisy window means floored at the noise floor, which
+    have no noise-free value to cover."""
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for d in designs(design_name):
+        t = (np.arange(1, d.epochs + 1) - 1) / max(d.epochs - 1, 1)
+        for truth, (f, flat_true, decay_true) in beta_truths().items():
+            beta = f(t)
+            flat, decay = [], []
+            for _ in range(n_sims):
+                cell = beta_cell(d, beta, rng)
+                if flat_true is not None:
+                    flat.append(_code(Sh.flat_decision(cell)[0]))
+                decay.append(_code(Sh.decay_decision(cell, floor_is_enough=False)[0]))
+            if flat_true is not None:
+                out.append(_row("beta_flat", d, truth, flat_true, np.asarray(flat), None))
+            out.append(_row("beta_decay", d, truth, decay_true, np.asarray(decay), None))
+    return out
+
+
+SIDES: dict[str, Side] = {"spread_nonzero": greater(0), "spread_below_1pp": less(1.0), "spread_contrast": greater(0),
+                          "accuracy_contrast": greater(0), "beta_flat": between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS),
+                          "beta_decay": greater(Sh.DECAY_ORDERS)}

@@ -1,0 +1,179 @@
+"""One configuration's spread over sigma_w (max - min of seed means, the paper's spread), read
+against its seed noise by textbook tests on seed-paired differences.
+
+Every sigma_w of a configuration is trained on the same seeds (one seed, the same init draws and
+data order), so the accuracy at two sigma_w values differs, seed by seed, by the effect of sigma_w
+plus noise: a *paired* difference, whatever the noise at each sigma_w. Hence (:func:`spread_arrays`):
+
+- **Whether sigma_w matters** (``p_null``): the two-sided paired t-test (``scipy.stats.ttest_rel``)
+  between the grid's end values of sigma_w (its smallest and largest, fixed before seeing the data:
+  the paper's accuracy falls with sigma_w across its sweep), df n - 1. It is exact under normal seed
+  noise *whatever the variance at each sigma_w* (a null where sigma_w changes only the variance
+  gives P(p < 0.05) = 5%), and it has no floor: with 2 sigma_w and 3 seeds a 28 pp effect under
+  1.6 pp noise has p ~ 0.002 (a permutation test's p could not fall below 1/(n_sigma!)^(seeds - 1)).
+- **How much** (the interval, :data:`SPREAD_METHOD`): the spread is at least the end values'
+  |difference| and at most the largest |difference| of any pair, so its interval is
+  [|d_ends| - t(0.975, n - 1) se_ends, floored at 0;  max over pairs of |d_ij| + t(1 - 0.025 / (k (k - 1)), n - 1) se_ij]
+  (each side misses with probability <= 2.5%: the lower is one paired t-bound, the upper a Bonferroni
+  bound over the k (k - 1) ordered pairs), so it covers the true spread at least 95% of the time for
+  any means and any variances under normal seed noise; its width is the noise's (t x se), never the
+  signal's, and nothing is subtracted from the observed spread (no "corrected" spread: it is biased).
+- **Noise-only spread** (``null_mean``): what max - min of the seed means is, on average, when sigma_w
+  does nothing: d2(k) x s / sqrt(n), with s the residual standard deviation of the seed-blocked
+  additive model accuracy ~ C(sigma_w) + C(seed) (statsmodels' OLS gives the same s: a test) and
+  d2(k) the expected range of k standard normals.
+
+**A contrast of two spreads** ("a's spread exceeds b's", seed-paired: :func:`contrast_arrays`) reads
+the paper's own spread, "test accuracy ranges from 85.0% at sigma_w=0.1 down to 58.6% at sigma_w=2.5,
+a 26.5 pp spread" (Sec. 3.1): the drop D from the grid's smallest to its largest sigma_w. "a's spread
+exceeds b's" is D_a > |D_b|, i.e. both D_a - D_b > 0 and D_a + D_b > 0: an intersection-union test of
+two paired t-tests on the per-seed values (each at one-sided 2.5%; the intersection needs no
+multiplicity correction), exact whatever the variances. Its effect is min of the two means
+(= mean D_a - |mean D_b|), its interval [min of the lower bounds, min of the upper bounds]. The max -
+min of seed means is not used here: with 25 sigma_w its noise part grows with the run noise, so a
+configuration whose sigma_w changes only the noise had the "larger spread" 27% of the time.
+
+The error rates of every rule here are measured by ``benchmarks/verdict_calibration.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+
+import numpy as np
+from scipy import integrate, stats
+
+from initmem.claims.verdicts import LEVEL, Cell, Estimate
+
+CONTRAST_METHOD = "paired t on the end sigma_w drops, intersection-union of D_a - D_b and D_a + D_b (df n - 1)"
+SPREAD_METHOD = ("paired t on the end sigma_w (lower, df n - 1), largest seed-paired difference + its t half-width "
+                 "Bonferroni over the pairs (upper), floored at 0")
+
+
+def spread_pp(means: np.ndarray) -> np.ndarray:
+    """max - min over sigma_w of the seed mean, in percentage points (the paper's spread)."""
+    with warnings.catch_warnings():  # a replicate without any value stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return 100 * (np.nanmax(means, -1) - np.nanmin(means, -1))
+
+
+@functools.cache
+def expected_range(k: int) -> float:
+    """d2(k): the expected range (max - min) of k independent standard normals (0 for k < 2)."""
+    if k < 2:
+        return 0.0
+    f = lambda x: 1 - stats.norm.sf(x) ** k - stats.norm.cdf(x) ** k  # noqa: E731  (E[range] = int P(min < x < max) dx)
+    return float(integrate.quad(f, -np.inf, np.inf)[0])
+
+
+def residual_sd(values: np.ndarray) -> np.ndarray:
+    """Residual standard deviation of the additive seed-blocked model value ~ C(sigma_w) + C(seed)
+    over ``values[..., sigma, seed]`` (seeds with a missing value left out; NaN below 2 x 2),
+    df (k - 1)(n - 1): the two-way ANOVA's error term, as statsmodels' OLS gives it."""
+    values = np.asarray(values, float)
+    keep = np.isfinite(values).all(axis=-2)
+    if values.ndim == 2:
+        values = values[:, keep]
+    elif not keep.all():
+        raise ValueError("residual_sd: batched values must be complete (no NaN)")
+    k, n = values.shape[-2:]
+    if k < 2 or n < 2:
+        return np.full(values.shape[:-2], np.nan)
+    resid = values - values.mean(-1, keepdims=True) - values.mean(-2, keepdims=True) + values.mean((-2, -1), keepdims=True)
+    return np.sqrt((resid**2).sum((-2, -1)) / ((k - 1) * (n - 1)))
+
+
+def _paired(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, standard error, df) of the seed-paired difference of every pair of sigma_w rows of
+    ``values[..., sigma, seed]``, shape (..., k, k); NaN-aware (a pair uses the seeds both have)."""
+    d = values[..., :, None, :] - values[..., None, :, :]
+    ok = np.isfinite(d)
+    n = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.where(ok, d, 0.0).sum(-1) / n
+        var = np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1) / (n - 1)
+        se = np.sqrt(var / n)
+    return mean, np.where(n >= 2, se, np.nan), n - 1
+
+
+def spread_arrays(values: np.ndarray) -> dict:
+    """The spread's statistics for ``values[..., sigma, seed]`` (fractions; any leading batch axes,
+    e.g. simulations): ``effect`` (pp), ``low`` and ``high`` (its interval, pp), ``p`` (paired t-test of
+    the end sigma_w values) and ``null_mean`` (the noise-only spread, pp). See the module docstring."""
+    values = np.asarray(values, float)
+    k = values.shape[-2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        effect = spread_pp(np.nanmean(values, axis=-1))
+    mean, se, df = _paired(100 * values)
+    d_end, se_end, df_end = np.abs(mean[..., 0, -1]), se[..., 0, -1], df[..., 0, -1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t_end = np.where(se_end > 0, d_end / se_end, np.where(d_end > 0, np.inf, 0.0))
+        low = np.maximum(d_end - stats.t.ppf(0.5 + LEVEL / 2, np.maximum(df_end, 1)) * se_end, 0.0)
+        q = 1 - (1 - LEVEL) / 2 / max(k * (k - 1), 1)
+        upper = np.abs(mean) + stats.t.ppf(q, np.maximum(df, 1)) * se
+        off = ~np.eye(k, dtype=bool)
+        high = np.nanmax(np.where(off, upper, -np.inf), axis=(-2, -1)) if k > 1 else np.zeros(values.shape[:-2])
+    p = np.where(df_end >= 1, 2 * stats.t.sf(t_end, np.maximum(df_end, 1)), np.nan)
+    bad = ~(df_end >= 1)
+    null = expected_range(k) * 100 * residual_sd(values) / math.sqrt(max(values.shape[-1], 1))
+    return {"effect": effect, "low": np.where(bad, np.nan, low), "high": np.where(bad, np.nan, high), "p": p, "null_mean": null}
+
+
+def _t_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, low, high) of the t-interval at :data:`LEVEL` over the last axis (df n - 1)."""
+    n = x.shape[-1]
+    mean = x.mean(-1)
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * x.std(-1, ddof=1) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def contrast_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(effect, low, high) in pp of "a's spread exceeds b's" for ``a``, ``b`` of shape (..., k, n) with
+    seed j of ``a`` paired with seed j of ``b`` (complete seeds only): see the module docstring."""
+    da, db = 100 * (a[..., 0, :] - a[..., -1, :]), 100 * (b[..., 0, :] - b[..., -1, :])
+    mu, lu, hu = _t_bounds(da - db)
+    mv, lv, hv = _t_bounds(da + db)
+    return np.minimum(mu, mv), np.minimum(lu, lv), np.minimum(hu, hv)
+
+
+def contrast_estimate(cells: list[Cell]) -> Estimate:
+    """"spread(cells[0]) exceeds spread(cells[1])" on the seeds both have at the two end sigma_w
+    (:func:`contrast_arrays`; the cells matched on sigma_w and seeds). Fewer than 2 seeds: no interval."""
+    a, b = cells
+    ends = lambda c: c.values[[0, -1]] if c.values.ndim == 2 else c.values[-1][[0, -1]]  # noqa: E731
+    va, vb = ends(a), ends(b)
+    shared = sorted(set(a.seeds.tolist()) & set(b.seeds.tolist()))
+    ia = [int(np.flatnonzero(a.seeds == s)[0]) for s in shared]
+    ib = [int(np.flatnonzero(b.seeds == s)[0]) for s in shared]
+    va, vb = va[:, ia], vb[:, ib]
+    ok = np.isfinite(va).all(0) & np.isfinite(vb).all(0)
+    n_runs, n = a.n_runs + b.n_runs, int(ok.sum())
+    if n < 2:
+        return Estimate(math.nan, math.nan, math.nan, "none: 1 seed", n_runs, n, np.array([math.nan]))
+    effect, low, high = contrast_arrays(va[:, ok], vb[:, ok])
+    return Estimate(float(effect), float(low), float(high), CONTRAST_METHOD, n_runs, n, np.array([float(effect)]))
+
+
+def spread_estimate(cell: Cell) -> Estimate:
+    """One configuration's spread with its interval, its p-value against "sigma_w does nothing" and
+    its noise-only mean (:func:`spread_arrays`; the last epoch of a curve cell). One seed: no interval."""
+    values = cell.values if cell.values.ndim == 2 else cell.values[-1]
+    observed = float(spread_pp(np.nanmean(values, axis=-1)[None])[0]) if np.isfinite(values).any() else math.nan
+    n_runs, n_seeds = cell.n_runs, cell.n_seeds
+    if n_seeds < 2 or not math.isfinite(observed) or values.shape[0] < 2:
+        return Estimate(observed, math.nan, math.nan, "none: 1 seed" if n_seeds < 2 else SPREAD_METHOD, n_runs, n_seeds,
+                        np.array([observed]))
+    s = spread_arrays(values)
+    est = Estimate(observed, float(s["low"]), float(s["high"]), SPREAD_METHOD, n_runs, n_seeds, np.array([observed]))
+    est.null_mean, est.p_null = float(s["null_mean"]), float(s["p"])
+    return est
+
+
+def spread_interval(cell: Cell) -> tuple[float, float, str]:
+    """Interval of one configuration's spread against its noise (:func:`spread_estimate`), its method."""
+    est = spread_estimate(cell)
+    return est.low, est.high, est.method
