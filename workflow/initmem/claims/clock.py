@@ -11,7 +11,7 @@ history's T_* columns at its last epoch. Rows:
 - "adaptive |beta(t)| falls once T_adapt is large": the decay statistic of
   :class:`initmem.claims.verdicts.Shape` for each adaptive configuration ending at T_adapt >= :data:`T_ADAPT_LARGE`;
 - "curves align in the clock across learning rates and batch sizes better than in epochs or raw
-  steps": :func:`initmem.claims.verdicts.collapse` of the |beta| curves and of the spread curves (Adam in
+  steps": :func:`initmem.claims.collapse.collapse` of the |beta| curves and of the spread curves (Adam in
   T_adapt, SGD in T_SGD) against the nulls epoch, raw steps and the other optimizer's clock;
 - "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 repairs past T_L2
   ~1": the share of a reference spread a configuration keeps, on either side of :data:`T_THRESHOLD`.
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from initmem.claims import collapse as C
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
 from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
@@ -183,7 +184,7 @@ PAPER_EXPONENT = {"T_adapt": 1.0, "T_sgd": 2.0}  # the learning rate's exponent 
 def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """The exponent of the learning rate under which one optimizer's |beta| curves and spread curves
     (every lr, b and length, no L2 or weight decay) collapse best, against the paper's clock
-    (:func:`initmem.claims.verdicts.exponent_scan`)."""
+    (:func:`initmem.claims.collapse.exponent_scan`)."""
     rows = []
     for opt, clock, _nulls in COLLAPSES:
         group = [c for c in cells if _plain(c, (opt,))]
@@ -227,34 +228,34 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
     if what == "beta":
         curves_of = [c.curve("val_acc") for c in group]
         floor = max(float(V.noise_floor(c.fits([])[1])[0]) for c in curves_of)
-        prepare = lambda cl: V.log_abs_beta(cl.slopes([]), floor)  # noqa: E731
+        prepare = lambda cl: C.log_abs_beta(cl.slopes([]), floor)  # noqa: E731
         how = f"log10 |beta| floored at the noise floor {floor:.3g} (2 OLS SE, the largest of the configurations')"
     else:
         curves_of = _common_sigmas([c.curve("test_acc") for c in group])
         prepare = lambda cl: V.spread_pp(cl.means([]))  # noqa: E731
         how = f"spread of seed-mean test acc per epoch over sigma_w {'/'.join(f'{s:g}' for s in curves_of[0].sigmas)}"
     lrs = [float(c.settings["lr"]) for c in group]
-    full = V.exponent_scan(curves_of, [prepare(c) for c in curves_of], clock, lrs, paper_p)
+    full = C.exponent_scan(curves_of, [prepare(c) for c in curves_of], clock, lrs, paper_p)
     side = V.between(0.0, math.inf)
     if full["best"] is None or not full["kept"]:
         why = "; ".join(full["omitted"][:4]) + (f"; {len(full['omitted']) - 4} more" if len(full["omitted"]) > 4 else "")
         return row(cid, "direction", quantity, paper_p, scale, side=side,
                    missing=f"no pair of configurations at two learning rates overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
     best = float(full["best"][0])
-    draws = [V.exponent_scan(d, [prepare(c) for c in d], clock, lrs, paper_p)["best"] for d in V.seed_bootstrap(curves_of)]  # noqa: E501
+    draws = [C.exponent_scan(d, [prepare(c) for c in d], clock, lrs, paper_p)["best"] for d in C.seed_bootstrap(curves_of)]  # noqa: E501
     draws = np.array([float(b[0]) for b in draws if b is not None])
     low, high = (float(np.quantile(draws, 0.5 - V.LEVEL / 2)), float(np.quantile(draws, 0.5 + V.LEVEL / 2))) if len(draws) else (math.nan, math.nan)
     n_seeds = min(c.n_seeds for c in curves_of)
-    est = V.Estimate(best, low, high, f"seed bootstrap, {V.EXPONENT_DRAWS} draws paired across configurations, 2.5-97.5% "
-                     f"of the best exponent (grid {V.EXPONENT_GRID[0]:g} to {V.EXPONENT_GRID[-1]:g} by 0.1)",
+    est = V.Estimate(best, low, high, f"seed bootstrap, {C.EXPONENT_DRAWS} draws paired across configurations, 2.5-97.5% "
+                     f"of the best exponent (grid {C.EXPONENT_GRID[0]:g} to {C.EXPONENT_GRID[-1]:g} by 0.1)",
                      int(sum(c.n_runs for c in curves_of)), n_seeds, np.array([best]))
-    decided = None if n_seeds < 2 else (V.exponent_verdict(low, high, paper_p), "")
+    decided = None if n_seeds < 2 else (C.exponent_verdict(low, high, paper_p), "")
     power = ""
     if decided is not None and decided[0] == V.INCONCLUSIVE:
         power = (f"~{math.ceil(n_seeds * ((best - low) / best) ** 2)} seeds per configuration for the interval to leave p = 0 "
                  "(its half-width shrinking as 1/sqrt(seeds) about the best exponent)" if best > 0
                  else "no number of seeds at this effect: the best exponent is <= 0")
-    grid = list(V.EXPONENT_GRID)
+    grid = list(C.EXPONENT_GRID)
     dist = full["distance"][:, 0]
     at = lambda p: float(dist[int(np.argmin(np.abs(np.asarray(grid) - p)))])  # noqa: E731
     edge = " (at the edge of the scan)" if best in (grid[0], grid[-1]) else ""
@@ -266,7 +267,7 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         f"learning rates (only those measure p): {', '.join(full['kept'])}",
         f"left out: {'; '.join(full['omitted'])}" if full["omitted"] else "",
         f"every exponent compared over the stretch of each pair inside their shared {CLOCK_NAMES[clock]} range "
-        f"(minimum overlap {V.MIN_OVERLAP:.0%} of each curve)",
+        f"(minimum overlap {C.MIN_OVERLAP:.0%} of each curve)",
         _signs(curves_of) if what == "beta" else "") if n)
     return row(cid, "direction", quantity, paper_p, scale, est, side=side, decided=decided, cells=curves_of, read_at=CURVE, note=note,
                power=power)

@@ -25,7 +25,7 @@ LIBRARY = Path(__file__).resolve().parents[1]  # the initmem package
 TRAINER_MODULES = ("engine/train.py", "engine/packed.py", "engine/models.py", "engine/optim.py", "spec.py", "engine/data.py",
                    "engine/clocks.py")
 # Modules whose code decides the tables and figures (never a reason to retrain).
-ANALYSIS_MODULES = ("claims/analysis.py", "claims/verdicts.py", "claims/table.py", "claims/rows.py", "claims/clock.py",
+ANALYSIS_MODULES = ("claims/analysis.py", "claims/verdicts.py", "claims/collapse.py", "claims/table.py", "claims/rows.py", "claims/clock.py",
                     "claims/registry.py", "claims/report.py", "claims/paper_tables.py", "figures/common.py", "figures/paper.py",
                     "figures/clock.py", "figures/registry.py", "pipeline/records.py", "evidence.py")
 
