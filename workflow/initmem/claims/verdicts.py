@@ -41,7 +41,8 @@ BELOW_FLOOR = "cannot be decided above the noise floor"
 OUTSIDE_REGIME = "outside the paper's regime"
 ONE_SEED = "not testable with one seed"
 NOT_MEASURED = "not measured"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_MEASURED)
+NOT_IDENTIFIABLE = "not identifiable"  # the design cannot tell the paper's clock from the alternatives (initmem.claims.collapse)
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_IDENTIFIABLE, NOT_MEASURED)
 
 # --- the reading of the paper's words ----------------------------------------------------------
 # Regime. The paper's claims are about predictors of networks trained to fit (its SGD runs reach
