@@ -115,3 +115,12 @@ def test_the_clock_tier_rows_state_what_they_measure():
     epoch = lambda T: T["steps"] * T["lr"] * T["T_adapt"] / T["T_sgd"] / 1024  # noqa: E731  (steps x b / n; b = lr T_adapt / T_SGD)
     t = clock_table(cells, lambda T: -0.1 / (1 + epoch(T) / 4))
     assert t.loc["collapse_beta_adam_T_adapt", "verdict"] == "not reproduced"
+
+
+def test_flat_curves_are_not_decided_by_fitting_apart():
+    """Curves with nothing to align (flat |beta|) fit best where they stop overlapping; that edge is no
+    measured clock, so neither verdict comes out."""
+    cells = [("adam", 1e-3, 16, 40, 0.0), ("adam", 1e-3, 32, 40, 0.0), ("adam", 1e-3, 64, 40, 0.0)]
+    t = clock_table(cells, lambda T: -0.1)
+    for what in ("beta", "spread"):
+        assert t.loc[f"collapse_{what}_adam_T_adapt", "verdict"] in ("inconclusive", "not identifiable"), t.loc[f"collapse_{what}_adam_T_adapt", "note"]

@@ -32,7 +32,8 @@ not overlap under either; ``not reproduced`` where the paper's clock is outside 
 ``reproduced`` where it is inside (to within :data:`RESOLUTION`), the whole interval lies within :data:`EQUIVALENCE` of it in each
 exponent (a clock nearer than that is not told apart, and a wrong clock at least that far is passed
 at most 2.5% of the time) and the epoch clock and the other optimizer's clock are outside; else
-``inconclusive``. The rule's error rates are measured by :func:`calibration_rows`.
+``inconclusive``, also where the interval reaches the limit of the clocks searched (there the curves
+stop overlapping and fit apart, which any flat curve does best). The rule's error rates are measured by :func:`calibration_rows`.
 """
 
 from __future__ import annotations
@@ -415,6 +416,12 @@ def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
         return NOT_IDENTIFIABLE, "; ".join(n for n in (f"this design moves only {design.parameter()}, under which {NAMES[clock]} "
                                                        f"({_fmt(paper)}) and the epoch clock ({_fmt(epoch)}) are the same clock", untested) if n)
     only = f"tested on {design.parameter()} only ({untested})" if untested else ""
+    if est.edges is not None:
+        for k, (lo, hi) in enumerate(est.edges):
+            if est.low[k] <= lo + STEP / 2 or est.high[k] >= hi - STEP / 2:
+                return INCONCLUSIVE, "; ".join(n for n in (
+                    f"the interval reaches the limit of the clocks searched ({lo:+.2g} to {hi:+.2g} from {NAMES[clock]} in its coordinate "
+                    "where the curves still overlap, or the search box): a clock beyond it fits the curves separately, not aligned", only) if n)
     if not _inside(est, paper):
         return NOT_REPRODUCED, "; ".join(n for n in (f"{NAMES[clock]} ({_fmt(paper)}) is outside the interval", only) if n)
     if np.any(est.low < s_paper - EQUIVALENCE) or np.any(est.high > s_paper + EQUIVALENCE):
