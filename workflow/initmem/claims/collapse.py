@@ -389,7 +389,7 @@ def estimate_clock(cells: Sequence[Cell], prepare: Callable[[Cell], np.ndarray],
     low, high = np.quantile(fits, tail, axis=0), np.quantile(fits, 1 - tail, axis=0)
     level = "" if design.rank == 1 else f", each of the 2 exponents at {1 - 2 * tail:.1%} (jointly >= {LEVEL:.0%}, Bonferroni)"
     method += f", {100 * tail:.3g}-{100 * (1 - tail):.4g}% of the least-squares exponents{level}"
-    edges = _grid_edges(grid, mask, s_hat)
+    edges = _grid_edges(grid, mask)
     return ClockEstimate(design, design.exponents(s_hat), s_hat, low, high, method, n_seeds, "", edges)
 
 
@@ -409,7 +409,7 @@ def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
     design, clock = est.design, est.design.clock
     untested = "; ".join(design.dropped)
     if est.theta is None:
-        return NOT_IDENTIFIABLE, est.why
+        return (INCONCLUSIVE if 1 < est.n_seeds < MIN_SEEDS_MODEL else NOT_IDENTIFIABLE), est.why
     paper, epoch, other = (np.asarray(CLOCKS[k]) for k in (clock, "epoch", OTHER_CLOCK[clock]))
     s_paper = design.coordinates(paper)
     if np.allclose(design.coordinates(epoch), s_paper, atol=1e-9):
@@ -434,7 +434,7 @@ def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
                                              "clock outside", only) if n)
 
 
-def _grid_edges(grid: np.ndarray, mask: np.ndarray, s_hat: np.ndarray) -> tuple:
+def _grid_edges(grid: np.ndarray, mask: np.ndarray) -> tuple:
     """(lowest, highest) searched coordinate along each axis (the limits the overlap sets)."""
     g = grid[mask]
     return tuple((float(g[:, k].min()), float(g[:, k].max())) for k in range(g.shape[1]))
