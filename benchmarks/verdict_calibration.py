@@ -28,10 +28,10 @@ DESIGNS = ("small-tier", "clocks-tier", "paper")
 RULES = {
     "initmem.claims.calibration:spread_rows": (DESIGNS, 4000),
     "initmem.claims.calibration:shape_rows": (DESIGNS, 200),
-    "initmem.claims.collapse:calibration_rows": (("clocks-tier", "paper"), 100),
+    "initmem.claims.collapse_calibration:calibration_rows": (("clocks-tier", "paper"), 100),
 }
 QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:shape_rows": 12,
-              "initmem.claims.collapse:calibration_rows": 10}
+              "initmem.claims.collapse_calibration:calibration_rows": 10}
 RNG_SEED = 35
 FALSE_MAX, COVERAGE_MIN = 0.05, 0.93
 
@@ -67,7 +67,7 @@ def _pct(v: float) -> str:
 def markdown(table: pd.DataFrame, seconds: float, command: str, left_out: list[str] = ()) -> str:
     out = ["# Verdict calibration\n",
            f"`{command}` ({seconds:.0f} s on one core). Known truths simulated at each design and read by the claims table's "
-           "own rules (`initmem.claims.calibration`, and the collapse rule's `initmem.claims.collapse.calibration_rows`). "
+           "own rules (`initmem.claims.calibration`, and the collapse rule's `initmem.claims.collapse_calibration.calibration_rows`). "
            "`false reproduced`: share of `reproduced` where the truth is against the claim; `false not reproduced`: share "
            "of `not reproduced` where it is for it; `coverage`: share of stated 95% intervals holding the true value (blank: "
            "no true value to cover); `decision`: `reproduced` or `not reproduced`. Monte Carlo standard error of a rate p "

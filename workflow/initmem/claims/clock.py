@@ -10,9 +10,10 @@ history's T_* columns at its last epoch. Rows:
   reached 99.5% train accuracy and the share whose tau_best is at or after that;
 - "adaptive |beta(t)| falls once T_adapt is large": the decay statistic of
   :class:`initmem.claims.verdicts.Shape` for each adaptive configuration ending at T_adapt >= :data:`T_ADAPT_LARGE`;
-- "curves align in the clock across learning rates and batch sizes better than in epochs or raw
-  steps": :func:`initmem.claims.verdicts.collapse` of the |beta| curves and of the spread curves (Adam in
-  T_adapt, SGD in T_SGD) against the nulls epoch, raw steps and the other optimizer's clock;
+- "curves align in the clock across learning rates and batch sizes": the exponents (p, q) of the
+  clock K eta^p b^q under which the |beta| curves and the spread curves of one optimizer align
+  (:mod:`initmem.claims.collapse`), against the paper's clock (Adam T_adapt, SGD T_SGD), the epoch
+  clock and the other optimizer's clock;
 - "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 repairs past T_L2
   ~1": the share of a reference spread a configuration keeps, on either side of :data:`T_THRESHOLD`.
 
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from initmem.claims import collapse as C
 from initmem.claims import power as P
-from initmem.claims import shapes as Sh
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
@@ -170,43 +171,23 @@ def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
 
 # --- collapse across learning rates and batch sizes ----------------------------------------------
 
-def _common_sigmas(cells: list[V.Cell]) -> list[V.Cell]:
-    """The cells restricted to the sigma_w values all of them have (spreads over the same grid)."""
-    common = set.intersection(*(set(np.round(c.sigmas, 12)) for c in cells))
-    out = []
-    for c in cells:
-        keep = np.isin(np.round(c.sigmas, 12), sorted(common))
-        out.append(V.Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label, c.config))
-    return out
-
-
-PAPER_EXPONENT = {"T_adapt": 1.0, "T_sgd": 2.0}  # the learning rate's exponent in each clock (K eta; K eta^2 / b)
-
-
 def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
-    """The exponent of the learning rate under which one optimizer's |beta| curves and spread curves
-    (every lr, b and length, no L2 or weight decay) collapse best, against the paper's clock
-    (:func:`initmem.claims.verdicts.exponent_scan`)."""
+    """The exponents (p, q) of the clock K eta^p b^q under which one optimizer's |beta| curves and
+    spread curves (every lr, b and length, no L2 or weight decay) align, against the paper's clock and
+    the epoch clock (:func:`initmem.claims.collapse.estimate_clock`, :func:`initmem.claims.collapse.collapse_verdict`)."""
     rows = []
     for opt, clock, _nulls in COLLAPSES:
         group = [c for c in cells if _plain(c, (opt,))]
-        paper_p = PAPER_EXPONENT[clock]
-        form = "K eta^p" if clock == "T_adapt" else "K eta^p / b"
+        p0, q0 = C.CLOCKS[clock]
         for what in ("beta", "spread"):
             cid = f"collapse_{what}_{opt}_{clock}"
-            quantity = (f"{LABEL[opt]}: exponent p of the clock {form} under which the {'log10 |beta|' if what == 'beta' else 'spread'} "
-                        f"curves across lr and b collapse best (paper: {CLOCK_NAMES[clock]}, p = {paper_p:g})")
-            side = V.between(0.0, math.inf)
+            quantity = (f"{LABEL[opt]}: exponents of the clock K eta^p b^q under which the {'log10 |beta|' if what == 'beta' else 'spread'} "
+                        f"curves across lr and b align (paper: {CLOCK_NAMES[clock]}, p = {p0:g}, q = {q0:g}; epoch clock: p = 0, q = 1)")
             if len(group) < 2:
-                rows.append(row(cid, "direction", quantity, paper_p, scale, side=side,
+                rows.append(row(cid, "direction", quantity, math.nan, scale,
                                 missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}"))
                 continue
-            lrs = {float(c.settings["lr"]) for c in group}
-            if len(lrs) < 2:
-                rows.append(row(cid, "direction", quantity, paper_p, scale, side=side,
-                                missing=f"the {LABEL[opt]} configurations share one learning rate ({min(lrs):g}): its exponent cannot be measured"))
-                continue
-            rows.append(_collapse_row(cid, quantity, group, what, clock, paper_p, scale))
+            rows.append(_collapse_row(cid, quantity, group, what, clock, scale))
     return rows
 
 
@@ -220,59 +201,37 @@ def _signs(cells: list[V.Cell]) -> str:
     return ""
 
 
-def _across_lr(pairs: list[str], group: list[ClockCell]) -> int:
-    """How many of the kept pairs ('label / label') join two learning rates."""
-    lr = {c.label: float(c.settings["lr"]) for c in group}
-    return sum(lr.get(a) != lr.get(b) for a, b in (p.split(" / ", 1) for p in pairs))
-
-
-def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, paper_p: float, scale: str) -> dict:
-    if what == "beta":
-        curves_of = [c.curve("val_acc") for c in group]
-        floor = max(float(Sh.noise_floor(c.fits([])[1])[0]) for c in curves_of)
-        prepare = lambda cl: Sh.log_abs_beta(cl.slopes([]), floor)  # noqa: E731
-        how = f"log10 |beta| floored at the noise floor {floor:.3g} (2 OLS SE, the largest of the configurations')"
+def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, clock: str, scale: str) -> dict:
+    curves, prepare, how = C.curves_of([c.curve("val_acc" if what == "beta" else "test_acc") for c in group], what)
+    lrs, batches = [float(c.settings["lr"]) for c in group], [float(c.settings["batch_size"]) for c in group]
+    n_runs, n_seeds = int(sum(c.n_runs for c in curves)), min(c.n_seeds for c in curves)
+    if n_seeds < 2:
+        est = V.Estimate(math.nan, math.nan, math.nan, "none: 1 seed", n_runs, n_seeds, np.array([math.nan]))
+        return row(cid, "direction", quantity, math.nan, scale, est, decided=(V.ONE_SEED, ""), cells=curves, read_at=CURVE, note=how)
+    fit = C.estimate_clock(curves, prepare, clock, lrs, batches)
+    verdict, why = C.collapse_verdict(fit)
+    design = fit.design
+    groups = "; ".join(", ".join(design.labels[i] for i in np.flatnonzero(design.groups == g)) for g in np.unique(design.groups))
+    k = 0 if design.rank and design.basis[0][0] != 0 else 1  # the exponent the row's interval states: p where measured, else q
+    paper = C.CLOCKS[clock][k]
+    if fit.theta is None:
+        est = V.Estimate(math.nan, math.nan, math.nan, "none: not identifiable", n_runs, n_seeds, np.array([math.nan]))
+        measured = ""
     else:
-        curves_of = _common_sigmas([c.curve("test_acc") for c in group])
-        prepare = lambda cl: Sp.spread_pp(cl.means([]))  # noqa: E731
-        how = f"spread of seed-mean test acc per epoch over sigma_w {'/'.join(f'{s:g}' for s in curves_of[0].sigmas)}"
-    lrs = [float(c.settings["lr"]) for c in group]
-    full = V.exponent_scan(curves_of, [prepare(c) for c in curves_of], clock, lrs, paper_p)
-    side = V.between(0.0, math.inf)
-    if full["best"] is None or not full["kept"]:
-        why = "; ".join(full["omitted"][:4]) + (f"; {len(full['omitted']) - 4} more" if len(full["omitted"]) > 4 else "")
-        return row(cid, "direction", quantity, paper_p, scale, side=side,
-                   missing=f"no pair of configurations at two learning rates overlaps in {CLOCK_NAMES[clock]} enough to compare ({why})")
-    best = float(full["best"][0])
-    draws = [V.exponent_scan(d, [prepare(c) for c in d], clock, lrs, paper_p)["best"] for d in V.seed_bootstrap(curves_of)]  # noqa: E501
-    draws = np.array([float(b[0]) for b in draws if b is not None])
-    low, high = (float(np.quantile(draws, 0.5 - V.LEVEL / 2)), float(np.quantile(draws, 0.5 + V.LEVEL / 2))) if len(draws) else (math.nan, math.nan)
-    n_seeds = min(c.n_seeds for c in curves_of)
-    est = V.Estimate(best, low, high, f"seed bootstrap, {V.EXPONENT_DRAWS} draws paired across configurations, 2.5-97.5% "
-                     f"of the best exponent (grid {V.EXPONENT_GRID[0]:g} to {V.EXPONENT_GRID[-1]:g} by 0.1)",
-                     int(sum(c.n_runs for c in curves_of)), n_seeds, np.array([best]))
-    decided = None if n_seeds < 2 else (V.exponent_verdict(low, high, paper_p), "")
-    power = ""
-    if decided is not None and decided[0] == V.INCONCLUSIVE:
-        power = (f"~{math.ceil(n_seeds * ((best - low) / best) ** 2)} seeds per configuration for the interval to leave p = 0 "
-                 "(its half-width shrinking as 1/sqrt(seeds) about the best exponent)" if best > 0
-                 else "no number of seeds at this effect: the best exponent is <= 0")
-    grid = list(V.EXPONENT_GRID)
-    dist = full["distance"][:, 0]
-    at = lambda p: float(dist[int(np.argmin(np.abs(np.asarray(grid) - p)))])  # noqa: E731
-    edge = " (at the edge of the scan)" if best in (grid[0], grid[-1]) else ""
+        low, high = fit.interval_of(k)
+        est = V.Estimate(float(fit.theta[k]), low, high, fit.method, n_runs, n_seeds, np.array([float(fit.theta[k])]))
+        measured = (f"measured {design.parameter()}: p = {fit.theta[0]:.3g} [{fit.interval_of(0)[0]:.3g}, {fit.interval_of(0)[1]:.3g}], "
+                    f"q = {fit.theta[1]:.3g} [{fit.interval_of(1)[0]:.3g}, {fit.interval_of(1)[1]:.3g}] (an exponent the design does not "
+                    "identify stays at the paper's, interval nan); the row's interval is "
+                    f"{'p' if k == 0 else 'q'}'s")
     note = "; ".join(n for n in (
-        f"{how}; mean distance at the best p {best:g}{edge} {at(best):.3g}, at the paper's p {paper_p:g} {at(paper_p):.3g}, "
-        f"at p = 0 (schedule-weighted steps) {at(0.0):.3g}",
-        f"reproduced when the interval contains p = {paper_p:g} and excludes p = 0",
-        f"{len(full['kept'])} pair(s) of {len(group) * (len(group) - 1) // 2} used, {_across_lr(full['kept'], group)} of them at two "
-        f"learning rates (only those measure p): {', '.join(full['kept'])}",
-        f"left out: {'; '.join(full['omitted'])}" if full["omitted"] else "",
-        f"every exponent compared over the stretch of each pair inside their shared {CLOCK_NAMES[clock]} range "
-        f"(minimum overlap {V.MIN_OVERLAP:.0%} of each curve)",
-        _signs(curves_of) if what == "beta" else "") if n)
-    return row(cid, "direction", quantity, paper_p, scale, est, side=side, decided=decided, cells=curves_of, read_at=CURVE, note=note,
-               power=power)
+        how, measured,
+        f"configurations whose curves overlap under every clock within {C.EQUIVALENCE:g} of {CLOCK_NAMES[clock]} share a curve: {groups}",
+        f"reproduced when {CLOCK_NAMES[clock]} is inside the interval, the interval within {C.EQUIVALENCE:g} of it and the epoch clock and "
+        f"{CLOCK_NAMES[C.OTHER_CLOCK[clock]]} outside; not reproduced when {CLOCK_NAMES[clock]} is outside",
+        _signs(curves) if what == "beta" else "") if n)
+    side = V.between(paper - C.EQUIVALENCE, paper + C.EQUIVALENCE)
+    return row(cid, "direction", quantity, paper, scale, est, side=side, decided=(verdict, why), cells=curves, read_at=CURVE, note=note)
 
 
 # --- the spread kept on either side of the threshold ---------------------------------------------

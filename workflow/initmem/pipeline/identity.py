@@ -26,7 +26,7 @@ TRAINER_MODULES = ("engine/train.py", "engine/packed.py", "engine/models.py", "e
                    "engine/clocks.py")
 # Modules whose code decides the tables and figures (never a reason to retrain).
 ANALYSIS_MODULES = ("claims/analysis.py", "claims/verdicts.py", "claims/spreads.py", "claims/shapes.py", "claims/power.py",
-                    "claims/table.py", "claims/rows.py", "claims/clock.py",
+                    "claims/collapse.py", "claims/collapse_calibration.py", "claims/calibration.py", "claims/table.py", "claims/rows.py", "claims/clock.py",
                     "claims/registry.py", "claims/report.py", "claims/paper_tables.py", "figures/common.py", "figures/paper.py",
                     "figures/clock.py", "figures/registry.py", "pipeline/records.py", "evidence.py")
 

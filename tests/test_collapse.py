@@ -1,0 +1,125 @@
+"""The clock collapse: which clock K eta^p b^q one optimizer's curves align in, and how often the
+rule is wrong when the truth is known (simulated at the paper's design and the clock tier's)."""
+
+import math
+
+import numpy as np
+import pytest
+from test_verdicts import clock_table
+
+from initmem.claims import collapse as C
+from initmem.claims import collapse_calibration as K
+
+FIG6F = K.designs("paper")[0]  # Adam, lr 1e-3, b 16..256, 300 epochs, 25 sigma_w x 10 seeds
+
+
+def verdict_of(design: K.SimDesign, truth, what: str = "beta", seed: int = 0, draws: int = 40) -> tuple[str, str, C.ClockEstimate]:
+    est = K.judge(design, K.simulate(design, truth, np.random.default_rng(seed)), what, draws)
+    return (*C.collapse_verdict(est), est)
+
+
+@pytest.mark.parametrize("what", ("beta", "spread"))
+def test_figure_6f_at_paper_scale_decides_the_batch_exponent(what):
+    """Adam at five batch sizes and one lr: q is measured, p is not; a T_adapt truth is reproduced,
+    an epoch-clock truth is not."""
+    v, why, est = verdict_of(FIG6F, C.CLOCKS["T_adapt"], what)
+    assert est.design.parameter() == "q" and "p not identifiable" in why
+    assert v == "reproduced", why
+    lo, hi = est.interval_of(1)
+    assert lo <= 0 <= hi and hi - lo < 0.5
+    v, why, est = verdict_of(FIG6F, "epoch-only", what, seed=1)
+    assert v == "not reproduced", why
+    assert est.interval_of(1)[0] <= 1 <= est.interval_of(1)[1] + 0.05  # it finds the epoch clock's q = 1
+
+
+def test_sgd_with_lr_proportional_to_b_cannot_tell_t_sgd_from_the_epoch():
+    """lr = 1e-3 b / 16: K eta^2 / b and the epoch clock are the same clock, so epoch-only curves align
+    under T_SGD too; that is not a reproduction (the old rule said p = 2 [2, 2], reproduced)."""
+    d = K.SimDesign("lr ~ b", "sgd", "T_sgd", tuple((1e-3 * b / 16, b, 40) for b in (16, 32, 64, 128)), (0.1, 0.5, 1.2, 2.5), 3, 0.01, 1000)
+    v, why, est = verdict_of(d, "epoch-only")
+    assert v == "not identifiable" and "the same clock" in why, why
+    assert est.design.rank == 1
+
+
+def test_a_batch_size_effect_is_not_blamed_on_the_learning_rate():
+    """K eta^2 / b^2 at lr x b: p comes out at 2 (the paper's, for T_SGD) and q at -2, not -1."""
+    d = K.SimDesign("lr x b", "sgd", "T_sgd", tuple((lr, b, 40) for lr in (0.1, 0.2, 0.4) for b in (16, 32, 64)), (0.1, 0.5, 1.2, 2.5),
+                    5, 0.01, 1000)
+    v, why, est = verdict_of(d, (2.0, -2.0))
+    assert est.design.parameter() == "p and q"
+    assert v == "not reproduced", why
+    (plo, phi), (qlo, qhi) = est.interval_of(0), est.interval_of(1)
+    assert plo <= 2 <= phi and qlo <= -2 <= qhi and qhi < -1, (est.theta, est.low, est.high)
+
+
+def test_the_clock_tiers_one_pair_across_learning_rates_does_not_measure_p():
+    """At the clock tier's Adam design the lr 1e-3 / 1e-2 pair overlaps only at T_adapt itself: p is
+    not identifiable and not tested; q is measured on the three batch sizes at lr 2.5e-2."""
+    adam = K.designs("clocks-tier")[0]
+    assert adam.configs == ((0.001, 16, 40), (0.01, 16, 4), (0.025, 16, 40), (0.025, 32, 40), (0.025, 64, 40)) and adam.seeds == 3
+    design = K.probe(adam)
+    assert design.parameter() == "q" and any(d.startswith("p not identifiable") for d in design.dropped)
+
+
+def test_one_learning_rate_and_one_batch_size_identify_nothing():
+    d = K.SimDesign("one", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 16, 20)), (0.1, 1.0, 2.5), 3, 0.01, 1000)
+    v, why, _ = verdict_of(d, C.CLOCKS["T_adapt"])
+    assert v == "not identifiable" and "p not identifiable" in why and "q not identifiable" in why
+
+
+def test_no_seed_percentile_interval_from_few_seeds():
+    """Below MIN_SEEDS_PERCENTILE seeds the interval is model-based; from that many, a seed bootstrap."""
+    few = verdict_of(FIG6F, C.CLOCKS["T_adapt"], draws=20)[2]
+    assert few.n_seeds == 10 < C.MIN_SEEDS_PERCENTILE and few.method.startswith("model-based bootstrap")
+    many = K.with_seeds(K.SimDesign("b", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 32, 40)), (0.1, 2.5), 1, 0.01, 1000),
+                        C.MIN_SEEDS_PERCENTILE)
+    est = verdict_of(many, C.CLOCKS["T_adapt"], draws=20)[2]
+    assert est.method.startswith("seed bootstrap")
+
+
+def test_calibration_meets_the_bars_at_adam_with_five_batch_sizes_and_one_lr():
+    """The fast subset of the calibration (few sims: a coarse check of the bars), at Figure 6f's layout
+    on the clock tier's scale (40 epochs, 1,000 images, 4 sigma_w x 4 seeds, 2.5 pp noise): no false
+    `reproduced` under wrong clocks, coverage of the stated interval, rare false `not reproduced`."""
+    d = K.SimDesign("Fig. 6f small", "adam", "T_adapt", tuple((1e-3, b, 40) for b in (16, 32, 64, 128, 256)), (0.1, 0.5, 1.2, 2.5), 4,
+                    0.025, 1000)
+    names = ("paper", "K eta^1 b^-0.5", "K eta^1 b^0.5", "epoch-only")
+    rows = K.design_rows(d, n_sims=10, rng=np.random.default_rng(3), draws=40, rules=("beta",), truth_names=names)
+    assert {r["truth"] for r in rows} == set(names)
+    for r in rows:
+        assert set(r) >= {"rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate"}
+        if r["truth"] == "paper":
+            assert r["false_not_reproduced"] <= 0.1 and r["coverage"] >= 0.9, r
+        else:
+            assert r["false_reproduced"] == 0, r
+            assert math.isnan(r["coverage"]) or r["coverage"] >= 0.9, r
+
+
+def test_power_of_a_future_tier_of_adam_at_three_batch_sizes():
+    """P(decision) under the paper's clock grows with seeds at Adam, one lr, three batch sizes."""
+    configs = ((1e-3, 16, 40), (1e-3, 32, 40), (1e-3, 64, 40))
+    few = K.power(configs, seeds=3, noise=0.025, n_sims=8, draws=30)
+    many = K.power(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
+    assert few < many and many >= 0.75
+
+
+def test_the_clock_tier_rows_state_what_they_measure():
+    """Through the claim table: Adam at one lr and three batch sizes following T_adapt."""
+    cells = [("adam", 1e-3, 16, 40, 0.0), ("adam", 1e-3, 32, 40, 0.0), ("adam", 1e-3, 64, 40, 0.0)]
+    t = clock_table(cells, lambda T: -0.1 / (1 + T["T_adapt"] / 0.3))
+    for what in ("beta", "spread"):
+        r = t.loc[f"collapse_{what}_adam_T_adapt"]
+        assert r["verdict"] == "reproduced", r["note"]
+        assert "K eta^p b^q" in r["quantity"] and "p not identifiable" in r["note"] and r["paper"] == 0
+    epoch = lambda T: T["steps"] * T["lr"] * T["T_adapt"] / T["T_sgd"] / 1024  # noqa: E731  (steps x b / n; b = lr T_adapt / T_SGD)
+    t = clock_table(cells, lambda T: -0.1 / (1 + epoch(T) / 4))
+    assert t.loc["collapse_beta_adam_T_adapt", "verdict"] == "not reproduced"
+
+
+def test_flat_curves_are_not_decided_by_fitting_apart():
+    """Curves with nothing to align (flat |beta|) fit best where they stop overlapping; that edge is no
+    measured clock, so neither verdict comes out."""
+    cells = [("adam", 1e-3, 16, 40, 0.0), ("adam", 1e-3, 32, 40, 0.0), ("adam", 1e-3, 64, 40, 0.0)]
+    t = clock_table(cells, lambda T: -0.1)
+    for what in ("beta", "spread"):
+        assert t.loc[f"collapse_{what}_adam_T_adapt", "verdict"] in ("inconclusive", "not identifiable"), t.loc[f"collapse_{what}_adam_T_adapt", "note"]

@@ -1,0 +1,466 @@
+"""Which clock one optimizer's curves align in: the exponents of K eta^p b^q, measured.
+
+**The clock family.** A configuration (learning rate eta, batch size b) that has taken K steps is at
+clock K eta^p b^q; under a schedule, K eta stands for the schedule's sum of eta_k, so the family is
+read off the run's recorded paper clock: ``clock x eta^(p - p0) x b^(q - q0)``. The paper's clocks
+are T_adapt (p, q) = (1, 0) (sum of eta over the steps) and T_SGD (2, -1); the epoch clock
+steps x b / n is (0, 1) (:data:`CLOCKS`).
+
+**The estimate** (hand-written: no library has this rule, the collapse). Each configuration's curve
+(log10 |beta| or the spread, one value per epoch) is modelled as one shared smooth function of the
+log clock, a cubic B-spline with knots :data:`KNOT_WIDTH` apart over the pooled range, plus noise;
+(p, q) minimise the profile residual sum of squares (variable projection: for fixed exponents the
+spline is an ordinary least-squares fit). Only the exponents the design moves are estimated: the
+clock shifts a configuration's log clock by (p, q) . (log eta, log b), so a common shift is absorbed
+by the spline and the identifiable part is the span of the centred (log eta, log b) of the
+configurations (one lr: q only; one b: p only; lr proportional to b: only p + q). The rest stays at
+the paper's values. Exponents under which the configurations' curves do not overlap in clock (each
+pair kept when the log-clock range the two share is >= :data:`MIN_OVERLAP` of each one's range, and
+the kept pairs join the configurations) are left out of the search: a curve that shares no clock
+range with the others can be fitted on its own under any clock.
+
+**The interval** is a percentile interval of the estimate over :data:`DRAWS` resamples, at
+:data:`LEVEL` jointly (Bonferroni: each of two exponents at 1 - (1 - LEVEL) / 2). A seed bootstrap
+(seeds paired across configurations) needs :data:`MIN_SEEDS_PERCENTILE` seeds (with 3 seeds the 200
+draws are 10 distinct seed multisets); from :data:`MIN_SEEDS_MODEL` to fewer than that the resampling is model-based: each configuration's seed means plus
+its own residual runs' epoch paths with random signs (:func:`_wild_runs`), the curves recomputed from them.
+
+**The verdict** (:func:`collapse_verdict`) compares the paper's clock with the epoch clock and the
+other optimizer's clock in the identifiable coordinates: ``not identifiable`` where the design
+cannot tell the paper's clock from the epoch clock (they project to the same point) or the curves do
+not overlap under either; ``not reproduced`` where the paper's clock is outside the interval;
+``reproduced`` where it is inside (to within :data:`RESOLUTION`), the whole interval lies within :data:`EQUIVALENCE` of it in each
+exponent (a clock nearer than that is not told apart, and a wrong clock at least that far is passed
+at most 2.5% of the time) and the epoch clock and the other optimizer's clock are outside; else
+``inconclusive``, also where the interval reaches the limit of the clocks searched (there the curves
+stop overlapping and fit apart, which any flat curve does best). The rule's error rates are measured by :func:`initmem.claims.collapse_calibration.calibration_rows`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from initmem.claims.shapes import log_abs_beta, noise_floor
+from initmem.claims.spreads import spread_pp
+from initmem.claims.verdicts import INCONCLUSIVE, LEVEL, NOT_IDENTIFIABLE, NOT_REPRODUCED, NULL_RNG_SEED, REPRODUCED, Cell, seeds_of
+
+CLOCKS = {"T_adapt": (1.0, 0.0), "T_sgd": (2.0, -1.0), "epoch": (0.0, 1.0)}  # (p, q) of K eta^p b^q
+OTHER_CLOCK = {"T_adapt": "T_sgd", "T_sgd": "T_adapt"}
+NAMES = {"T_adapt": "T_adapt", "T_sgd": "T_SGD", "epoch": "the epoch clock"}
+MIN_OVERLAP = 0.25
+KNOT_WIDTH = 0.5        # the shared spline's knot spacing in log clock: the same resolution under every clock compared
+MAX_POINTS = 60         # points per curve in the fit, evenly spaced in log clock (the early epochs kept)
+BOX = ((-1.0, 3.0), (-3.0, 2.0))  # the exponents searched: p, q (every clock compared lies inside)
+STEP = 0.1              # the search grid's step (refined by a parabola through the best point's neighbours)
+DRAWS = 200
+MIN_SEEDS_PERCENTILE = 20
+MIN_SEEDS_MODEL = 3     # the model-based interval resamples the residual runs: with 2 seeds each is its partner's mirror image
+EQUIVALENCE = 0.5
+RESOLUTION = 0.05       # exponents closer than this are one clock: the search's resolution (half its grid step), and the
+                        # shared spline never draws a real curve exactly
+RIDGE = 1e-9            # keeps the spline's normal equations solvable where a segment has no points
+
+
+# --- the design -------------------------------------------------------------------------------
+
+@dataclass
+class Design:
+    """One optimizer's curves for the fit: per configuration the log of the paper's clock at the
+    fitted points (``x``; ``pick`` their indices into the curve), its (log eta, log b), label and
+    *group*: the configurations whose curves overlap, directly or through others, under the paper's
+    clock (each group has its own shared spline: curves that share no clock range say nothing about
+    how they align). ``basis`` (r, 2): the directions in (p, q) the design identifies; ``dropped``:
+    why a direction it moves is not tested."""
+
+    clock: str
+    x: list[np.ndarray]
+    pick: list[np.ndarray]
+    z: np.ndarray
+    labels: list[str]
+    groups: np.ndarray | None = None
+    basis: np.ndarray = field(init=False)
+    dropped: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.groups is None:
+            self.groups = np.zeros(len(self.z), int)
+        self.z = np.asarray(self.z, float)
+        centred = self.z.copy()
+        for g in np.unique(self.groups):
+            centred[self.groups == g] -= self.z[self.groups == g].mean(axis=0)
+        _, sv, vt = np.linalg.svd(centred, full_matrices=True)
+        r = int((sv > 1e-6).sum())
+        basis = np.eye(2) if r == 2 else vt[:r]
+        if r == 1:
+            basis = basis / np.max(np.abs(basis[0])) * np.sign(basis[0, np.argmax(np.abs(basis[0]))])
+            basis[np.abs(basis) < 1e-12] = 0.0
+        self.basis = basis
+
+    @property
+    def rank(self) -> int:
+        return len(self.basis)
+
+    @property
+    def paper(self) -> np.ndarray:
+        return np.asarray(CLOCKS[self.clock])
+
+    def coordinates(self, theta: np.ndarray) -> np.ndarray:
+        """(r,) identifiable coordinates of exponents ``theta`` (p, q), relative to the paper's clock
+        (least squares onto the basis: for an axis or a unit-normed direction, its component)."""
+        d = np.asarray(theta, float) - self.paper
+        return np.linalg.lstsq(self.basis.T, d, rcond=None)[0] if self.rank else np.zeros(0)
+
+    def exponents(self, s: np.ndarray) -> np.ndarray:
+        """(..., 2) exponents (p, q) of identifiable coordinates ``s`` (..., r)."""
+        return self.paper + np.asarray(s) @ self.basis
+
+    def shifts(self, s: np.ndarray) -> np.ndarray:
+        """(..., configs) log-clock shift of each configuration at coordinates ``s``."""
+        return (np.asarray(s) @ self.basis) @ self.z.T
+
+    def parameter(self) -> str:
+        """What the design measures: 'p', 'q', 'p and q' or the combination it moves."""
+        if self.rank == 2:
+            return "p and q"
+        if self.rank == 0:
+            return "nothing"
+        a, b = self.basis[0]
+        return "p" if b == 0 else "q" if a == 0 else f"{a:.3g} p + {b:.3g} q"
+
+
+def _pair_overlaps(x: list[np.ndarray], shift: np.ndarray) -> np.ndarray:
+    """(n, C, C) whether two curves overlap at each of the n ``shift`` rows (n, C): the log-clock range
+    the two share is >= MIN_OVERLAP of each one's own range and holds >= 2 points of each."""
+    n, C = shift.shape
+    adj = np.zeros((n, C, C), bool)
+    xs = [np.sort(v) for v in x]
+    for i, j in itertools.combinations(range(C), 2):
+        xi, xj = xs[i], xs[j]
+        if len(xi) < 2 or len(xj) < 2:
+            continue
+        lo = np.maximum(xi[0] + shift[:, i], xj[0] + shift[:, j])
+        hi = np.minimum(xi[-1] + shift[:, i], xj[-1] + shift[:, j])
+        ok = hi > lo
+        for v, k in ((xi, i), (xj, j)):
+            cnt = np.searchsorted(v, hi - shift[:, k] + 1e-12, side="right") - np.searchsorted(v, lo - shift[:, k] - 1e-12, side="left")
+            ok &= (cnt >= 2) & (hi - lo >= MIN_OVERLAP * (v[-1] - v[0]))
+        adj[:, i, j] = adj[:, j, i] = ok
+    return adj
+
+
+def _reach(adj: np.ndarray) -> np.ndarray:
+    reach = adj | np.eye(adj.shape[-1], dtype=bool)
+    for _ in range(adj.shape[-1]):
+        reach = np.einsum("nij,njk->nik", reach.astype(np.int16), reach.astype(np.int16)) > 0
+    return reach
+
+
+def connected(design: Design, s: np.ndarray) -> np.ndarray:
+    """(n,) whether, at each of ``s`` (n, r), every group's curves stay joined by overlapping pairs."""
+    reach = _reach(_pair_overlaps(design.x, design.shifts(s)))
+    same = design.groups[:, None] == design.groups[None, :]
+    return np.all(reach | ~same, axis=(1, 2))
+
+
+def design_of(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str, lrs: Sequence[float], batches: Sequence[float]) -> Design:
+    """The :class:`Design` of ``curves`` (one 1-D curve per cell) against the cells' ``clock``. Its
+    groups join the pairs whose curves overlap under every clock within EQUIVALENCE of the paper's in
+    either exponent, so a pair that overlaps only at the paper's clock cannot speak for it; the
+    directions it identifies are those the groups' own (log eta, log b) move."""
+    if clock not in OTHER_CLOCK:
+        raise ValueError(f"unknown paper clock {clock!r}: expected one of {sorted(OTHER_CLOCK)}")
+    x, pick = [], []
+    for c, y in zip(cells, curves, strict=True):
+        t = np.asarray(c.clocks.get(clock, np.full(len(c.epochs), np.nan)), float)
+        ok = np.flatnonzero(np.isfinite(t) & (t > 0) & np.isfinite(np.asarray(y, float)))
+        lt = np.log(t[ok])
+        if len(ok) > MAX_POINTS:  # evenly in log clock: the early epochs carry the spread of clock values
+            idx = np.unique(np.searchsorted(lt, np.linspace(lt[0], lt[-1], MAX_POINTS)).clip(0, len(lt) - 1))
+        else:
+            idx = np.arange(len(ok))
+        pick.append(ok[idx])
+        x.append(lt[idx])
+    z = np.log(np.column_stack([np.asarray(lrs, float), np.asarray(batches, float)]))
+    t = np.linspace(-EQUIVALENCE, EQUIVALENCE, 11)
+    lines = np.concatenate([np.column_stack([t, 0 * t]), np.column_stack([0 * t, t])])  # (p, q) offsets from the paper's clock
+    robust = _pair_overlaps(x, lines @ z.T).all(axis=0)
+    reach = _reach(robust[None])[0]
+    groups = np.argmax(reach, axis=1)  # the first member each configuration reaches names its group
+    labels = [c.label or str(i) for i, c in enumerate(cells)]
+    design = Design(clock, x, pick, z, labels, groups)
+    moves = np.ptp(z, axis=0) > 1e-9
+    within = np.abs(design.basis).max(axis=0) > 1e-9 if design.rank else np.zeros(2, bool)
+    for k, (name, what) in enumerate((("p", "learning rates"), ("q", "batch sizes"))):
+        if moves[k] and not within[k]:
+            design.dropped.append(f"{name} not identifiable: no configurations at different {what} keep overlapping in clock for every "
+                                  f"{name} within {EQUIVALENCE:g} of the paper's")
+        elif not moves[k]:
+            design.dropped.append(f"{name} not identifiable: every configuration has the same {what[:-1]}")
+    return design
+
+
+def _bspline(u: np.ndarray, lo: np.ndarray, segments: int) -> np.ndarray:
+    """(n, N, segments + 3) uniform cubic B-spline basis of points ``u`` (n, N), knots KNOT_WIDTH apart from ``lo`` (n,)."""
+    t = (u - lo[:, None]) / KNOT_WIDTH
+    i = np.clip(np.floor(t), 0, segments - 1)
+    f = t - i
+    w = np.stack([(1 - f) ** 3, 3 * f**3 - 6 * f**2 + 4, -3 * f**3 + 3 * f**2 + 3 * f + 1, f**3], axis=-1) / 6
+    out = np.zeros((*u.shape, segments + 3))
+    np.put_along_axis(out, i.astype(int)[..., None] + np.arange(4), w, axis=-1)
+    return out
+
+
+def profile_rss(design: Design, y: np.ndarray, s: np.ndarray, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Residual sum of squares of each group's shared spline at each of ``s`` (n, r) for stacked
+    curves ``y`` (m, N: m draws of the fitted points of every curve, in :attr:`Design.x` order), and
+    the fitted values (m, N) where n == 1 (else an empty array)."""
+    x = np.concatenate(design.x)
+    owner = np.concatenate([np.full(len(v), k) for k, v in enumerate(design.x)])
+    group = design.groups[owner]
+    rss, fitted = np.zeros((len(s), y.shape[0])), np.full(y.shape, np.nan) if len(s) == 1 else np.empty(0)
+    for g in np.unique(group):
+        at = group == g
+        for a in range(0, len(s), chunk):
+            u = x[None, at] + design.shifts(s[a:a + chunk])[:, owner[at]]             # (n, N_g)
+            lo = u.min(axis=1)
+            B = _bspline(u, lo, max(int(np.ceil((u.max(axis=1) - lo).max() / KNOT_WIDTH - 1e-9)), 1))  # (n, N_g, k)
+            G = np.einsum("nik,nil->nkl", B, B) + RIDGE * np.eye(B.shape[-1])
+            coef = np.linalg.solve(G, np.einsum("nik,mi->nkm", B, y[:, at]))       # (n, k, m)
+            fit = np.einsum("nik,nkm->nmi", B, coef)
+            rss[a:a + chunk] += ((y[None][:, :, at] - fit) ** 2).sum(-1)
+            if len(s) == 1:
+                fitted[:, at] = fit[0]
+    return rss, fitted
+
+
+def _grid(design: Design, centre: np.ndarray | None = None, half: float | None = None) -> np.ndarray:
+    """Identifiable coordinates on a STEP grid whose exponents stay in BOX (around ``centre`` within ``half``)."""
+    r = design.rank
+    if r == 2:
+        lo = np.array([b[0] for b in BOX]) - design.paper
+        hi = np.array([b[1] for b in BOX]) - design.paper
+        if centre is not None:
+            lo, hi = np.maximum(lo, centre - half), np.minimum(hi, centre + half)
+        axes = [np.arange(math.ceil(lo[k] / STEP - 1e-9), math.floor(hi[k] / STEP + 1e-9) + 1) * STEP for k in range(2)]
+        return np.array(list(itertools.product(*axes)))
+    d = design.basis[0]
+    bounds = []
+    for k in range(2):  # paper + s d inside BOX along each exponent that d moves
+        if d[k] != 0:
+            ends = sorted(((BOX[k][0] - design.paper[k]) / d[k], (BOX[k][1] - design.paper[k]) / d[k]))
+            bounds.append(ends)
+    lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
+    if centre is not None:
+        lo, hi = max(lo, float(centre[0]) - half), min(hi, float(centre[0]) + half)
+    return (np.arange(math.ceil(lo / STEP - 1e-9), math.floor(hi / STEP + 1e-9) + 1) * STEP)[:, None]
+
+
+def _refine(grid: np.ndarray, rss: np.ndarray, best: int) -> np.ndarray:
+    """The best grid point moved, along each coordinate, to the vertex of the parabola through it and
+    its two neighbours (when both are on the grid and the parabola opens upwards)."""
+    s = grid[best].copy()
+    for k in range(grid.shape[1]):
+        nb = []
+        for sign in (-1, 1):
+            target = grid[best].copy()
+            target[k] += sign * STEP
+            hit = np.flatnonzero(np.all(np.abs(grid - target) < 1e-9, axis=1))
+            nb.append(hit[0] if len(hit) else None)
+        if None in nb:
+            continue
+        f0, fm, fp = rss[best], rss[nb[0]], rss[nb[1]]
+        curv = fm - 2 * f0 + fp
+        if np.isfinite(curv) and curv > 0:
+            s[k] += STEP * 0.5 * (fm - fp) / curv
+    return s
+
+
+def fit_exponents(design: Design, y: np.ndarray, grid: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(m, r) least-squares identifiable coordinates of each of ``y``'s m draws over the ``grid``
+    points where ``mask`` (overlap) holds."""
+    rss, _ = profile_rss(design, y, grid)
+    rss = np.where(mask[:, None], rss, np.inf)
+    out = np.empty((y.shape[0], design.rank))
+    for m in range(y.shape[0]):
+        best = int(np.argmin(rss[:, m]))
+        out[m] = _refine(grid, rss[:, m], best)
+    return out
+
+
+# --- the estimate and its interval ------------------------------------------------------------
+
+@dataclass
+class ClockEstimate:
+    """The measured clock: ``theta`` (p, q; the unidentified part at the paper's), the identifiable
+    coordinates' interval ``low``/``high`` (r,), how it was made, and what the design identifies."""
+
+    design: Design
+    theta: np.ndarray | None
+    s: np.ndarray | None
+    low: np.ndarray | None
+    high: np.ndarray | None
+    method: str
+    n_seeds: int
+    why: str = ""                        # set where nothing could be estimated
+    edges: tuple | None = None           # (r,) lowest and highest coordinates searched (the overlap's limits) along each axis
+
+    def interval_of(self, k: int) -> tuple[float, float]:
+        """Exponent ``k`` (0: p, 1: q) interval where the design identifies it alone (else NaN)."""
+        if self.low is None or self.design.rank == 0:
+            return math.nan, math.nan
+        if self.design.rank == 2:
+            return float(self.design.paper[k] + self.low[k]), float(self.design.paper[k] + self.high[k])
+        d = self.design.basis[0]
+        if d[k] != 0 and d[1 - k] == 0:
+            ends = sorted((self.design.paper[k] + d[k] * self.low[0], self.design.paper[k] + d[k] * self.high[0]))
+            return float(ends[0]), float(ends[1])
+        return math.nan, math.nan
+
+
+def _wild_runs(c: Cell, rng: np.random.Generator) -> Cell:
+    """One model-based draw of a cell: its seed means plus, in every (sigma_w, seed) slot, the whole
+    epoch path of a residual run (a run minus its seed mean, scaled by sqrt(n / (n - 1))) drawn from
+    the cell's own, with a random sign (a wild bootstrap: a run's deviation keeps its course over
+    the epochs, and the noise its size at each epoch)."""
+    n = c.n_seeds
+    mean = np.nanmean(c.values, axis=-1, keepdims=True)
+    resid = (c.values - mean) * math.sqrt(n / (n - 1))
+    paths = resid.reshape(resid.shape[0], -1)                                   # (epoch, sigma x seed)
+    paths = paths[:, np.isfinite(paths).any(axis=0)]
+    pick = rng.integers(0, paths.shape[1], size=c.values.shape[1:])
+    sign = rng.choice((-1.0, 1.0), size=c.values.shape[1:])
+    values = mean + paths[:, pick] * sign
+    values = np.where(np.isfinite(c.values), values, np.nan)
+    return Cell(c.key, c.sigmas, c.seeds, values, c.epochs, c.clocks, c.fit, c.label, c.config)
+
+
+def _stack(design: Design, curves: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate([np.asarray(y, float)[p] for y, p in zip(curves, design.pick, strict=True)])[None, :]
+
+
+def estimate_clock(cells: Sequence[Cell], prepare: Callable[[Cell], np.ndarray], clock: str, lrs: Sequence[float],
+                   batches: Sequence[float], draws: int = DRAWS, rng_seed: int = NULL_RNG_SEED) -> ClockEstimate:
+    """The clock exponents under which ``prepare(cell)`` (one curve per epoch) of the ``cells`` align,
+    with their interval (see the module docstring)."""
+    curves = [np.asarray(prepare(c), float) for c in cells]
+    design = design_of(cells, curves, clock, lrs, batches)
+    n_seeds = min(c.n_seeds for c in cells)
+    if n_seeds < MIN_SEEDS_MODEL:
+        return ClockEstimate(design, None, None, None, None, "", n_seeds, f"{n_seeds} seed(s): the interval needs >= {MIN_SEEDS_MODEL}")
+    if design.rank == 0:
+        why = "; ".join(design.dropped) or "the configurations share one learning rate and one batch size: no exponent moves their clocks apart"
+        return ClockEstimate(design, None, None, None, None, "", n_seeds, why)
+    grid = _grid(design)
+    mask = connected(design, grid)
+    if not mask.any():
+        return ClockEstimate(design, None, None, None, None, "", n_seeds, "the curves overlap in clock under none of the exponents searched")
+    y = _stack(design, curves)
+    s_hat = fit_exponents(design, y, grid, mask)[0]
+    rng = np.random.default_rng(rng_seed)
+    if n_seeds >= MIN_SEEDS_PERCENTILE:
+        seeds = seeds_of(cells)
+        ys = []
+        for _ in range(draws):
+            pick = rng.choice(len(seeds), len(seeds), replace=True)
+            drawn = []
+            for c in cells:
+                idx = [int(np.flatnonzero(c.seeds == seeds[i])[0]) for i in pick if np.any(c.seeds == seeds[i])] or list(range(c.n_seeds))
+                drawn.append(prepare(Cell(c.key, c.sigmas, c.seeds[idx], c.values[..., idx], c.epochs, c.clocks, c.fit, c.label, c.config)))
+            ys.append(_stack(design, drawn)[0])
+        ystar = np.array(ys)
+        method = f"seed bootstrap, {draws} draws paired across configurations"
+    else:
+        ystar = np.array([_stack(design, [prepare(_wild_runs(c, rng)) for c in cells])[0] for _ in range(draws)])
+        method = (f"model-based bootstrap, {draws} draws: each configuration's seed means plus its own residual runs' epoch paths, "
+                  f"resampled with random signs (fewer than {MIN_SEEDS_PERCENTILE} seeds: no seed percentile interval)")
+    # the draws searched around the estimate (the whole box where a draw lands on the window's edge)
+    local = _grid(design, s_hat, 1.5)
+    fits = fit_exponents(design, ystar, local, connected(design, local))
+    span = np.array([[local[:, k].min(), local[:, k].max()] for k in range(design.rank)])
+    edge = np.any((fits <= span[:, 0] + STEP / 2) & (span[:, 0] > grid[:, :].min(axis=0) + 1e-9)
+                  | (fits >= span[:, 1] - STEP / 2) & (span[:, 1] < grid.max(axis=0) - 1e-9), axis=1)
+    if edge.any():
+        fits[edge] = fit_exponents(design, ystar[edge], grid, mask)
+    tail = (1 - LEVEL) / (2 * design.rank)  # Bonferroni over the identifiable coordinates
+    low, high = np.quantile(fits, tail, axis=0), np.quantile(fits, 1 - tail, axis=0)
+    level = "" if design.rank == 1 else f", each of the 2 exponents at {1 - 2 * tail:.1%} (jointly >= {LEVEL:.0%}, Bonferroni)"
+    method += f", {100 * tail:.3g}-{100 * (1 - tail):.4g}% of the least-squares exponents{level}"
+    edges = _grid_edges(grid, mask)
+    return ClockEstimate(design, design.exponents(s_hat), s_hat, low, high, method, n_seeds, "", edges)
+
+
+# --- the verdict ------------------------------------------------------------------------------
+
+def _inside(est: ClockEstimate, theta: Sequence[float]) -> bool:
+    s = est.design.coordinates(theta)
+    return bool(np.all((est.low - RESOLUTION <= s) & (s <= est.high + RESOLUTION)))
+
+
+def _fmt(theta: Sequence[float]) -> str:
+    return f"p = {theta[0]:.3g}, q = {theta[1]:.3g}"
+
+
+def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
+    """Verdict and its reason for a :class:`ClockEstimate` (see the module docstring)."""
+    design, clock = est.design, est.design.clock
+    untested = "; ".join(design.dropped)
+    if est.theta is None:
+        return (INCONCLUSIVE if 1 < est.n_seeds < MIN_SEEDS_MODEL else NOT_IDENTIFIABLE), est.why
+    paper, epoch, other = (np.asarray(CLOCKS[k]) for k in (clock, "epoch", OTHER_CLOCK[clock]))
+    s_paper = design.coordinates(paper)
+    if np.allclose(design.coordinates(epoch), s_paper, atol=1e-9):
+        return NOT_IDENTIFIABLE, "; ".join(n for n in (f"this design moves only {design.parameter()}, under which {NAMES[clock]} "
+                                                       f"({_fmt(paper)}) and the epoch clock ({_fmt(epoch)}) are the same clock", untested) if n)
+    only = f"tested on {design.parameter()} only ({untested})" if untested else ""
+    if est.edges is not None:
+        for k, (lo, hi) in enumerate(est.edges):
+            if est.low[k] <= lo + STEP / 2 or est.high[k] >= hi - STEP / 2:
+                return INCONCLUSIVE, "; ".join(n for n in (
+                    f"the interval reaches the limit of the clocks searched ({lo:+.2g} to {hi:+.2g} from {NAMES[clock]} in its coordinate "
+                    "where the curves still overlap, or the search box): a clock beyond it fits the curves separately, not aligned", only) if n)
+    if not _inside(est, paper):
+        return NOT_REPRODUCED, "; ".join(n for n in (f"{NAMES[clock]} ({_fmt(paper)}) is outside the interval", only) if n)
+    if np.any(est.low < s_paper - EQUIVALENCE) or np.any(est.high > s_paper + EQUIVALENCE):
+        return INCONCLUSIVE, "; ".join(n for n in (f"the interval reaches further than {EQUIVALENCE:g} from {NAMES[clock]}: nearby clocks "
+                                                   "are not told apart", only) if n)
+    for name, theta in (("epoch", epoch), (OTHER_CLOCK[clock], other)):
+        if not np.allclose(design.coordinates(theta), s_paper, atol=1e-9) and _inside(est, theta):
+            return INCONCLUSIVE, "; ".join(n for n in (f"{NAMES[name]} ({_fmt(theta)}) is inside the interval too", only) if n)
+    return REPRODUCED, "; ".join(n for n in (f"{NAMES[clock]} inside the interval, which lies within {EQUIVALENCE:g} of it; the epoch "
+                                             "clock outside", only) if n)
+
+
+def _grid_edges(grid: np.ndarray, mask: np.ndarray) -> tuple:
+    """(lowest, highest) searched coordinate along each axis (the limits the overlap sets)."""
+    g = grid[mask]
+    return tuple((float(g[:, k].min()), float(g[:, k].max())) for k in range(g.shape[1]))
+
+
+def common_sigmas(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells restricted to the sigma_w values all of them have (spreads over the same grid)."""
+    common = set.intersection(*(set(np.round(c.sigmas, 12)) for c in cells))
+    out = []
+    for c in cells:
+        keep = np.isin(np.round(c.sigmas, 12), sorted(common))
+        out.append(Cell(c.key, c.sigmas[keep], c.seeds, c.values[:, keep, :], c.epochs, c.clocks, c.fit, c.label, c.config))
+    return out
+
+
+def curves_of(cells: Sequence[Cell], what: str) -> tuple[list[Cell], Callable[[Cell], np.ndarray], str]:
+    """The cells a collapse reads, the curve of one cell (``what``: 'beta', log10 |beta| floored at the
+    largest of the configurations' noise floors; 'spread', of the seed-mean accuracy over the sigma_w
+    all of them share) and its description."""
+    if what == "beta":
+        floor = max(float(noise_floor(c.fits([])[1])[0]) for c in cells)
+        return (list(cells), lambda cl: log_abs_beta(cl.slopes([])[0], floor),
+                f"log10 |beta| floored at the noise floor {floor:.3g} (2 OLS SE, the largest of the configurations')")
+    if what == "spread":
+        common = common_sigmas(cells)
+        return (common, lambda cl: spread_pp(cl.means([])[0]),
+                f"spread of seed-mean accuracy per epoch over sigma_w {'/'.join(f'{s:g}' for s in common[0].sigmas)}")
+    raise ValueError(f"unknown collapse curve {what!r}: expected 'beta' or 'spread'")

@@ -1,0 +1,202 @@
+"""The collapse rule's error rates, measured: known clocks simulated at a design, read by the rule.
+
+A *design* is one optimizer's configurations (lr, b, epochs) with the sigma_w grid, seeds, training
+set size and per-run noise of accuracy. A *truth* is the clock the simulated curves follow: runs'
+accuracy is 0.8 + beta(tau) sigma_w + noise, beta(tau) = -0.1 / (1 + tau / tau_s) (flat, then falling an
+order per decade of clock: the paper's log-log picture of Fig. 6), with tau the clock
+K eta^p b^q (the schedule's sum, as :mod:`initmem.claims.collapse` reads it) or the raw epoch
+("epoch-only"); tau_s is the geometric mean of the configurations' tau at mid-run, so every curve
+falls inside the design's clock range. Rates per rule (|beta| curves, spread curves), design and
+truth (:func:`calibration_rows`); the chance of a decision at a design, seeds and noise (:func:`power`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from initmem.claims import collapse as C
+from initmem.claims.verdicts import INCONCLUSIVE, NOT_IDENTIFIABLE, NOT_REPRODUCED, REPRODUCED, Cell
+
+ALPHA = 0.01  # the cosine schedule's floor (paper and tiers)
+PAPER_NOISE = 0.01  # per-run sd of accuracy at the paper's scale (10,000 validation images and seed noise): an assumption
+CLOCK_TIER = Path(__file__).resolve().parents[3] / "evidence" / "jpeg-cifar10-clocks"
+P_GRID = (0.0, 0.5, 1.0, 1.5, 2.0)
+Q_GRID = (-1.0, -0.5, 0.0, 0.5, 1.0)
+
+
+@dataclass(frozen=True)
+class SimDesign:
+    """Configurations (lr, b, epochs) of one optimizer and how each is measured."""
+
+    name: str
+    optimizer: str
+    clock: str
+    configs: tuple[tuple[float, int, int], ...]
+    sigmas: tuple[float, ...]
+    seeds: int
+    noise: float
+    n_train: int
+
+
+def _schedule_sums(lr: float, b: int, epochs: int, n_train: int) -> dict:
+    """Per epoch: raw steps and the cosine schedule's cumulative sum of eta and of eta^2 / b."""
+    per = math.ceil(n_train / b)
+    K = per * epochs
+    k = np.arange(K)
+    eta = lr * (ALPHA + (1 - ALPHA) * 0.5 * (1 + np.cos(np.pi * k / K)))
+    ends = per * np.arange(1, epochs + 1) - 1
+    return {"steps": (ends + 1).astype(float), "T_adapt": np.cumsum(eta)[ends], "T_sgd": np.cumsum(eta**2 / b)[ends]}
+
+
+def simulate(design: SimDesign, truth: tuple[float, float] | str, rng: np.random.Generator) -> list[Cell]:
+    """One draw of the design's cells under ``truth`` ((p, q) or 'epoch-only')."""
+    base = []
+    for lr, b, epochs in design.configs:
+        sums = _schedule_sums(lr, b, epochs, design.n_train)
+        if truth == "epoch-only":
+            tau = np.arange(1, epochs + 1, dtype=float)
+        else:
+            (p, q), (p0, q0) = truth, C.CLOCKS[design.clock]
+            tau = sums[design.clock] * lr ** (p - p0) * float(b) ** (q - q0)  # the family the rule reads: its clock's schedule sum
+        base.append((lr, b, epochs, sums, tau))
+    tau_s = math.exp(np.mean([math.log(tau[len(tau) // 2]) for *_, tau in base]))
+    sig = np.asarray(design.sigmas, float)
+    cells = []
+    for lr, b, epochs, sums, tau in base:
+        beta = -0.1 / (1 + tau / tau_s)
+        values = 0.8 + beta[:, None, None] * sig[None, :, None] + rng.normal(0, design.noise, (epochs, len(sig), design.seeds))
+        e = np.arange(1, epochs + 1, dtype=float)
+        cells.append(Cell(f"{lr}-{b}-{epochs}", sig, np.arange(design.seeds), values, e, {"epoch": e, **sums},
+                          label=f"lr={lr:g} b={b} E={epochs}", config={"optimizer": design.optimizer, "lr": lr, "batch_size": b}))
+    return cells
+
+
+def judge(design: SimDesign, cells: list[Cell], what: str, draws: int) -> C.ClockEstimate:
+    cells, prepare, _ = C.curves_of(cells, what)
+    return C.estimate_clock(cells, prepare, design.clock, [c.config["lr"] for c in cells], [c.config["batch_size"] for c in cells],
+                            draws=draws)
+
+
+def _tier_noise(folder: Path) -> float:
+    """The tier's per-run noise: the median over (configuration, epoch, sigma_w) of the seeds' sd of val acc."""
+    import pandas as pd  # analysis-only dependency
+
+    h = pd.read_csv(folder / "tables" / "history.csv.gz")
+    keys = [k for k in ("optimizer", "lr", "batch_size", "epochs", "l2", "epoch", "sigma_w") if k in h]
+    return float(h.groupby(keys, dropna=False)["val_acc"].std().median())
+
+
+def designs(name: str) -> list[SimDesign]:
+    """The collapse designs of ``name``: 'clocks-tier' (read from the committed clock tier) or
+    'paper' (Fig. 6f: Adam at five b and lr 1e-3; Fig. 6e: SGD likewise; the lr x b ablation of SGD)."""
+    if name == "clocks-tier":
+        import pandas as pd
+
+        runs = pd.read_csv(CLOCK_TIER / "tables" / "runs.csv")
+        plain = runs[(runs["l2"].fillna(0) == 0) & (runs["weight_decay"].fillna(0) == 0 if "weight_decay" in runs else True)]
+        noise = _tier_noise(CLOCK_TIER)
+        n_train = int(runs["n_train"].iloc[0]) if "n_train" in runs else 1000
+        out = []
+        for opt, clock in (("adam", "T_adapt"), ("sgd", "T_sgd")):
+            g = plain[plain["optimizer"] == opt]
+            configs = tuple(sorted({(float(r.lr), int(r.batch_size), int(r.epochs)) for r in g.itertuples()}))
+            out.append(SimDesign(f"clocks-tier {opt}", opt, clock, configs, tuple(sorted(set(g["sigma_w"]))), int(g["seed"].nunique()),
+                                 noise, n_train))
+        return out
+    if name == "paper":
+        sig = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
+        bs = (16, 32, 64, 128, 256)
+        return [SimDesign("paper Fig. 6f (Adam, lr 1e-3)", "adam", "T_adapt", tuple((1e-3, b, 300) for b in bs), sig, 10, PAPER_NOISE, 40000),
+                SimDesign("paper Fig. 6e (SGD, lr 1e-3)", "sgd", "T_sgd", tuple((1e-3, b, 300) for b in bs), sig, 10, PAPER_NOISE, 40000),
+                SimDesign("paper lr x b ablation (SGD, 10 seeds assumed)", "sgd", "T_sgd",
+                          tuple((lr, b, 300) for lr in (1e-3, 1e-2, 1e-1) for b in (16, 128)), (0.1, 0.5, 1.0, 1.8, 2.5), 10, PAPER_NOISE, 40000)]
+    raise ValueError(f"unknown calibration design {name!r}: expected 'clocks-tier' or 'paper'")
+
+
+def probe(design: SimDesign) -> C.Design:
+    """The collapse design (groups, identified directions) of one draw of ``design`` at the paper's clock."""
+    cells, prepare, _ = C.curves_of(simulate(design, C.CLOCKS[design.clock], np.random.default_rng(0)), "beta")
+    return C.design_of(cells, [prepare(c) for c in cells], design.clock, [c.config["lr"] for c in cells],
+                       [c.config["batch_size"] for c in cells])
+
+
+def truths(design: SimDesign) -> list[tuple[str, tuple[float, float] | str]]:
+    """The paper's clock, the wrong clocks of the P_GRID x Q_GRID grid that the design can tell from it
+    by at least the equivalence margin (in what it identifies), and epoch-only curves."""
+    d = probe(design)
+    out = [("paper", C.CLOCKS[design.clock])]
+    for p in P_GRID:
+        for q in Q_GRID:
+            if d.rank and np.max(np.abs(d.coordinates((p, q)))) >= C.EQUIVALENCE - 1e-9:
+                out.append((f"K eta^{p:g} b^{q:g}", (p, q)))
+    return out + [("epoch-only", "epoch-only")]
+
+
+def _rates(design: SimDesign, truth, what: str, n_sims: int, rng: np.random.Generator, draws: int) -> dict:
+    verdicts, covered = [], []
+    for _ in range(n_sims):
+        est = judge(design, simulate(design, truth, rng), what, draws)
+        verdicts.append(C.collapse_verdict(est)[0])
+        if est.low is not None and truth != "epoch-only":
+            covered.append(C._inside(est, truth))
+    v = np.array(verdicts)
+    return {"verdicts": v, "coverage": float(np.mean(covered)) if covered else math.nan}
+
+
+def design_rows(d: SimDesign, n_sims: int, rng: np.random.Generator, draws: int = 100, rules: Sequence[str] = ("beta", "spread"),
+                truth_names: Sequence[str] | None = None, label: str = "") -> list[dict]:
+    """:func:`calibration_rows` of one :class:`SimDesign`."""
+    rows = []
+    for what in rules:
+        for tname, truth in truths(d):
+            if truth_names is not None and tname not in truth_names:
+                continue
+            r = _rates(d, truth, what, n_sims, rng, draws)
+            v, is_paper = r["verdicts"], tname == "paper"
+            rows.append({"rule": f"collapse_{what}_{d.optimizer}_{d.clock}", "design": f"{label}{d.name}", "truth": tname, "n_sims": n_sims,
+                         "false_reproduced": math.nan if is_paper else float(np.mean(v == REPRODUCED)),
+                         "false_not_reproduced": float(np.mean(v == NOT_REPRODUCED)) if is_paper else math.nan,
+                         "coverage": r["coverage"], "decision_rate": float(np.mean((v == REPRODUCED) | (v == NOT_REPRODUCED))),
+                         "not_identifiable": float(np.mean(v == NOT_IDENTIFIABLE)), "inconclusive": float(np.mean(v == INCONCLUSIVE))})
+    return rows
+
+
+def calibration_rows(design: str, n_sims: int, rng_seed: int, draws: int = 100, rules: Sequence[str] = ("beta", "spread"),
+                     truth_names: Sequence[str] | None = None, designs_of: Sequence[str] | None = None) -> list[dict]:
+    """Per rule (``collapse_<curve>`` at each of the design's optimizer designs) and truth: the share
+    of ``n_sims`` simulations judged ``reproduced`` where the truth is not the paper's clock
+    (false_reproduced), ``not reproduced`` where it is (false_not_reproduced), the share whose
+    interval holds the true exponents (coverage; NaN for epoch-only curves, not in the family) and
+    the share decided either way (decision_rate); also the shares ``not identifiable`` and
+    ``inconclusive``. ``draws``: the rule's resamples per simulation; ``truth_names`` and
+    ``designs_of`` (parts of a design's name) pick a subset."""
+    if n_sims < 1:
+        raise ValueError(f"n_sims must be >= 1, got {n_sims}")
+    rng = np.random.default_rng(rng_seed)
+    rows = []
+    for d in designs(design):
+        if designs_of is None or any(part in d.name for part in designs_of):
+            rows += design_rows(d, n_sims, rng, draws, rules, truth_names, label=f"{design}: ")
+    return rows
+
+
+def power(configs: Sequence[tuple[float, int, int]], seeds: int, noise: float, optimizer: str = "adam", n_sims: int = 50,
+          sigmas: Sequence[float] = (0.1, 0.5, 1.2, 2.5), n_train: int = 1000, what: str = "beta", truth=None, rng_seed: int = 0,
+          draws: int = 100) -> float:
+    """P(decision): the share of ``n_sims`` simulations under ``truth`` (default: the paper's clock)
+    at these configurations (lr, b, epochs), seeds and per-run noise that the rule decides
+    (``reproduced`` or ``not reproduced``): e.g. Adam at >= 3 batch sizes and one lr for a future tier."""
+    clock = "T_adapt" if optimizer != "sgd" else "T_sgd"
+    d = SimDesign("power", optimizer, clock, tuple(configs), tuple(sigmas), seeds, noise, n_train)
+    truth = C.CLOCKS[clock] if truth is None else truth
+    v = _rates(d, truth, what, n_sims, np.random.default_rng(rng_seed), draws)["verdicts"]
+    return float(np.mean((v == REPRODUCED) | (v == NOT_REPRODUCED)))
+
+
+def with_seeds(design: SimDesign, seeds: int) -> SimDesign:
+    return replace(design, seeds=seeds)
