@@ -1,5 +1,8 @@
 """Every figure builds from a small synthetic set of metrics files, with the paper's panel layout."""
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +14,7 @@ from initmem.engine.train import summarize
 from initmem.figures.common import save_figure
 from initmem.figures.registry import make_figure
 from initmem.io import write_json
+from initmem.pipeline.targets import FIGURES
 
 EPOCHS = 4
 
@@ -282,3 +286,34 @@ def test_fig6_panels_without_runs_say_not_in_this_tier(tables):
     texts = {ax.get_title()[:3]: "".join(t.get_text() for t in ax.texts) for ax in fig.axes}
     assert texts["(c)"] == "not in this tier" and texts["(d)"] == "not in this tier"
     assert "not in this tier" not in texts["(a)"]
+
+
+REPORT = Path(__file__).resolve().parents[1] / "workflow/report"
+
+
+def _render_caption(name: str, **snakemake) -> str:
+    """A report caption as Snakemake renders it: Jinja2 first, then reStructuredText (docutils); the
+    docutils warnings and errors (an undefined substitution, a stray markup character) are returned."""
+    import io
+    from types import SimpleNamespace
+
+    import docutils.core
+    import jinja2
+
+    text = jinja2.Template((REPORT / name).read_text()).render(snakemake=SimpleNamespace(**snakemake))
+    assert text.strip(), f"{name} renders an empty caption for {snakemake}"
+    messages = io.StringIO()
+    docutils.core.publish_string(text, writer_name="html", settings_overrides={"warning_stream": messages, "report_level": 2})
+    return messages.getvalue()
+
+
+@pytest.mark.parametrize("fig", [*FIGURES])
+def test_every_figure_caption_renders_without_a_docutils_message(fig):
+    assert _render_caption("figure.rst", wildcards=SimpleNamespace(fig=fig)) == ""
+
+
+def test_figure_9_table_and_workflow_captions_render_without_a_docutils_message():
+    config = {"studies": {"main": {}}, "data": {"source": "synthetic", "n_train": 64}, "defaults": {"width": 4}}
+    assert _render_caption("fig9.rst") == ""
+    assert _render_caption("table.rst", output=["results/tables/runs.csv"]) == ""
+    assert _render_caption("workflow.rst", config=config) == ""
