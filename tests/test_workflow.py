@@ -91,13 +91,16 @@ def test_config_files_layer_over_the_default_and_studies_replace_it(tmp_path):
     resolved = yaml.safe_load((work / "results/config.resolved.yaml").read_text())
     assert resolved == yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     (work / "data").mkdir()
-    (work / "data/cifar-10-python.tar.gz").write_bytes(b"stand-in")  # the dry-run check only needs a readable file
-    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/archive.yaml", cwd=work)
+    (work / "data/cifar-10-python.tar.gz").write_bytes(b"stand-in")  # not the official archive: a copy
+    proc = snakemake("-n", "--configfile", "config/archive.yaml", cwd=work, check=False)
+    assert proc.returncode != 0 and "is not the official CIFAR-10 archive's" in proc.stdout + proc.stderr
+    assert "add config/jpeg-copy.yaml to the --configfile files" in proc.stdout + proc.stderr  # the config that accepts a copy
+    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/archive.yaml", "config/jpeg-copy.yaml", cwd=work)
     resolved = yaml.safe_load((work / "results/config.resolved.yaml").read_text())
     default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     assert resolved["studies"] == default["studies"] and resolved["data"]["source"] == "archive"
     assert resolved["data"]["n_train"] == default["data"]["n_train"]
-    assert resolved == load_config([ROOT / "config/archive.yaml"])
+    assert resolved == load_config([ROOT / "config/archive.yaml", ROOT / "config/jpeg-copy.yaml"])
 
 
 def test_provenance_is_written_only_by_an_invocation_that_ran(tmp_path):
