@@ -16,7 +16,6 @@ from initmem.pipeline.configfiles import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-PAPER_COUNTS = {"main": 6250, "long": 10, "lr_l2": 120, "norm_aug": 200, "best_recipe": 120, "depth": 1500}
 
 
 def snakemake(*args, cwd=ROOT, check=True):

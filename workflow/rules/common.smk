@@ -5,13 +5,14 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.settings.types import DeploymentMethod
 
 LIBRARY_DIR = str(Path(workflow.basedir) / "workflow")
+sys.path.insert(0, LIBRARY_DIR)
+from initmem.pipeline.invocation import shell_python  # noqa: E402
+
 # The interpreter of the shell rules: Snakemake's own, or with --sdm conda the one of the rule's
 # envs/*.yaml environment, which Snakemake activates before the command (first `python` on PATH).
-PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
-sys.path.insert(0, LIBRARY_DIR)
+PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.executable)
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402

@@ -65,6 +65,13 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
     return Invocation(data, tuple(notes))
 
 
+def shell_python(deployment_methods: Iterable, executable: str) -> str:
+    """The interpreter of the shell rules: with ``--sdm conda`` the first ``python`` on PATH (Snakemake
+    activates the rule's envs/*.yaml environment before the command), else Snakemake's own
+    ``executable`` (a virtual environment need not be active)."""
+    return "python" if any(str(getattr(m, "name", m)).lower() == "conda" for m in deployment_methods) else executable
+
+
 def read_provenance(path: str | Path) -> tuple[dict, list[str] | None] | None:
     """A resolved config and the config files its first line names (None: not recorded); None when unreadable."""
     try:
