@@ -138,8 +138,7 @@ def check_data_archive(data: dict, prepared: Path | None) -> None:
     """A local archive that ``prepare_data`` will need must exist and be readable, checked when the
     workflow is parsed (so ``snakemake -n`` says it) rather than when the job runs. It is needed while
     the prepared split is missing, and always for an unverified copy (its md5 is part of every run's
-    identity key: without the file, every run would be planned anew). An archive to be verified
-    whose md5 is not the official one is refused here too, naming the config that accepts a copy."""
+    identity key: without the file, every run would be planned anew)."""
     source, archive = data.get("source"), data.get("archive")
     if source == "synthetic" or (source == "torchvision" and not archive):
         return
@@ -155,15 +154,6 @@ def check_data_archive(data: dict, prepared: Path | None) -> None:
         problem = "is not readable (check its permissions)"
     elif path.is_file() and path.stat().st_size == 0:
         problem = "is empty"
-    elif path.is_file() and data.get("verify_md5", True) and prepared is not None:
-        from initmem.engine.data import CIFAR10_MD5, md5sum  # numpy only, no torch
-
-        if (got := md5sum(path)) != CIFAR10_MD5:
-            raise InvocationError(
-                f"data.archive {archive}: md5 {got} is not the official CIFAR-10 archive's {CIFAR10_MD5}: a truncated "
-                "or corrupt file (download it again), or a re-packed copy: then add config/jpeg-copy.yaml to the "
-                "--configfile files (data.verify_md5: false; its results are not on the official pixels, docs/data.md)")
-        return
     else:
         return
     raise InvocationError(f"data.archive {archive} {problem}: put cifar-10-python.tar.gz there or point data.archive "

@@ -22,7 +22,13 @@ import yaml
 
 from initmem.io import atomic_path
 from initmem.pipeline.configfiles import outputs_of_another_config
-from initmem.pipeline.guards import check_data_archive, check_profile_configfiles, check_slurm_account, check_workflow_profile
+from initmem.pipeline.guards import (
+    InvocationError,
+    check_data_archive,
+    check_profile_configfiles,
+    check_slurm_account,
+    check_workflow_profile,
+)
 from initmem.pipeline.legacy import migrate_legacy_data
 
 # The resolved config's first line names the config files that made it (what to add to a command).
@@ -55,6 +61,7 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
         notes.append(moved)
     data = data_path()
     check_data_archive(dict(config["data"]), data)
+    check_archive_md5(dict(config["data"]), data)
     hint = other_data_hint(config, data, resolved, root)
     if hint:
         notes.append(hint)
@@ -70,6 +77,25 @@ def shell_python(deployment_methods: Iterable, executable: str) -> str:
     activates the rule's envs/*.yaml environment before the command), else Snakemake's own
     ``executable`` (a virtual environment need not be active)."""
     return "python" if any(str(getattr(m, "name", m)).lower() == "conda" for m in deployment_methods) else executable
+
+
+def check_archive_md5(data: Mapping, prepared: Path) -> None:
+    """A local archive to be verified (``data.verify_md5``, the default) whose md5 is not the official
+    CIFAR-10 archive's is refused while its data is not prepared, at ``snakemake -n`` already, naming
+    the config that accepts a re-packed copy (rather than when ``prepare_data`` runs)."""
+    archive = data.get("archive")
+    if data.get("source") == "synthetic" or not archive or not data.get("verify_md5", True) or prepared.exists():
+        return
+    path = Path(archive)
+    if not path.is_file():
+        return  # an extracted folder has no md5; a missing file is check_data_archive's
+    from initmem.engine.data import CIFAR10_MD5, md5sum  # numpy only, no torch
+
+    if (got := md5sum(path)) != CIFAR10_MD5:
+        raise InvocationError(
+            f"data.archive {archive}: md5 {got} is not the official CIFAR-10 archive's {CIFAR10_MD5}: a truncated "
+            "or corrupt file (download it again), or a re-packed copy: then add config/jpeg-copy.yaml to the "
+            "--configfile files (data.verify_md5: false; its results are not on the official pixels, docs/data.md)")
 
 
 def read_provenance(path: str | Path) -> tuple[dict, list[str] | None] | None:
