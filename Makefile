@@ -2,6 +2,7 @@
 #   make env     the environment only (~6 GB: PyPI's CUDA build of torch)
 #   make run     the embedded default pipeline (config/config.yaml): every figure at small scale, <= 5 min on 2 cores
 #   make test    the test suite; the real-Slurm test only with INITMEM_TEST_SLURM=1 (it installs and starts Slurm)
+#   make test-fast  the edit-test loop: every test not marked slow (no end-to-end Snakemake runs, no real data)
 # Pass Snakemake/pytest arguments with ARGS="...", e.g. make run ARGS="--configfile config/archive.yaml".
 
 VENV ?= .venv
@@ -9,7 +10,7 @@ PYTHON ?= python3
 CORES ?= 2
 ARGS ?=
 
-.PHONY: run test env lint
+.PHONY: run test test-fast env lint
 
 env: $(VENV)/.installed
 
@@ -19,11 +20,17 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
 	touch $@
 
+# A config file that is not valid YAML: Snakemake reads the --configfile files before the workflow
+# and names neither file nor line, so check them first (file:line:column; silent when they are fine).
 run: env
+	PYTHONPATH=workflow $(VENV)/bin/python -m initmem config --snakemake-args $(ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(ARGS)
 
 test: env
 	$(VENV)/bin/python -m pytest -q $(ARGS)
+
+test-fast: env
+	$(VENV)/bin/python -m pytest -q -m "not slow" $(ARGS)
 
 lint: env
 	$(VENV)/bin/ruff check .

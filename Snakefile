@@ -37,10 +37,21 @@ rule all:
     input:
         ALL_TABLES,
         ALL_FIGURES,
-        # the per-study tables too: one that a failed collection removed is made again by a plain
-        # rerun (Snakemake remakes a missing intermediate file only when something asks for it)
+        # the per-study tables and every run file too: one that a failed collection removed, or a
+        # user deleted, is made again by a plain rerun (Snakemake remakes a missing intermediate
+        # file only when something asks for it; a run file is cut again from its pack file)
         study_tables(STUDIES),
+        [f for study in STUDIES for f in run_files(study)],
     default_target: True
+
+
+# Provenance and the summary of diverged runs, once the jobs have run (_after_the_jobs, common.smk).
+onsuccess:
+    _after_the_jobs(succeeded=True)
+
+
+onerror:
+    _after_the_jobs(succeeded=False)
 
 
 include: "workflow/rules/data.smk"

@@ -36,3 +36,28 @@ def test_train_refuses_partial_or_bad_specs_before_training(tmp_path, change, me
     proc = initmem("train", "missing.npz", str(tmp_path / "runs.json"), str(tmp_path / "out"))
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_make_run_names_the_line_of_a_malformed_config_file_before_snakemake_starts(tmp_path):
+    # Snakemake reads --configfile files before the workflow and says only "Config file is not valid
+    # JSON or YAML": `make run` checks them first, naming file, line and column
+    import shutil
+
+    for name in ("Makefile", "workflow"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp_path / name)
+    (tmp_path / "good.yaml").write_text("defaults:\n  epochs: 2\n")
+    (tmp_path / "bad.yaml").write_text("defaults:\n  epochs: [2\n")
+    venv = Path(sys.executable).parents[1]
+    proc = subprocess.run(["make", "-o", f"{venv}/.installed", "run", f"VENV={venv}", "ARGS=--configfile good.yaml bad.yaml -n"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "initmem config: error: bad.yaml:3:1: not valid YAML: expected ',' or ']'" in proc.stderr
+    assert f"{venv}/bin/snakemake --cores" not in proc.stdout  # stopped before Snakemake ran
+
+
+def test_config_check_of_snakemake_args_is_silent_for_good_files_and_reads_every_configfile_option():
+    from initmem.pipeline.guards import configfile_args
+
+    assert configfile_args(["--cores", "2", "--configfile", "a.yaml", "b.yaml", "-n", "--configfile=c.yaml"]) == ["a.yaml", "b.yaml", "c.yaml"]
+    proc = initmem("config", "--snakemake-args", "--cores", "2", "--configfile", "config/tiny.yaml", "config/archive.yaml")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")

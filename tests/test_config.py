@@ -1,5 +1,6 @@
 """Config files as users write them: layered over the default, YAML 1.2 numbers, one-line errors."""
 
+import copy
 import os
 import subprocess
 import sys
@@ -132,3 +133,29 @@ def test_an_older_checkouts_data_without_snakemakes_record_is_left_alone(tmp_pat
     note = migrate_legacy_data(tmp_path, lambda identity, code: "x")
     assert "no record of which data it holds" in note and (tmp_path / "results/data/cifar10.npz").read_bytes() == b"old"
     assert migrate_legacy_data(tmp_path / "elsewhere", lambda identity, code: "x") is None
+
+
+def test_an_edited_named_config_gets_no_note_about_another_config(tmp_path):
+    # a config with `name:` owns its folder: its own earlier version is no other config; without a
+    # name, another config's record in the shared folder is said, once
+    from initmem.pipeline.configfiles import outputs_of_another_config
+    from initmem.pipeline.invocation import record_provenance
+
+    before = load_config([])
+    edited = copy.deepcopy(before)
+    edited["defaults"]["epochs"] = before["defaults"]["epochs"] + 1
+    record_provenance(tmp_path / "mine.yaml", {**before, "name": "mine"}, ["mine.yaml"])
+    assert outputs_of_another_config(tmp_path / "mine.yaml", {**edited, "name": "mine"}) is None
+    record_provenance(tmp_path / "default.yaml", before, [])
+    assert "written by a config with other defaults" in outputs_of_another_config(tmp_path / "default.yaml", edited)
+
+
+def test_the_provenance_record_reads_back_as_the_config_and_names_its_config_files(tmp_path):
+    from initmem.pipeline.invocation import other_data_hint, read_provenance, record_provenance
+
+    tiny = load_config([ROOT / "config/tiny.yaml"])
+    record_provenance(tmp_path / "results/config.resolved.yaml", tiny, ["config/archive.yaml", "my copy.yaml"])
+    assert read_provenance(tmp_path / "results/config.resolved.yaml") == (tiny, ["config/archive.yaml", "my copy.yaml"])
+    hint = other_data_hint(load_config([]), tmp_path / "missing.npz", tmp_path / "results/config.resolved.yaml", tmp_path)
+    assert hint.endswith("add --configfile config/archive.yaml 'my copy.yaml'")
+    assert other_data_hint(tiny, tmp_path / "missing.npz", tmp_path / "results/config.resolved.yaml", tmp_path) is None  # same data

@@ -145,8 +145,14 @@ def test_environments_pin_what_requirements_txt_pins():
 def test_with_conda_the_shell_rules_call_the_environments_python():
     # Snakemake activates the rule's environment before a shell command: its python is the first on
     # PATH. Without --sdm conda the rules use Snakemake's own interpreter (a venv need not be active).
-    common = (ROOT / "workflow/rules/common.smk").read_text()
-    assert re.search(r'PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable', common)
+    from snakemake.settings.types import DeploymentMethod
+
+    from initmem.pipeline.invocation import shell_python
+
+    assert shell_python({DeploymentMethod.CONDA}, "/venv/bin/python") == "python"
+    assert shell_python({DeploymentMethod.CONDA, DeploymentMethod.APPTAINER}, "/venv/bin/python") == "python"
+    assert shell_python(set(), "/venv/bin/python") == "/venv/bin/python"
+    assert shell_python({DeploymentMethod.APPTAINER}, "/venv/bin/python") == "/venv/bin/python"
     for smk in (ROOT / "workflow/rules").glob("*.smk"):
         for cmd in re.findall(r"shell:\n((?:\s+['\"].*\n)+)", smk.read_text()):
             assert "sys.executable" not in cmd and ("$INITMEM_PYTHON" in cmd or "python" not in cmd)

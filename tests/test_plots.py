@@ -1,5 +1,8 @@
 """Every figure builds from a small synthetic set of metrics files, with the paper's panel layout."""
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +14,7 @@ from initmem.engine.train import summarize
 from initmem.figures.common import save_figure
 from initmem.figures.registry import make_figure
 from initmem.io import write_json
+from initmem.pipeline.targets import FIGURES
 
 EPOCHS = 4
 
@@ -282,3 +286,123 @@ def test_fig6_panels_without_runs_say_not_in_this_tier(tables):
     texts = {ax.get_title()[:3]: "".join(t.get_text() for t in ax.texts) for ax in fig.axes}
     assert texts["(c)"] == "not in this tier" and texts["(d)"] == "not in this tier"
     assert "not in this tier" not in texts["(a)"]
+
+
+REPORT = Path(__file__).resolve().parents[1] / "workflow/report"
+
+
+def _render_caption(name: str, **snakemake) -> str:
+    """A report caption as Snakemake renders it: Jinja2 first, then reStructuredText (docutils); the
+    docutils warnings and errors (an undefined substitution, a stray markup character) are returned."""
+    import io
+    from types import SimpleNamespace
+
+    import docutils.core
+    import jinja2
+
+    text = jinja2.Template((REPORT / name).read_text()).render(snakemake=SimpleNamespace(**snakemake))
+    assert text.strip(), f"{name} renders an empty caption for {snakemake}"
+    messages = io.StringIO()
+    docutils.core.publish_string(text, writer_name="html", settings_overrides={"warning_stream": messages, "report_level": 2})
+    return messages.getvalue()
+
+
+@pytest.mark.parametrize("fig", [*FIGURES])
+def test_every_figure_caption_renders_without_a_docutils_message(fig):
+    assert _render_caption("figure.rst", wildcards=SimpleNamespace(fig=fig)) == ""
+
+
+def test_figure_9_table_and_workflow_captions_render_without_a_docutils_message():
+    config = {"studies": {"main": {}}, "data": {"source": "synthetic", "n_train": 64}, "defaults": {"width": 4}}
+    assert _render_caption("fig9.rst") == ""
+    assert _render_caption("table.rst", output=["results/tables/runs.csv"]) == ""
+    assert _render_caption("workflow.rst", config=config) == ""
+
+
+@pytest.fixture(scope="module")
+def tiny_tables(tmp_path_factory):
+    """Tables of the shipped first try's grid (config/tiny.yaml: four optimizers in main, SGD and Adam
+    in depth at one batch size), with the synthetic metrics of :func:`fake_record`."""
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.grid import expand_studies
+
+    rng = np.random.default_rng(1)
+    root = tmp_path_factory.mktemp("tiny-metrics")
+    runs, history = [], []
+    for study, rs in expand_studies(load_config([Path(__file__).resolve().parents[1] / "config/tiny.yaml"])).items():
+        files = []
+        for r in rs:
+            path = root / study / f"{r.run_id}.json"
+            write_json(path, fake_record(study, r.run_id, r.spec, rng))
+            files.append(path)
+        table, hist = collect(files, study)
+        runs.append(table)
+        history.append(hist)
+    return pd.concat(runs, ignore_index=True), pd.concat(history, ignore_index=True)
+
+
+def _drawn_labels(ax) -> set[str]:
+    """Labels of what a panel draws: its lines and errorbars with a finite point."""
+    labels = set()
+    for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+        line = handle.lines[0] if isinstance(getattr(handle, "lines", None), tuple) else handle
+        if not label.startswith("_") and np.isfinite(np.asarray(line.get_ydata(), float)).any():
+            labels.add(label)
+    return labels
+
+
+@pytest.mark.parametrize("name", [*FIGURES])
+def test_legends_list_only_what_is_drawn_and_every_row_has_a_ylabel(tiny_tables, name):
+    runs, history = tiny_tables
+    if name == "fig10":  # the clock tier's figure: the first try has no clock study, the evidence tier's grid then
+        runs, history = _clock_tables()
+    fig = make_figure(name, runs, history)
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None and ax.get_label() != "<colorbar>"]
+    figure_legend = {t.get_text() for legend in fig.legends for t in legend.get_texts()}
+    if figure_legend:
+        assert figure_legend == set().union(*(_drawn_labels(ax) for ax in panels))
+    for ax in panels:
+        if ax.get_legend() is not None:
+            assert {t.get_text() for t in ax.get_legend().get_texts()} == _drawn_labels(ax), ax.get_title()
+    rows: dict[int, list] = {}
+    for ax in panels:
+        if _drawn_labels(ax) or ax.images:
+            rows.setdefault(ax.get_subplotspec().rowspan.start, []).append(ax)
+    for row, drawn in rows.items():
+        leftmost = min(drawn, key=lambda a: a.get_subplotspec().colspan.start)
+        assert leftmost.get_ylabel(), f"{name}: row {row} has no y label"
+        assert any(t.get_visible() and t.get_text() for t in leftmost.get_yticklabels()), f"{name}: row {row} has no y tick labels"
+
+
+def test_overlapping_optimizers_stay_visible_and_figure_2_names_its_spread_axis(tiny_tables):
+    runs, history = tiny_tables
+    for name in ("fig1", "fig3"):
+        lines = {line.get_label(): line for line in make_figure(name, runs, history).axes[0].lines}
+        adam, adamw = lines["Adam"], lines["AdamW"]  # the same curve when weight decay is 0
+        assert (adam.get_linestyle(), adam.get_marker()) != (adamw.get_linestyle(), adamw.get_marker())
+    fig = make_figure("fig2", runs, history)
+    right = [child for ax in fig.axes for child in ax.child_axes if child.get_ylabel()]
+    assert [r.get_ylabel() for r in right] == ["spread over $\\sigma_w$ (pp)"]
+    assert right[0].yaxis.label.get_fontsize() >= fig.axes[0].yaxis.label.get_fontsize()
+
+
+def _clock_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figure 10's input: the clock tier's grid (tests/test_plots_clock.py), Adam at two (lr, b) and SGD."""
+    from test_plots_clock import _history
+
+    history = _history([("adam", 0.01, 16, 0.0), ("adam", 0.1, 32, 0.0), ("sgd", 0.3, 16, 0.0), ("sgd", 0.3, 16, 0.01)])
+    return history.drop_duplicates("run_id"), history
+
+
+def test_depth_figures_show_the_depth_studys_optimizers_and_label_a_row_whose_first_panel_is_empty(tiny_tables):
+    runs, history = tiny_tables
+    runs = runs.copy()
+    runs.loc[runs["study"] == "main", "tau_interp"] = np.nan  # no ResNet-9 run interpolated: its tau_interp panel is empty
+    depth_optimizers = {"SGD", "Adam"}  # config/tiny.yaml's depth study; main has four
+    for name in ("fig5", "fig7"):
+        fig = make_figure(name, runs, history)
+        assert {t.get_text() for legend in fig.legends for t in legend.get_texts()} == depth_optimizers
+    fig.canvas.draw()
+    lower = [ax for ax in fig.axes if ax.get_subplotspec().rowspan.start == 1 and _drawn_labels(ax)]
+    assert lower and min(lower, key=lambda a: a.get_subplotspec().colspan.start).get_ylabel() == "$\\tau_{interp}$ (epoch)"

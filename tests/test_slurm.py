@@ -14,6 +14,18 @@ from conftest import tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def shipped_slurm_profile(work: Path) -> Path:
+    """The Slurm profile as the repository ships it, copied to ``work/slurm``: the committed
+    ``slurm/config.yaml`` (``git show HEAD:``), never the user's edited one (the README's Slurm step
+    sets a real account, which the placeholder tests must not see)."""
+    shutil.copytree(ROOT / "slurm", work / "slurm")
+    shipped = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:slurm/config.yaml"], capture_output=True, text=True)
+    if shipped.returncode == 0:  # a checkout without git history has only the working copy
+        (work / "slurm/config.yaml").write_text(shipped.stdout)
+    return work / "slurm"
+
+
 SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch_size": [32], "sigma_w": [0.5, 2.0], "seed": [0]}}},
                          checkpoint_every=1)
 
@@ -22,7 +34,7 @@ def test_profile_dry_run_without_slurm(tmp_path):
     from test_workflow import job_counts, workdir_copy
 
     work = workdir_copy(tmp_path)
-    shutil.copytree(ROOT / "slurm", work / "slurm")
+    shipped_slurm_profile(work)
     proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n", "--quiet", "rules",
                            "--slurm-no-account"], cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -42,7 +54,7 @@ def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    shutil.copytree(ROOT / "slurm", work / "slurm")
+    shipped_slurm_profile(work)
     proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n"],
                           cwd=work, capture_output=True, text=True)
     assert proc.returncode != 0
@@ -53,7 +65,7 @@ def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    shutil.copytree(ROOT / "slurm", work / "slurm")
+    shipped_slurm_profile(work)
     # the project's own workflow profile sets no resources; one that does would win over --profile's
     (work / "profiles/default/config.yaml").write_text("force-use-threads: true\ndefault-resources:\n  slurm_partition: wrong\n")
     proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig8.pdf", "--profile", "slurm", "-n"],
@@ -92,7 +104,7 @@ def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    shutil.copytree(ROOT / "slurm", work / "slurm")
+    shipped_slurm_profile(work)
     (work / "tiny.yaml").write_text(yaml.safe_dump(SLURM_TINY, sort_keys=False))
     # The same profile; overridden only where this 2-core, accounting-free test cluster needs it.
     cmd = [sys.executable, "-m", "snakemake", "figures", "--profile", "slurm", "--configfile", "tiny.yaml",

@@ -16,7 +16,6 @@ from initmem.pipeline.configfiles import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-PAPER_COUNTS = {"main": 6250, "long": 10, "lr_l2": 120, "norm_aug": 200, "best_recipe": 120, "depth": 1500}
 
 
 def snakemake(*args, cwd=ROOT, check=True):
@@ -91,13 +90,61 @@ def test_config_files_layer_over_the_default_and_studies_replace_it(tmp_path):
     resolved = yaml.safe_load((work / "results/config.resolved.yaml").read_text())
     assert resolved == yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     (work / "data").mkdir()
-    (work / "data/cifar-10-python.tar.gz").write_bytes(b"stand-in")  # the dry-run check only needs a readable file
-    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/archive.yaml", cwd=work)
+    (work / "data/cifar-10-python.tar.gz").write_bytes(b"stand-in")  # not the official archive: a copy
+    proc = snakemake("-n", "--configfile", "config/archive.yaml", cwd=work, check=False)
+    assert proc.returncode != 0 and "is not the official CIFAR-10 archive's" in proc.stdout + proc.stderr
+    assert "add config/jpeg-copy.yaml to the --configfile files" in proc.stdout + proc.stderr  # the config that accepts a copy
+    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/archive.yaml", "config/jpeg-copy.yaml", cwd=work)
     resolved = yaml.safe_load((work / "results/config.resolved.yaml").read_text())
     default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     assert resolved["studies"] == default["studies"] and resolved["data"]["source"] == "archive"
     assert resolved["data"]["n_train"] == default["data"]["n_train"]
-    assert resolved == load_config([ROOT / "config/archive.yaml"])
+    assert resolved == load_config([ROOT / "config/archive.yaml", ROOT / "config/jpeg-copy.yaml"])
+
+
+def test_provenance_is_written_only_by_an_invocation_that_ran(tmp_path):
+    # a dry run, an invocation refused because another Snakemake holds the lock, and a failed one
+    # leave the record of which config wrote the folder's tables and figures as it was
+    work = workdir_copy(tmp_path)
+    resolved = work / "results/config.resolved.yaml"
+    snakemake("-n", "results/config.resolved.yaml", cwd=work)
+    assert not resolved.exists()
+    (work / ".snakemake/locks").mkdir(parents=True, exist_ok=True)
+    (work / ".snakemake/locks/0.output.lock").write_text("results/config.resolved.yaml\n")  # another Snakemake's
+    proc = snakemake("results/config.resolved.yaml", "--cores", "1", cwd=work, check=False)
+    assert proc.returncode != 0 and "LockException" in proc.stdout + proc.stderr
+    assert not resolved.exists()
+    (work / ".snakemake/locks/0.output.lock").unlink()
+    (work / "copy.tar.gz").write_bytes(b"not an archive")
+    (work / "bad.yaml").write_text("data: {source: archive, archive: copy.tar.gz, verify_md5: false}\n")
+    proc = snakemake("--cores", "1", "--configfile", "bad.yaml", cwd=work, check=False)
+    assert proc.returncode != 0  # prepare_data fails on the archive; its resolved_config job may have run
+    assert not resolved.exists()
+    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/tiny.yaml", cwd=work)
+    assert resolved.read_text().splitlines()[0] == "# configfiles: config/tiny.yaml"  # which files to give again
+
+
+def test_one_figure_in_a_checkout_of_other_data_says_which_configfile_to_add(tmp_path):
+    from initmem.pipeline.invocation import record_provenance
+
+    work = workdir_copy(tmp_path)
+    record_provenance(work / "results/config.resolved.yaml", load_config([ROOT / "config/tiny.yaml"]), ["config/tiny.yaml"])
+    proc = snakemake("figures/fig6.pdf", "-n", "--quiet", "rules", cwd=work)  # the default config: a download
+    note = [line for line in proc.stderr.splitlines() if "--configfile" in line]
+    assert len(note) == 1 and note[0].endswith("add --configfile config/tiny.yaml"), proc.stderr[-2000:]
+    assert proc.stderr.index(note[0]) < proc.stderr.index("Job stats") if "Job stats" in proc.stderr else True
+    assert "written by a config with other" not in proc.stderr  # one line, not two
+
+
+def test_diverged_runs_are_summarised_in_one_line(tmp_path):
+    from initmem.pipeline.invocation import diverged_summary
+
+    for name, status in (("a", "ok"), ("b", "diverged"), ("c", "diverged")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"status": status}))
+    files = [str(tmp_path / f"{n}.json") for n in "abc"]
+    assert diverged_summary(files[:1]) is None
+    line = diverged_summary(files)
+    assert line.startswith("NOTE: 2 run(s) of this invocation diverged") and files[1] in line and files[0] not in line
 
 
 def test_single_figure_runs_only_its_studies(project):
@@ -179,10 +226,19 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     # the self-contained HTML report carries every figure with its caption
     snakemake("--report", "report.html", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
     html = (work / "report.html").read_text(errors="replace")
-    assert all(f"Figure {i}" in html for i in range(1, 9)) and "claims.csv" in html
+    assert all(f"Figure {i}" in html for i in range(1, 10)) and "claims.csv" in html
+    assert "ERROR/" not in html and "Undefined substitution" not in html  # the captions render cleanly
     # second invocation: nothing to do
     again = snakemake("-n", "--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
     assert "Nothing to be done" in again.stdout + again.stderr
+    # a deleted run file is cut again from its pack file by the next invocation (nothing retrains)
+    run_file = work / "results/runs/main" / f"{runs['main'][0].run_id}.json"
+    kept = run_file.read_bytes()
+    run_file.unlink()
+    counts = job_counts(snakemake("-n", "--quiet", "rules", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work).stdout)
+    assert counts["run_metrics"] == 1 and "train" not in counts
+    snakemake("--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
+    assert run_file.read_bytes() == kept
 
 
 @pytest.mark.slow

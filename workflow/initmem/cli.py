@@ -229,6 +229,10 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--jobs", type=int, help="training jobs at once, for the checkpoint disk (default: slurm/config.yaml's jobs)")
     c = sub.add_parser("config", help="print the configuration the workflow would use for these config files")
     c.add_argument("config", nargs="*", help="config files, layered over the embedded default (none: the default)")
+    c.add_argument("--snakemake-args", nargs=argparse.REMAINDER, metavar="ARG",
+                   help="instead: check that every --configfile among these Snakemake arguments is readable YAML, "
+                        "naming the file, line and column of a mistake (Snakemake's own message names none); "
+                        "silent when they are (make run does this first)")
     sub.add_parser("clocks", help="exact forgetting clocks of a recipe against the paper's points (clocks -h)")
     sub.add_parser("reanalyse", help="regenerate an evidence folder's tables, figures and README verdict tables (reanalyse -h)")
     e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
@@ -251,6 +255,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.grid import expand_studies
 
+        if args.snakemake_args is not None:
+            from initmem.pipeline.configfiles import read_yaml
+            from initmem.pipeline.guards import configfile_args
+
+            for path in configfile_args(args.snakemake_args):
+                read_yaml(path)
+            return
         config = load_config(args.config)
         expand_studies(config)  # what the workflow checks when it parses: every run spec
         print(yaml.safe_dump(config, sort_keys=False), end="")

@@ -5,21 +5,21 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.settings.types import DeploymentMethod
 
 LIBRARY_DIR = str(Path(workflow.basedir) / "workflow")
+sys.path.insert(0, LIBRARY_DIR)
+from initmem.pipeline.invocation import shell_python  # noqa: E402
+
 # The interpreter of the shell rules: Snakemake's own, or with --sdm conda the one of the rule's
 # envs/*.yaml environment, which Snakemake activates before the command (first `python` on PATH).
-PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
-sys.path.insert(0, LIBRARY_DIR)
+PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.executable)
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
-from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
+from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
 from initmem.pipeline.identity import (analysis_version, code_version, code_version_before_moves, data_folder, data_identity,  # noqa: E402
                                        run_key, trainer_version)
-from initmem.io import write_yaml  # noqa: E402
-from initmem.pipeline.legacy import migrate_legacy_data  # noqa: E402
-from initmem.pipeline.configfiles import outputs_of_another_config  # noqa: E402
+from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
+                                         record_provenance, restore_file, wrote_into)
 from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.pipeline.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
@@ -34,37 +34,37 @@ TABLES_DIR = f"results/{OUTPUT_NAME}/tables" if OUTPUT_NAME else "results/tables
 FIGURES_DIR = f"figures/{OUTPUT_NAME}" if OUTPUT_NAME else "figures"
 LOGS_DIR = f"results/logs/{OUTPUT_NAME}" if OUTPUT_NAME else "results/logs"
 RESOLVED_CONFIG = f"results/{OUTPUT_NAME}/config.resolved.yaml" if OUTPUT_NAME else "results/config.resolved.yaml"
+# The record as this invocation found it: a failed invocation that wrote no table or figure puts it back.
+PREVIOUS_RESOLVED = read_bytes(RESOLVED_CONFIG) if workflow.is_main_process else None
 
-# Mistakes that would otherwise surface only when a job runs (or on the cluster): one line each,
-# already at `snakemake -n`.
+# What a run's result depends on (docs/reruns.md): its spec, the prepared data's content, the
+# trainer's code, the precision. Bookkeeping settings never go through params.
+# One prepared file per data identity (and data code), written once and never replaced: another
+# config's prepare_data never removes it, and prepare_data has no reason to run but a missing file.
+# That is what makes one invocation plan everything: a job that must rerun for a reason of its own
+# hides everything downstream of it from Snakemake's first needrun pass, and the training jobs'
+# ancient() data input would then keep them hidden (docs/reruns.md, "One invocation").
 try:
-    _bases = [Path.cwd(), Path(workflow.basedir)]
-    _warning = check_profile_configfiles(sys.argv, _bases)
-    if _warning:
-        print(_warning, file=sys.stderr)
-    check_workflow_profile(sys.argv, _bases)
-    check_slurm_account(sys.argv, _bases, list(getattr(workflow.resource_settings.default_resources, "args", None) or []))
     if not config["data"].get("verify_md5", True):
         check_data_archive(config["data"], None)  # read for its md5 right below
-    # What a run's result depends on (docs/reruns.md): its spec, the prepared data's
-    # content, the trainer's code, the precision. Bookkeeping settings never go through params.
     DATA_ID = data_identity(config["data"])
     DATA_CODE = code_version(("engine/data.py",))
-    # One prepared file per data identity (and data code), written once and never replaced: another
-    # config's prepare_data never removes it, and prepare_data has no reason to run but a missing file.
-    # That is what makes one invocation plan everything: a job that must rerun for a reason of its own
-    # hides everything downstream of it from Snakemake's first needrun pass, and the training jobs'
-    # ancient() data input would then keep them hidden (docs/reruns.md, "One invocation").
+
     def _legacy_folder(ident: dict, code: str) -> str:
-        """An older checkout recorded its data code under the hash before issue 30: the same data.py is this one.
-        Called only when there is an old file to move (not on every parse)."""
+        """An older checkout recorded its data code under the hash of the formula before moves: the
+        same data.py is this one. Called only when there is an old file to move (not on every parse)."""
         same = code in (DATA_CODE, code_version_before_moves(("engine/data.py",)))
         return data_folder(ident, DATA_CODE if same else code)
 
-    if (_moved := migrate_legacy_data(Path.cwd(), _legacy_folder)):
-        print(_moved, file=sys.stderr)
+    # Every parse-time side effect in one call (checks of the command line, the one-time legacy data
+    # move, notes on another config's outputs), each a line at `snakemake -n` already; it writes no
+    # provenance: that is the onsuccess/onerror handlers' (Snakefile), once the jobs have run.
+    _INVOCATION = prepare_invocation(
+        sys.argv, [Path.cwd(), Path(workflow.basedir)],
+        list(getattr(workflow.resource_settings.default_resources, "args", None) or []),
+        config, lambda: Path(f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"), _legacy_folder,
+        RESOLVED_CONFIG, root=Path.cwd()) if workflow.is_main_process else None
     DATA = f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"
-    check_data_archive(config["data"], Path(DATA))
 except InvocationError as exc:
     raise WorkflowError(str(exc))
 
@@ -215,10 +215,19 @@ if workflow.is_main_process:
                             f"{snakemake_command(*_empty, keep_targets=True)}")
 
 
-# Outputs of two configs in one folder (docs/outputs.md): say so, with the fix; then record this
-# config as the one that writes there now (every invocation but a dry run, whatever its target).
-if workflow.is_main_process:
-    if (_note := outputs_of_another_config(RESOLVED_CONFIG, config)):
-        print(_note, file=sys.stderr)
-    if not getattr(_ARGS, "dryrun", False) and not getattr(_ARGS, "lint", False):
-        write_yaml(RESOLVED_CONFIG, config)
+# Provenance: which config wrote this folder's tables and figures (docs/outputs.md). Snakemake runs
+# these handlers only in an invocation that took the lock and ran jobs: never in a dry run, one
+# refused because another Snakemake holds the lock, or one with nothing to do.
+def _after_the_jobs(succeeded: bool) -> None:
+    """Record this config as the one that wrote this folder's tables and figures (a failed invocation
+    only if it wrote some; otherwise it puts back the record it found: its resolved_config job may
+    have run), and name the runs of this invocation that diverged."""
+    outputs = finished_outputs(workflow.dag.finished_jobs)
+    files = json.loads(os.environ[INVOCATION_ENV])["configfiles"]
+    if succeeded or wrote_into([o for o in outputs if o != RESOLVED_CONFIG], (TABLES_DIR, FIGURES_DIR)):
+        record_provenance(RESOLVED_CONFIG, config, files)
+    elif RESOLVED_CONFIG in outputs:
+        restore_file(RESOLVED_CONFIG, PREVIOUS_RESOLVED)
+    new_runs = [o for o in outputs if o.startswith("results/runs/")]
+    if (line := diverged_summary(new_runs)):
+        print(line, file=sys.stderr)

@@ -26,8 +26,9 @@ localrules:
 
 rule resolved_config:
     """The effective configuration of this invocation (provenance; also shows that a --configfile
-    with studies replaced the embedded default); every invocation but a dry run also writes it when
-    the workflow is parsed (common.smk), whatever its target."""
+    with studies replaced the embedded default), its first line naming the config files; an
+    invocation that ran jobs also writes it at its end, whatever its target (the Snakefile's
+    onsuccess/onerror handlers), never a dry run or an invocation refused for the lock."""
     output:
         RESOLVED_CONFIG,
     params:
@@ -35,7 +36,7 @@ rule resolved_config:
     log:
         f"{LOGS_DIR}/resolved_config.log",
     run:
-        write_yaml(output[0], params.config, log[0])
+        record_provenance(output[0], params.config, json.loads(os.environ[INVOCATION_ENV])["configfiles"], log[0])
 
 
 rule data:

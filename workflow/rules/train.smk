@@ -8,6 +8,9 @@ localrules:
     run_metrics,
 
 
+# WARNING: Snakemake compares the text of a rule's `run:` block and shell command (rerun trigger
+# `code`): an edit to plan_pack's `run:` block or to train's shell command, even a space, reruns
+# every job of that rule, i.e. retrains every pack of every study (docs/reruns.md).
 rule plan_pack:
     """A pack's members and each run's identity key: rewritten (and so retrained) exactly when a
     key changes (spec, data content, trainer code, precision)."""
@@ -22,6 +25,7 @@ rule plan_pack:
         Path(log[0]).write_text(f"planned {len(params.members)} run(s)\n")
 
 
+# WARNING: editing this rule's shell command retrains every pack (see the note above plan_pack).
 rule train:
     """One job per pack: runs that differ only in sigma_w and seed, one metrics record each."""
     input:

@@ -8,27 +8,28 @@ never silently left out.
 
 from __future__ import annotations
 
-import re
-import sys
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
 
-from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: E402, F401
 from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
 from initmem.claims.shapes import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
+from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: E402, F401
 
 OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
           "muon_full": "Muon (full)", "resnet9": "ResNet-9", "resnet56": "ResNet-56", "resnet110": "ResNet-110",
           "r9avg": "R9-AvgPool", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
 COLORS = dict(zip(OPTIMIZER_ORDER, plt.get_cmap("tab10").colors, strict=False))
+# A line style and marker per optimizer as well as a colour: Adam and AdamW (weight decay 0) or Muon
+# and its full variant can draw the same curve, and a solid line would hide the one under it.
+STYLES = {"sgd": dict(ls="-", marker="o"), "sgd_momentum": dict(ls="-.", marker="s"), "adam": dict(ls="-", marker="^"),
+          "adamw": dict(ls="--", marker="v", mfc="none"), "muon": dict(ls="-", marker="D"),
+          "muon_full": dict(ls="--", marker="d", mfc="none")}
 plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
                      "axes.grid": True, "grid.alpha": 0.3})
 MAX_TICKS = 9  # more grid values than this: let matplotlib choose the ticks
@@ -76,11 +77,19 @@ def _legend_right(fig: plt.Figure, axes) -> None:
     handles, labels = {}, []
     for ax in np.ravel(axes):
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            if label not in handles and not label.startswith("_"):
+            if label not in handles and not label.startswith("_") and _shows_data(h):
                 handles[label] = h
                 labels.append(label)
     if labels:
         fig.legend([handles[lb] for lb in labels], labels, loc="outside right upper", frameon=False)
+
+
+def _shows_data(handle) -> bool:
+    """Whether a legend handle (a line, or an errorbar's container) draws a finite point."""
+    line = handle.lines[0] if hasattr(handle, "lines") and isinstance(handle.lines, tuple) else handle
+    if not hasattr(line, "get_ydata"):
+        return True
+    return bool(np.isfinite(np.asarray(line.get_ydata(), float)).any())
 
 
 def _diverged_note(notes: Notes, runs: pd.DataFrame, what: str) -> None:
@@ -103,7 +112,7 @@ def _band(ax, df: pd.DataFrame, col: str, label: str, color=None, scale: float =
     if g.empty:
         return
     mean, std = g["mean"] * scale, g["std"].fillna(0) * scale
-    ax.plot(g["sigma_w"], mean, marker="o", ms=3, label=label, color=color, **kw)
+    ax.plot(g["sigma_w"], mean, **{"marker": "o", "ms": 3, **kw}, label=label, color=color)
     ax.fill_between(g["sigma_w"], np.clip(mean - std, *limits), np.clip(mean + std, *limits), alpha=0.2, color=color, lw=0)
 
 
@@ -118,9 +127,9 @@ def fig1(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         sub = main[main["batch_size"] == b]
         for opt in _optimizers(sub):
             d = sub[sub["optimizer"] == opt]
-            _band(axes[row, 0], d, "test_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE)
-            _band(axes[row, 1], d, "train_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE)
-            _band(axes[row, 2], d, "kernel_norm_best", LABELS[opt], COLORS[opt])
+            _band(axes[row, 0], d, "test_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE, **STYLES[opt])
+            _band(axes[row, 1], d, "train_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE, **STYLES[opt])
+            _band(axes[row, 2], d, "kernel_norm_best", LABELS[opt], COLORS[opt], **STYLES[opt])
         init = sub.groupby("sigma_w")["kernel_norm_init"].mean()
         axes[row, 2].plot(init.index, init.to_numpy(), ls="--", color="black", lw=1, label="$\\|W_{init}\\|_F$")
         for col, (title, ylabel) in enumerate([("test accuracy", "test acc. at $\\tau_{best}$ (%)"),
@@ -165,10 +174,11 @@ def fig2(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
         right = ax.secondary_yaxis("right")
         right.set_yticks(range(len(grid.index)), [f"{spread_by_b[b]:.1f}" for b in grid.index])
         right.tick_params(labelsize=6, length=0)
+        if opt == opts[-1]:
+            right.set_ylabel("spread over $\\sigma_w$ (pp)")  # at the axes' label size, like "batch size"
         ax.set(title=LABELS[opt], xlabel="$\\sigma_w$")
         ax.grid(False)
     axes[0, 0].set_ylabel("batch size")
-    axes[0, -1].text(1.0, 1.02, "spread (pp)", transform=axes[0, -1].transAxes, ha="center", va="bottom", fontsize=6)
     if im is not None:
         fig.colorbar(im, ax=axes[0].tolist(), label="test acc. at $\\tau_{best}$ (%)", shrink=0.9)
     if (st.get("n_diverged", pd.Series(dtype=float)) > 0).any():
@@ -188,7 +198,7 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     never = []
     for opt in _optimizers(main):
         g = t[t["optimizer"] == opt].set_index("batch_size").sort_index()
-        kw = dict(marker="o", ms=3, label=LABELS[opt], color=COLORS[opt])
+        kw = dict(ms=3, label=LABELS[opt], color=COLORS[opt], **STYLES[opt])
         for ax, col, scale in zip(axes, ["tau_interp", "tau_best", "repair_gap_pp", "share_best_after_interp"], [1, 1, 1, 100], strict=True):
             ax.plot(g.index, g[col] * scale, **kw)
         for b, r in g.iterrows():
@@ -267,16 +277,37 @@ def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
 
 def _depth_frames(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The architectures of the depth figures: ResNet-9 from the main grid, with only the optimizers
+    the depth study trains (the figure compares depths, not optimizers), then the depth study's."""
     frames = []
-    main = runs[runs["study"] == "main"]
+    depth = runs[runs["study"] == "depth"]
+    main = runs[(runs["study"] == "main") & runs["optimizer"].isin(set(depth["optimizer"]))]
     if not main.empty:
         frames.append(("resnet9", main))
-    depth = runs[runs["study"] == "depth"]
     for v in ["resnet56", "resnet110", "r9avg"] + sorted(set(depth["variant"].dropna()) - {"resnet56", "resnet110", "r9avg"}):
         d = depth[depth["variant"] == v]
         if not d.empty:
             frames.append((v, d))
     return frames
+
+
+def _label_outer_drawn(axes: np.ndarray) -> None:
+    """Axis labels and tick labels on the outer panels only (their ranges are shared), where the
+    outer panel is the leftmost (y) and lowest (x) panel that draws data: an empty panel ("no data")
+    shows no axis, so a row or column whose outer panel is empty keeps its label on the next one."""
+    ylabels = [next((ax.get_ylabel() for ax in row if ax.get_ylabel()), "") for row in axes]
+    xlabels = [next((ax.get_xlabel() for ax in col if ax.get_xlabel()), "") for col in axes.T]
+    for ax in axes.flat:
+        ax.set(xlabel="", ylabel="")
+        ax.tick_params(labelleft=False, labelbottom=False)
+    for row, label in zip(axes, ylabels, strict=True):
+        if (first := next((ax for ax in row if _drawn(ax)), None)) is not None:
+            first.set_ylabel(label)
+            first.tick_params(labelleft=True)
+    for col, label in zip(axes.T, xlabels, strict=True):
+        if (last := next((ax for ax in col[::-1] if _drawn(ax)), None)) is not None:
+            last.set_xlabel(label)
+            last.tick_params(labelbottom=True)
 
 
 def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str, notes: Notes) -> plt.Figure:
@@ -293,7 +324,7 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
             d = d[d["batch_size"] == b]
             for opt in _optimizers(d):
                 _band(ax, d[d["optimizer"] == opt], metric, LABELS[opt], COLORS[opt], scale,
-                      ACC_RANGE if scale == 100 else NONNEGATIVE)
+                      ACC_RANGE if scale == 100 else NONNEGATIVE, **STYLES[opt])
                 if metric == "tau_interp":
                     frac = d[d["optimizer"] == opt].groupby("sigma_w")["tau_interp"].apply(lambda s: s.notna().mean())
                     part = frac[(frac > 0) & (frac < 1)]
@@ -316,8 +347,7 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
             for ax in group:
                 ax.set_ylim(lo - pad, hi + pad)
                 ax.ticklabel_format(axis="y", useOffset=False)
-    for ax in axes.flat:  # labels and tick labels on the outer panels only (the ranges are shared)
-        ax.label_outer()
+    _label_outer_drawn(axes)
     if any(a == "resnet9" for a, _ in frames):
         notes.add("ResNet-9 columns: the main grid's runs")
     _legend_right(fig, axes)
@@ -434,7 +464,8 @@ def fig8(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             src = main if study == "main" else na[na["norm"] == norm]
             d = src[src["batch_size"] == b]
             for opt in _optimizers(d):
-                _band(axes[r, c], d[d["optimizer"] == opt], "test_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE)
+                _band(axes[r, c], d[d["optimizer"] == opt], "test_acc_best", LABELS[opt], COLORS[opt], 100, ACC_RANGE,
+                      **STYLES[opt])
             axes[r, c].set(title=f"{title}, b={b}", xlabel="$\\sigma_w$", ylabel="test acc. (%)")
             axes[r, c].label_outer()
             _grid_ticks(axes[r, c], d["sigma_w"] if not d.empty else [])

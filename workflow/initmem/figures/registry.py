@@ -1,20 +1,35 @@
-"""Every figure by its name: Figures 1-8 (:mod:`initmem.figures.paper`) and Figure 10 (the clock-matched
-tier's, :mod:`initmem.figures.clock`); Figure 9 is the linear check's (rule linear_check)."""
+"""Every figure by its name. The list of figures and the studies each reads is one table,
+:data:`initmem.pipeline.targets.FIGURES` (torch- and matplotlib-free: the workflow reads it on every
+parse); each name there is built by the function of that name in :mod:`initmem.figures.paper`
+(Figures 1-8) or :mod:`initmem.figures.clock` (Figure 10, the clock-matched tier's). Figure 9 is the
+linear check's (rule linear_check). Adding a figure: its row in ``targets.FIGURES``, its function
+``figN(runs, history)`` in one of those modules, its caption in ``workflow/report/figure.rst``."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from initmem.figures.clock import fig10
-from initmem.figures.paper import fig1, fig2, fig3, fig4, fig5, fig6, fig7, fig8
+from initmem.figures import clock, paper
+from initmem.pipeline.targets import FIGURES
 
-FIGURE_FUNCTIONS = {"fig1": fig1, "fig2": fig2, "fig3": fig3, "fig4": fig4, "fig5": fig5, "fig6": fig6,
-                    "fig7": fig7, "fig8": fig8, "fig10": fig10}
+
+def _functions() -> dict:
+    found = {}
+    for name in FIGURES:
+        function = getattr(paper, name, None) or getattr(clock, name, None)
+        if function is None:
+            raise ImportError(f"pipeline.targets.FIGURES names {name}, but neither initmem.figures.paper nor "
+                              f"initmem.figures.clock defines a function {name}(runs, history)")
+        found[name] = function
+    return found
+
+
+FIGURE_FUNCTIONS = _functions()
 
 
 def make_figure(name: str, runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
-    """Build figure ``name`` (fig1 ... fig8; fig10, the clock-matched tier's, from initmem.figures.clock)."""
+    """Build figure ``name`` (one of :data:`initmem.pipeline.targets.FIGURES`)."""
     if name not in FIGURE_FUNCTIONS:
         raise ValueError(f"unknown figure {name!r}; choose one of {', '.join(FIGURE_FUNCTIONS)} (fig9: rule linear_check)")
     if runs.empty:

@@ -1,7 +1,7 @@
 """How every figure is written, for print and screen: importing this module sets it for matplotlib.
 
 PDFs embed TrueType (Type 42) fonts, not Type 3 (which many venues reject); PNGs are written at
-:data:`PNG_DPI`. Both figure modules (plots.py, plots_linear.py) and their scripts import it.
+:data:`PNG_DPI`. Every figure module (initmem.figures.paper, clock, linear) and the figure scripts import it.
 """
 
 from __future__ import annotations

@@ -141,7 +141,10 @@ SCIENCE_SECTIONS = ("data", "defaults", "studies")
 def outputs_of_another_config(resolved: str | Path, config: Mapping) -> str | None:
     """A note when ``resolved`` (the resolved config that last wrote this config's output folder) is
     another config's, whose tables and figures this invocation would mix with its own; None when
-    it is the same (or there is none)."""
+    it is the same (or there is none), and for a config with a ``name:``: its folder is its own, and
+    an earlier version of the same config is no other config."""
+    if config.get("name"):
+        return None
     try:
         previous = yaml.safe_load(Path(resolved).read_text()) or {}
     except (OSError, yaml.YAMLError):

@@ -38,6 +38,18 @@ def _option_values(argv: list[str], flags: tuple[str, ...]) -> list[str] | None:
     return None
 
 
+def configfile_args(argv: list[str]) -> list[str]:
+    """The config files a Snakemake command line names (every ``--configfile``/``--configfiles``
+    option, each with the values up to the next option), as Snakemake reads them."""
+    files = []
+    for i, arg in enumerate(argv):
+        if arg in _CONFIGFILE_FLAGS:
+            files += _option_values(argv[i:], (arg,)) or []
+        elif any(arg.startswith(flag + "=") for flag in _CONFIGFILE_FLAGS):
+            files.append(arg.split("=", 1)[1])
+    return files
+
+
 def profile_dir(argv: list[str], bases: list[Path]) -> Path | None:
     """The folder of ``--profile NAME`` as Snakemake finds it (a path, or NAME under ``bases``)."""
     names = _option_values(argv, ("--profile",))
