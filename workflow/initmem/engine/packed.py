@@ -32,7 +32,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
+from initmem.engine.checkpoint import (
+    CheckpointError,
+    CheckpointSchedule,
+    generator_state,
+    load_checkpoint,
+    save_checkpoint,
+    set_generator_state,
+)
 from initmem.engine.clocks import schedule_clocks
 from initmem.engine.metrics import METRICS_FORMAT
 from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
@@ -285,7 +292,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
             for rng, st in zip(order_rngs, resumed["order_rngs"], strict=True):
                 rng.bit_generator.state = st
             for gen, st in zip(aug_gens, resumed["aug_gens"], strict=True):
-                gen.set_state(st)
+                set_generator_state(gen, st)
             state.draws = {k: v.to(device) for k, v in state.draws.items()} if state.draws else None
             state.sums = {k: v.to(device) for k, v in state.sums.items()} if state.sums else None
             say(f"resumed at epoch {state.epoch} step {state.step} with {len(state.active)} of {n_models} runs")
@@ -310,7 +317,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
         state.wall_seconds = time.perf_counter() - started
         save_checkpoint(checkpoint, ckpt_key, {"state": state, "model": model.state_dict(), "optimizer": opt.state_dict(),
                                                "order_rngs": [r.bit_generator.state for r in order_rngs],
-                                               "aug_gens": [g.get_state() for g in aug_gens]})
+                                               "aug_gens": [generator_state(g) for g in aug_gens]})
 
     schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
     started = time.perf_counter() - state.wall_seconds

@@ -27,7 +27,14 @@ import torch
 import torch.nn.functional as F
 
 from initmem import __version__
-from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
+from initmem.engine.checkpoint import (
+    CheckpointError,
+    CheckpointSchedule,
+    generator_state,
+    load_checkpoint,
+    save_checkpoint,
+    set_generator_state,
+)
 from initmem.engine.clocks import schedule_clocks
 from initmem.engine.data import Splits
 from initmem.engine.metrics import METRICS_FORMAT
@@ -355,13 +362,13 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
             model.load_state_dict(resumed["model"])
             opt.load_state_dict(resumed["optimizer"])
             order_rng.bit_generator.state = resumed["order_rng"]
-            aug_gen.set_state(resumed["aug_gen"])
+            set_generator_state(aug_gen, resumed["aug_gen"])
             if log:
                 print(f"[{run_id}] resumed at epoch {state.epoch} step {state.step}", file=log, flush=True)
 
     def save() -> None:
         save_checkpoint(checkpoint, spec, {"state": state, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                                           "order_rng": order_rng.bit_generator.state, "aug_gen": aug_gen.get_state()})
+                                           "order_rng": order_rng.bit_generator.state, "aug_gen": generator_state(aug_gen)})
 
     patience = spec.get("patience")
     schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
