@@ -67,6 +67,13 @@ def _wait_for(condition, timeout=120.0):
     raise TimeoutError("condition not reached")
 
 
+def _epoch_saved(work: Path, epoch: int) -> bool:
+    """Whether the checkpoint of ``epoch`` is in place (every epoch saves: epoch 2's is the second
+    file, the first one rotated to ``.prev``, and the newest renamed into place)."""
+    ckpt = _ckpt(work)
+    return f"epoch {epoch}/" in _log(work) and ckpt.with_name(ckpt.name + ".prev").exists() and ckpt.exists()
+
+
 def _log(work: Path) -> str:
     paths = list((work / "results/logs/train/main").glob("*.log"))
     return paths[0].read_text() if paths else ""
@@ -78,8 +85,7 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path, reference, sig):
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text(RESUME)
     proc = _start(work)
-    _wait_for(lambda: "epoch 2/4" in _log(work))  # a checkpoint exists, epoch 3 is under way
-    time.sleep(0.3)
+    _wait_for(lambda: _epoch_saved(work, 2))  # epoch 3 is under way
     pid = _trainer_pid(work)
     assert pid is not None
     os.kill(pid, sig)
@@ -93,6 +99,46 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path, reference, sig):
     assert "resumed at epoch 2" in _log(work)
     assert _metrics(work / RUN) == reference  # bit-identical on CPU (timing aside)
     assert not _ckpt(work).exists()  # removed once the metrics file is written
+
+
+def _job_shell(snakemake_pid: int) -> int | None:
+    """The training job's process that Snakemake started (its shell, or the trainer if the shell replaced itself)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == snakemake_pid and b"train-plan" in (stat.parent / "cmdline").read_bytes():
+                return int(stat.parent.name)
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_job_whose_shell_stays_its_parent_reaches_the_trainer(tmp_path):
+    """A shell that does not replace itself with its last command (bash < 5.1; here a command after
+    it): SIGTERM to the job still reaches the trainer, which checkpoints and exits with the requeue status."""
+    from initmem.pipeline.jobs import PREEMPTED_EXIT
+
+    work = workdir_copy(tmp_path)
+    (work / "c.yaml").write_text(RESUME)
+    with open(work / "Snakefile", "a") as fh:
+        fh.write('\nshell.suffix("; true")  # bash stays the parent of every job command\n')
+    proc = _start(work)
+    try:
+        _wait_for(lambda: "epoch 1/4" in _log(work))
+        job = _job_shell(proc.pid)
+        assert job is not None
+        os.kill(job, signal.SIGTERM)
+        proc.wait(timeout=120)
+        log = _log(work)
+        assert "SIGTERM: checkpoint saved at epoch 1 step" in log
+        assert f"exiting with status {PREEMPTED_EXIT}" in log
+        assert _ckpt(work).exists() and not (work / RUN).exists()
+    finally:
+        proc.kill()
+        orphan = _trainer_pid(work)  # a trainer whose shell died without passing the signal on
+        if orphan is not None:
+            os.kill(orphan, signal.SIGKILL)
 
 
 @pytest.mark.slow

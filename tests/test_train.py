@@ -48,10 +48,35 @@ def test_loop_pack_equals_single_runs_bit_for_bit(tiny_splits, tiny_tensors):
         assert _strip_timing(rec) == _strip_timing(single)
 
 
-def test_sigma_w_only_changes_init_and_seed_changes_order(tiny_tensors):
-    a = train_run(tiny_spec(sigma_w=1.0), tiny_tensors, log=None)
-    b = train_run(tiny_spec(sigma_w=2.0), tiny_tensors, log=None)
-    assert b["summary"]["kernel_norm_init"] == pytest.approx(2 * a["summary"]["kernel_norm_init"])
+def _drawn_orders(monkeypatch) -> list[torch.Tensor]:
+    """Record every epoch's data order and augmentation draws the loop makes (one tensor per epoch)."""
+    import initmem.engine.loop as loop
+
+    drawn, original = [], loop.draw_epoch
+
+    def recording(*args, **kwargs):
+        draws = original(*args, **kwargs)
+        drawn.append(torch.cat([draws["perm"].double().flatten(), draws["offsets"].double().flatten()]))
+        return draws
+    monkeypatch.setattr(loop, "draw_epoch", recording)
+    return drawn
+
+
+def test_sigma_w_only_changes_init_and_seed_changes_order(tiny_tensors, monkeypatch):
+    drawn = _drawn_orders(monkeypatch)
+    runs = {}
+    for sigma_w, seed in ((1.0, 0), (2.0, 0), (1.0, 1)):
+        drawn.clear()
+        record = train_run(tiny_spec(sigma_w=sigma_w, seed=seed, augment=True), tiny_tensors, log=None)
+        runs[sigma_w, seed] = record, list(drawn)
+    (base, base_order), (scaled, scaled_order), (reseeded, reseeded_order) = runs[1.0, 0], runs[2.0, 0], runs[1.0, 1]
+    assert len(base_order) == 2  # one draw per epoch
+    # sigma_w scales the init and nothing else: the same data order and augmentation every epoch
+    assert scaled["summary"]["kernel_norm_init"] == pytest.approx(2 * base["summary"]["kernel_norm_init"])
+    assert all(torch.equal(a, b) for a, b in zip(base_order, scaled_order, strict=True))
+    # the seed draws another order and augmentation in every epoch (and another init)
+    assert not any(torch.equal(a, b) for a, b in zip(base_order, reseeded_order, strict=True))
+    assert reseeded["summary"]["kernel_norm_init"] != base["summary"]["kernel_norm_init"]
 
 
 def test_nan_loss_is_recorded_as_diverged(tiny_tensors):
@@ -78,17 +103,28 @@ def test_early_stopping_keeps_schedule(tiny_tensors):
         assert rec["stopped_early"]
 
 
+OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full")
+
+
 @pytest.mark.parametrize("arch,extra", [("resnet9", {}), ("resnet9", {"pool": "avg"}), ("resnet9", {"norm": "layernorm"}),
                                         ("resnet56", {}), ("resnet110", {})])
-@pytest.mark.parametrize("optimizer", ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"])
-def test_every_architecture_and_optimizer_trains(tiny_tensors, arch, extra, optimizer):
-    spec = tiny_spec(arch=arch, optimizer=optimizer, epochs=1, lr=1e-3, **extra)
-    rec = train_run(spec, tiny_tensors, log=None)
-    assert rec["status"] == "ok"
-    assert rec["history"]["epoch"] == [1]
-    for key in ("train_loss", "val_loss", "test_loss", "kernel_norm"):
-        assert math.isfinite(rec["history"][key][0])
-    assert rec["summary"]["kernel_norm_best"] != rec["summary"]["kernel_norm_init"]  # the kernels moved
+def test_every_architecture_and_optimizer_trains(tiny_tensors, arch, extra):
+    """Each optimizer trains each architecture, and each is wired in: the six optimizers move the
+    same start six different ways, and the architecture trains otherwise than the default ResNet-9."""
+    records = {opt: train_run(tiny_spec(arch=arch, optimizer=opt, epochs=1, lr=1e-3, **extra), tiny_tensors, log=None)
+               for opt in OPTIMIZERS}
+    for rec in records.values():
+        assert rec["status"] == "ok"
+        assert rec["history"]["epoch"] == [1]
+        for key in ("train_loss", "val_loss", "test_loss", "kernel_norm"):
+            assert math.isfinite(rec["history"][key][0])
+        assert rec["summary"]["kernel_norm_best"] != rec["summary"]["kernel_norm_init"]  # the kernels moved
+    assert len({r["summary"]["kernel_norm_init"] for r in records.values()}) == 1  # one start (the optimizer is no part of the init)
+    moved = {(r["history"]["kernel_norm"][0], r["history"]["train_loss"][0]) for r in records.values()}
+    assert len(moved) == len(OPTIMIZERS)  # six different updates
+    if (arch, extra) != ("resnet9", {}):
+        default = train_run(tiny_spec(optimizer="sgd", epochs=1, lr=1e-3), tiny_tensors, log=None)
+        assert default["history"]["train_loss"] != records["sgd"]["history"]["train_loss"]
 
 
 def test_augmentation_is_flip_and_shifted_crop():

@@ -43,8 +43,11 @@ rule train:
         "results/logs/train/{study}/{pack}.log",
     conda:
         "../../envs/train.yaml"
+    # exec: the trainer replaces the job's shell, so a SIGTERM to the job (Slurm before a time limit,
+    # scancel) reaches the trainer, which checkpoints and exits for a requeue; without it a shell that
+    # does not replace itself (bash < 5.1) dies at once and the trainer is killed mid-save
     shell:
-        'PYTHONPATH="$INITMEM_LIBRARY" "$INITMEM_PYTHON" -m initmem train-plan {input.plan:q} {input.data:q} {output.pack:q} '
+        'PYTHONPATH="$INITMEM_LIBRARY" exec "$INITMEM_PYTHON" -m initmem train-plan {input.plan:q} {input.data:q} {output.pack:q} '
         '--settings "$INITMEM_TRAIN_SETTINGS" --threads {threads} --checkpoint-dir results/checkpoints/{wildcards.study} '
         "--log {log:q}"
 

@@ -159,6 +159,17 @@ def load_checkpoint(path: Path, spec: dict, report: Callable[[str], None] | None
     return None
 
 
+def generator_state(gen: torch.Generator) -> bytes:
+    """A CPU generator's state for a checkpoint, as bytes: ``torch.load``'s ``map_location`` moves
+    every tensor to the training device, and ``Generator.set_state`` takes only a CPU ByteTensor."""
+    return gen.get_state().numpy().tobytes()
+
+
+def set_generator_state(gen: torch.Generator, state: bytes) -> None:
+    """Restore :func:`generator_state` output into ``gen`` (a CPU generator, whatever the training device)."""
+    gen.set_state(torch.frombuffer(bytearray(state), dtype=torch.uint8))
+
+
 class CheckpointSchedule:
     """When a trainer saves at the end of an epoch: every ``every_epochs`` epochs and, with
     ``every_minutes``, whenever that much wall time has passed since the last save (a node failure

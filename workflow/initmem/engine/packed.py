@@ -13,48 +13,29 @@ reads them once per epoch. A member that diverged or stopped early is then maske
 stays in the stacked model (every tensor keeps its shape, so compiled graphs are built once), but
 its parameters, BatchNorm statistics and optimizer state no longer change and nothing more is
 recorded for it.
+
+This module is the pack's model, step and evaluation (:class:`Pack`); the epochs, checkpoints,
+resume and stopping are the one loop's (:mod:`initmem.engine.loop`), which single runs share.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import math
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from initmem.engine.checkpoint import CheckpointError, CheckpointSchedule, load_checkpoint, save_checkpoint
-from initmem.engine.clocks import schedule_clocks
-from initmem.engine.metrics import METRICS_FORMAT
+from initmem.engine.compute import EVAL_BATCH, check_compile, compile_forward, compile_step, set_precision, static_inputs, step_inputs
+from initmem.engine.loop import train_loop
 from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
-from initmem.engine.optim import KerasOptimizer, flatten_, lr_schedule, mask_rows
-from initmem.engine.train import (
-    EVAL_BATCH,
-    Preempted,
-    RunState,
-    Tensors,
-    _StopFlag,
-    apply_augment,
-    check_compile,
-    compile_forward,
-    compile_step,
-    draw_epoch_augment,
-    environment,
-    seed_streams,
-    set_precision,
-    static_inputs,
-    step_inputs,
-    summarize,
-)
+from initmem.engine.optim import KerasOptimizer, flatten_, mask_rows
+from initmem.engine.streams import Tensors
 
 PACKED_KEYS = ("sigma_w", "seed")  # the only spec keys members of a pack may differ in
 
@@ -167,36 +148,6 @@ class PackedModel:
                 have[k].copy_(v)
 
 
-@dataclass
-class PackState:
-    """Shared progress of a pack (all members still in it are at the same step) and per-member states."""
-
-    members: list[RunState]
-    active: list[int]                 # members still training (row i of the stacked model is member i; the others are masked)
-    epoch: int = 0
-    step: int = 0
-    clocks: dict = field(default_factory=lambda: {"T_sgd": 0.0, "T_l2": 0.0, "T_wd": 0.0, "T_adapt": 0.0})
-    draws: dict | None = None         # this epoch's order and augmentation, a row per member
-    sums: dict | None = None          # this epoch's running loss/correct/finite, a row per member
-    seen: int = 0
-    finished_at: dict = field(default_factory=dict)  # member -> wall seconds when it left the pack
-    wall_seconds: float = 0.0
-
-
-def _draw_epoch(rngs: list[np.random.Generator], gens: list[torch.Generator], active: list[int], n: int, b: int,
-                augment: bool, device: torch.device) -> dict:
-    """One epoch of data order (and augmentation) per member, drawn in exactly the order a single
-    run draws them (a permutation per epoch, then flips and offsets batch by batch). Only members
-    still training draw; a masked member's row repeats the first active member's draws."""
-    rows = [active.index(i) if i in active else 0 for i in range(len(rngs))]
-    perms = np.stack([rngs[i].permutation(n) for i in active])[rows]
-    draws = {"perm": torch.from_numpy(perms).to(device)}
-    if augment:
-        flips, offsets = zip(*(draw_epoch_augment(gens[i], n, b) for i in active), strict=True)
-        draws.update(flip=torch.stack(flips)[rows].to(device), offsets=torch.stack(offsets)[rows].to(device))
-    return draws
-
-
 def pack_step(model: PackedModel, opt: KerasOptimizer, x: torch.Tensor, y: torch.Tensor, lr: float | torch.Tensor, l2: float,
               sums: dict[str, torch.Tensor], autocast: contextlib.AbstractContextManager | None = None) -> None:
     """One training step of a pack (every model its own batch ``x`` (models, images, ...)): forward,
@@ -234,6 +185,65 @@ def evaluate_packed(model: PackedModel, x: torch.Tensor, y: torch.Tensor, l2: fl
     return loss_sum / len(x) + (model.kernel_l2() * l2).double(), correct / len(x)
 
 
+class Pack:
+    """A vectorised pack and its stacked Keras optimizer: the loop's trainee of many members (a row each)."""
+
+    def __init__(self, specs: list[dict], init_gens: list[torch.Generator], device: torch.device, precision: str,
+                 compile: bool | str, max_images: int | None):
+        autocast = set_precision(precision)
+        self.autocast = lambda: autocast(device)
+        spec, self.size, self.device = specs[0], len(specs), device
+        models = []
+        for s, gen in zip(specs, init_gens, strict=True):
+            m = build_model(s["arch"], int(s["width"]), s["norm"], s["pool"])
+            init_weights(m, float(s["sigma_w"]), gen)
+            models.append(m.to(device))
+        self.kernel_norms_init = [kernel_norm(m) for m in models]
+        self.model = PackedModel(models)
+        del models
+        if compile:
+            self.model.compile(training=compile != "step")
+        self.opt = KerasOptimizer(spec["optimizer"], list(self.model.params.values()), spec["weight_decay"], spec["momentum"],
+                                  stacked=True, weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
+        self.weight_decay, self.l2 = self.opt.weight_decay, float(spec["l2"])
+        self.eval_chunk = EVAL_BATCH if max_images is None else max(1, min(EVAL_BATCH, max_images // self.size))
+        self.lr, self.sums = step_inputs(self.size, device)
+        self.always = compile == "step"  # a compiled step's graph never changes: masks are tensors from the start
+        self.mask(list(range(self.size)))
+        if compile == "step":
+            static_inputs(device, self.opt.buffers() + list(self.model.params.values()) + list(self.model.buffers.values())
+                          + self.model.mask_buffers() + [self.lr, *self.sums.values()])
+        self.step = compile_step(lambda x, y: pack_step(self.model, self.opt, x, y, self.lr, self.l2, self.sums,
+                                                        self.autocast()), compile, device)
+
+    def train(self) -> None:
+        self.model.train()
+
+    def end_epoch(self, data: Tensors, seen: int) -> list[list[float]]:
+        val_loss, val_acc = evaluate_packed(self.model, data.x_val, data.y_val, self.l2, self.eval_chunk, self.autocast())
+        test_loss, test_acc = evaluate_packed(self.model, data.x_test, data.y_test, self.l2, self.eval_chunk, self.autocast())
+        columns = torch.stack([self.sums["loss"] / seen, self.sums["correct"] / seen, val_loss, val_acc, test_loss, test_acc,
+                               self.model.kernel_norms(), self.sums["finite"].double()])
+        return columns.T.tolist()  # one host read
+
+    def mask(self, active: list[int]) -> None:
+        """Mask the members not in ``active`` (kept in the stacked model, frozen)."""
+        keep = None
+        if len(active) < self.size:
+            keep = torch.zeros(self.size, dtype=torch.bool)
+            keep[active] = True
+            keep = keep.to(self.device)
+        self.model.set_active(keep, self.always)
+        self.opt.set_active(keep, self.always)
+
+    def state_dict(self) -> dict:
+        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
+
+    def load_state_dict(self, sd: dict) -> None:
+        self.model.load_state_dict(sd["model"])  # in place, onto the pack's device
+        self.opt.load_state_dict(sd["optimizer"])
+
+
 def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None = None, precision: str = "float32",
                  compile: bool | str = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
                  log: TextIO | None = sys.stderr, checkpoint_minutes: float = 0) -> list[dict]:
@@ -245,154 +255,7 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
     check_packable(runs)
     check_compile(compile)
     device = device or data.x_train.device
-    autocast = set_precision(precision)
     specs = [r["spec"] for r in runs]
-    spec, n_models = specs[0], len(runs)
-    streams = [seed_streams(int(s["seed"])) for s in specs]
-    models = []
-    for s, (init_gen, _, _) in zip(specs, streams, strict=True):
-        m = build_model(s["arch"], int(s["width"]), s["norm"], s["pool"])
-        init_weights(m, float(s["sigma_w"]), init_gen)
-        models.append(m.to(device))
-    model = PackedModel(models)
-    if compile:
-        model.compile(training=compile != "step")
-    state = PackState(members=[RunState(kernel_norm_init=kernel_norm(m)) for m in models], active=list(range(n_models)))
-    del models
-    order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
-    n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
-    steps = math.ceil(n / b)
-    lr_at = lr_schedule(spec, epochs * steps)
-    l2, patience = float(spec["l2"]), spec.get("patience")
-    eval_chunk = EVAL_BATCH if max_images is None else max(1, min(EVAL_BATCH, max_images // n_models))
-    name = f"pack {runs[0]['run_id']} (+{n_models - 1})"
-
-    def say(msg: str) -> None:
-        if log:
-            print(f"[{name}] {msg}", file=log, flush=True)
-
-    ckpt_key = {"runs": [r["run_id"] for r in runs], "specs": specs}
-    resumed = None
-    if checkpoint is not None:
-        try:
-            resumed = load_checkpoint(checkpoint, ckpt_key, report=say, map_location=device)
-        except CheckpointError as exc:
-            say(f"{exc}; starting from scratch")
-            resumed = None
-        if resumed is not None:
-            state = resumed["state"]
-            model.load_state_dict(resumed["model"])
-            for rng, st in zip(order_rngs, resumed["order_rngs"], strict=True):
-                rng.bit_generator.state = st
-            for gen, st in zip(aug_gens, resumed["aug_gens"], strict=True):
-                gen.set_state(st)
-            state.draws = {k: v.to(device) for k, v in state.draws.items()} if state.draws else None
-            state.sums = {k: v.to(device) for k, v in state.sums.items()} if state.sums else None
-            say(f"resumed at epoch {state.epoch} step {state.step} with {len(state.active)} of {n_models} runs")
-    # built after a resume, over the tensors the pack trains now
-    opt = KerasOptimizer(spec["optimizer"], list(model.params.values()), spec["weight_decay"], spec["momentum"], stacked=True,
-                         weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
-    if resumed is not None:
-        opt.load_state_dict(resumed["optimizer"])
-    lr, sums = step_inputs(n_models, device)
-    if state.sums is not None:  # resumed in the middle of an epoch
-        for k, v in state.sums.items():
-            sums[k].copy_(v)
-        state.sums = sums
-    _mask(state, model, opt, n_models, device, always=compile == "step")
-    if compile == "step":
-        static_inputs(device, opt.buffers() + list(model.params.values()) + list(model.buffers.values()) + model.mask_buffers()
-                      + [lr, *sums.values()])
-    step = compile_step(lambda x, y: pack_step(model, opt, x, y, lr, l2, sums, autocast(device)), compile, device)
-    wd = opt.weight_decay
-
-    def save() -> None:
-        state.wall_seconds = time.perf_counter() - started
-        save_checkpoint(checkpoint, ckpt_key, {"state": state, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                                               "order_rngs": [r.bit_generator.state for r in order_rngs],
-                                               "aug_gens": [g.get_state() for g in aug_gens]})
-
-    schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
-    started = time.perf_counter() - state.wall_seconds
-    while state.epoch < epochs and state.active:
-        if state.draws is None:
-            state.draws = _draw_epoch(order_rngs, aug_gens, state.active, n, b, bool(spec["augment"]), device)
-            state.step, state.seen = 0, 0
-            sums["loss"].zero_()
-            sums["correct"].zero_()
-            sums["finite"].fill_(True)
-            state.sums = sums
-        model.train()
-        while state.step < steps:
-            lr.fill_(lr_at(state.epoch * steps + state.step))
-            batch = slice(state.step * b, (state.step + 1) * b)
-            idx = state.draws["perm"][:, batch]
-            x, y = data.x_train[idx], data.y_train[idx]
-            if spec["augment"]:
-                x = apply_augment(x, state.draws["flip"][:, batch], state.draws["offsets"][:, batch])
-            step(x, y)
-            state.seen += y.shape[1]
-            state.step += 1
-            if _StopFlag.requested and checkpoint is not None:
-                save()
-                raise Preempted(f"[{name}] SIGTERM: checkpoint saved at epoch {state.epoch} step {state.step}")
-        last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
-        state.clocks = schedule_clocks(spec, epochs * steps, (state.epoch + 1) * steps, wd)  # closed form, as the calculator
-        _end_epoch(state, model, data, l2, eval_chunk, autocast(device), last_lr, patience, started)
-        state.epoch += 1
-        state.draws = state.sums = None
-        keep = [member for member in state.active if state.members[member].status == "ok" and not state.members[member].stopped_early]
-        if len(keep) < len(state.active):
-            state.active = keep
-            _mask(state, model, opt, n_models, device, always=compile == "step")
-        if state.active:
-            val = [state.members[i].history["val_loss"][-1] for i in state.active]
-            say(f"epoch {state.epoch}/{epochs}: {len(state.active)} of {n_models} runs training, val loss "
-                f"{min(val):.4f}..{max(val):.4f}, {time.perf_counter() - started:.1f}s")
-        if checkpoint is not None and state.active and schedule.due(state.epoch, epochs):
-            save()
-            schedule.saved()
-    wall = time.perf_counter() - started
-    env = environment(device, precision, "vmap", n_models, compile)
-    for member, r in enumerate(runs):
-        st = state.members[member]
-        if st.status == "diverged":
-            say(f"{r['run_id']} diverged (non-finite loss) after {st.epoch} finished epochs")
-    return [{"format": METRICS_FORMAT, "run_id": r["run_id"], "spec": dict(r["spec"]), "status": st.status,
-             "stopped_early": st.stopped_early, "history": st.history, "summary": summarize(st.history, st.kernel_norm_init),
-             "env": env, "wall_seconds": state.finished_at.get(member, wall)}
-            for member, (r, st) in enumerate(zip(runs, state.members, strict=True))]
-
-
-def _mask(state: PackState, model: PackedModel, opt: KerasOptimizer, n_models: int, device: torch.device, always: bool = False) -> None:
-    """Mask the members that no longer train (kept in the stacked model, frozen); ``always``: keep the
-    masks as tensors also while every member trains (a compiled step's graph never changes)."""
-    keep = None
-    if len(state.active) < n_models:
-        keep = torch.zeros(n_models, dtype=torch.bool)
-        keep[state.active] = True
-        keep = keep.to(device)
-    model.set_active(keep, always)
-    opt.set_active(keep, always)
-
-
-def _end_epoch(state: PackState, model: PackedModel, data: Tensors, l2: float, eval_chunk: int, autocast,
-               last_lr: float, patience: int | None, started: float) -> None:
-    """Evaluate, append each member's history row, and apply divergence and early stopping (one host read)."""
-    val_loss, val_acc = evaluate_packed(model, data.x_val, data.y_val, l2, eval_chunk, autocast)
-    test_loss, test_acc = evaluate_packed(model, data.x_test, data.y_test, l2, eval_chunk, autocast)
-    columns = torch.stack([state.sums["loss"] / state.seen, state.sums["correct"] / state.seen, val_loss, val_acc,
-                           test_loss, test_acc, model.kernel_norms(), state.sums["finite"].double()]).tolist()
-    for member in state.active:
-        row, st = member, state.members[member]
-        train_loss, train_acc, v_loss, v_acc, t_loss, t_acc, norm, finite = (c[row] for c in columns)
-        if not (finite and math.isfinite(v_loss) and math.isfinite(t_loss)):
-            st.status = "diverged"
-            state.finished_at[member] = time.perf_counter() - started
-            continue
-        st.epoch = state.epoch + 1
-        values = {"epoch": st.epoch, "train_loss": train_loss, "train_acc": train_acc, "val_loss": v_loss, "val_acc": v_acc,
-                  "test_loss": t_loss, "test_acc": t_acc, "kernel_norm": norm, "lr": last_lr, **state.clocks}
-        st.record_epoch(values, patience)
-        if st.stopped_early:
-            state.finished_at[member] = time.perf_counter() - started
+    return train_loop(runs, data, lambda gens: Pack(specs, gens, device, precision, compile, max_images), engine="vmap",
+                      device=device, precision=precision, compile=compile, name=f"pack {runs[0]['run_id']} (+{len(runs) - 1})",
+                      checkpoint=checkpoint, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)

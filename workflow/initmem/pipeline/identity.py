@@ -22,8 +22,8 @@ LIBRARY = Path(__file__).resolve().parents[1]  # the initmem package
 # Modules whose code decides a run's numbers. Editing any of them (beyond comments and docstrings)
 # changes every run's key, so every training job is planned again. Where a module lives and the
 # package paths its imports name do not count (:func:`code_version`): moving files retrains nothing.
-TRAINER_MODULES = ("engine/train.py", "engine/packed.py", "engine/models.py", "engine/optim.py", "spec.py", "engine/data.py",
-                   "engine/clocks.py")
+TRAINER_MODULES = ("engine/loop.py", "engine/train.py", "engine/packed.py", "engine/streams.py", "engine/compute.py",
+                   "engine/models.py", "engine/optim.py", "spec.py", "engine/data.py", "engine/clocks.py")
 # Modules whose code decides the tables and figures (never a reason to retrain).
 ANALYSIS_MODULES = ("claims/analysis.py", "claims/verdicts.py", "claims/spreads.py", "claims/shapes.py", "claims/power.py",
                     "claims/collapse.py", "claims/collapse_calibration.py", "claims/calibration.py", "claims/table.py", "claims/rows.py", "claims/clock.py",

@@ -16,12 +16,12 @@ from typing import TextIO
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
 from initmem.engine.device import device_environment, pick_device
-from initmem.engine.train import Preempted, Tensors, install_sigterm_handler, train_run
+from initmem.engine.train import Preempted, Tensors, install_stop_handlers, train_run
 from initmem.pipeline.planning import read_plan
 from initmem.pipeline.records import write_pack
 
 ENGINES = ("vmap", "loop")
-PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM after saving a checkpoint; rerun to resume
+PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM or SIGINT after saving a checkpoint; rerun to resume
 
 
 def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
@@ -78,13 +78,13 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
 
     ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
     max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
-    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM (a checkpoint was saved: rerun to resume).
+    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume).
     """
     import torch
 
     members = read_plan(plan)
     torch.set_num_threads(int(threads))
-    install_sigterm_handler()
+    install_stop_handlers()
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
     # config) or from other trainer code never resumes from this one's state
     ckpt_dir = Path(checkpoint_dir) / keys_folder(members) if checkpoint_dir else None

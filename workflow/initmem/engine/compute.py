@@ -1,0 +1,102 @@
+"""How a trainer's steps run on its device: numeric precision, ``torch.compile``, and the tensors a
+step reads besides its batch. Shared by single runs (:mod:`initmem.engine.train`) and packs
+(:mod:`initmem.engine.packed`); none of it changes what a step computes beyond float rounding."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import torch
+
+EVAL_BATCH = 1000  # images per evaluation forward pass (a pack's: models x images, bounded by max_images)
+PRECISIONS = ("float32", "tf32", "bf16")
+
+
+def set_precision(precision: str) -> Callable[[torch.device], contextlib.AbstractContextManager]:
+    """Apply ``compute.precision``; returns the autocast context factory for forward passes.
+
+    float32 (default, fidelity): IEEE float32 matmuls and convolutions (TF32 off, also for cuDNN,
+    where PyTorch allows it by default). tf32: TensorFloat-32 matmuls/convs on Ampere+ GPUs. bf16:
+    bfloat16 autocast of forward passes (cross-entropy, moving statistics and optimizer state stay float32).
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    if precision == "bf16":
+        return lambda device: torch.autocast(device.type, dtype=torch.bfloat16)
+    return lambda device: contextlib.nullcontext()
+
+
+COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation
+
+
+def check_compile(compile: bool | str) -> None:
+    """Raise a clear error for a ``compute.compile`` value other than false, true or step."""
+    if not (isinstance(compile, bool) or compile == "step"):
+        raise ValueError(f"unknown compute.compile {compile!r}; choose false, true (the forward pass) or step (the whole training step)")
+
+
+def _raise_recompile_limit() -> None:
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILE_RECOMPILE_LIMIT)
+
+
+def compile_forward(fn: Callable, compile: bool) -> Callable:
+    """``compute.compile``: the forward pass (a module, or a function of tensors) through
+    ``torch.compile`` (TorchInductor fuses the normalisation and activation arithmetic; the backward
+    pass is compiled with it). Off: ``fn`` itself.
+
+    Shapes are static: every new shape (the last partial batch, evaluation; packs keep their size)
+    compiles once more, which costs seconds to a minute each. Dynamic shapes would avoid that, but
+    their symbolic shape analysis of the vectorised convolutions did not finish (torch 2.14, CPU).
+    """
+    if not compile:
+        return fn
+    _raise_recompile_limit()
+    return torch.compile(fn, dynamic=False)
+
+
+def compile_step(step: Callable[[torch.Tensor, torch.Tensor], None], compile: bool | str,
+                 device: torch.device) -> Callable[[torch.Tensor, torch.Tensor], None]:
+    """``compute.compile: step``: the whole training step ``step(x, y)`` (forward, loss, backward,
+    optimizer update, running sums) through ``torch.compile``; on CUDA in mode ``reduce-overhead``,
+    which replays each graph as a CUDA graph (one launch instead of hundreds of kernels). Any other
+    setting: ``step`` itself.
+
+    Everything that changes from step to step must reach the step as a tensor updated in place (the
+    learning rate, the optimizer's step count, a pack's mask): a Python number would be a constant
+    of the graph and recompile it every step. ``backward()`` is a graph break: Dynamo builds the
+    forward and loss as one graph (AOTAutograd compiles its backward with it) and the update as
+    another. Autocast (bf16) is resolved while tracing, so every precision is captured. Shapes are
+    static as in :func:`compile_forward` (the last partial batch compiles once more).
+    """
+    if compile != "step":
+        return step
+    _raise_recompile_limit()
+    if device.type != "cuda":
+        return torch.compile(step, dynamic=False)
+    compiled = torch.compile(step, dynamic=False, mode="reduce-overhead")
+
+    def captured(x: torch.Tensor, y: torch.Tensor) -> None:
+        torch.compiler.cudagraph_mark_step_begin()  # a new iteration: the last step's graph outputs are no longer read
+        compiled(x, y)
+    return captured
+
+
+def static_inputs(device: torch.device, tensors: list[torch.Tensor]) -> None:
+    """On CUDA, tell the compiler that ``tensors`` (what a step updates in place) keep their address,
+    so CUDA graphs may mutate them instead of being skipped for mutated inputs."""
+    if device.type == "cuda":
+        for t in tensors:
+            torch._dynamo.mark_static_address(t)
+
+
+def step_inputs(n: int | None, device: torch.device) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The tensors a step reads besides its batch, kept for the whole run so their addresses stay fixed:
+    the learning rate (0-d float64) and the running sums (loss x images, correct, finite; per model when ``n``)."""
+    shape = () if n is None else (n,)
+    return (torch.zeros((), dtype=torch.float64, device=device),
+            {"loss": torch.zeros(shape, dtype=torch.float64, device=device),
+             "correct": torch.zeros(shape, dtype=torch.float64, device=device),
+             "finite": torch.ones(shape, dtype=torch.bool, device=device)})

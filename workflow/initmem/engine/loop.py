@@ -1,0 +1,318 @@
+"""The one training loop behind single runs and packs: epochs, steps, evaluation, checkpoints,
+resume, preemption, early stopping, divergence and masking.
+
+A *trainee* (:class:`Trainee`) is what the loop trains: one plain model (:mod:`initmem.engine.train`)
+or a vectorised pack of models (:mod:`initmem.engine.packed`). It owns the models, the optimizer,
+the compiled step and the evaluation; the loop owns everything else, for every member alike: each
+member's own data order and augmentation streams (:mod:`initmem.engine.streams`), the schedule and
+clocks, its history, early stopping (Keras ``EarlyStopping(monitor="val_loss", min_delta=0)``,
+schedule unchanged) and divergence (a non-finite loss ends it as ``diverged``, read once per epoch),
+and the checkpoint. A member that stops is masked, not removed (:meth:`Trainee.mask`).
+
+Checkpoints: saved every ``checkpoint_every`` epochs, at the end of an epoch ``checkpoint_minutes``
+after the last save, at a stop request (SIGTERM or SIGINT, :func:`install_stop_handlers`: then
+:class:`Preempted` is raised) and once more, without the models, when training ends, so that a run
+or pack that finished is never trained again, whatever happens before its metrics are written.
+Resuming is bit-identical, also in the middle of an epoch, on whichever device: every restored
+tensor goes to the device its consumer needs (generator states are bytes, the CPU's; model,
+optimizer, draws and running sums go to the training device).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TextIO
+
+import numpy as np
+import torch
+
+from initmem import __version__
+from initmem.engine.checkpoint import (
+    CheckpointError,
+    CheckpointSchedule,
+    generator_state,
+    load_checkpoint,
+    save_checkpoint,
+    set_generator_state,
+)
+from initmem.engine.clocks import schedule_clocks
+from initmem.engine.metrics import METRICS_FORMAT
+from initmem.engine.optim import lr_schedule
+from initmem.engine.streams import Tensors, batch_of, draw_epoch, seed_streams
+
+INTERP_ACC = 0.995
+HISTORY_KEYS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
+                "kernel_norm", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
+COLUMNS = ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc", "kernel_norm", "finite")
+
+
+class Preempted(RuntimeError):
+    """A stop was requested (SIGTERM, SIGINT): the checkpoint is saved and training stopped; a restart resumes it."""
+
+
+class StopRequest:
+    """Set by SIGTERM (what Slurm sends before a time limit or preemption) or SIGINT (Ctrl-C); the
+    loop checkpoints after the current step and raises :class:`Preempted`."""
+
+    requested = False
+    reason = "stop requested"
+
+
+def install_stop_handlers() -> None:
+    """Make SIGTERM and SIGINT request a checkpoint-and-exit at the next step instead of killing the
+    process (a second SIGINT interrupts at once, as Ctrl-C does by default)."""
+    def handler(signum, frame):  # noqa: ARG001
+        if signum == signal.SIGINT and StopRequest.requested:
+            raise KeyboardInterrupt
+        StopRequest.requested, StopRequest.reason = True, signal.Signals(signum).name
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+@dataclass
+class RunState:
+    """One member's record so far: its finished epochs, history, early stopping and status."""
+
+    epoch: int = 0                    # finished epochs
+    history: dict = field(default_factory=lambda: {k: [] for k in HISTORY_KEYS})
+    best_val: float = math.inf
+    wait: int = 0
+    stopped_early: bool = False
+    status: str = "ok"
+    kernel_norm_init: float = 0.0
+
+    def record_epoch(self, row: dict, patience: int | None) -> None:
+        """Append a finished epoch's row and apply Keras EarlyStopping(monitor="val_loss", min_delta=0)."""
+        for key in HISTORY_KEYS:
+            self.history[key].append(row[key])
+        if row["val_loss"] < self.best_val:
+            self.best_val, self.wait = row["val_loss"], 0
+        else:
+            self.wait += 1
+            if patience is not None and self.wait >= patience:
+                self.stopped_early = True
+
+
+@dataclass
+class LoopState:
+    """Everything needed to resume bit-identically, also in the middle of an epoch: the shared
+    progress (all members still training are at the same step) and each member's record."""
+
+    members: list[RunState]
+    active: list[int]                 # members still training (row i of the trainee is member i; the others are masked)
+    epoch: int = 0
+    step: int = 0
+    clocks: dict = field(default_factory=lambda: {"T_sgd": 0.0, "T_l2": 0.0, "T_wd": 0.0, "T_adapt": 0.0})
+    draws: dict | None = None         # this epoch's order and augmentation, a row per member
+    sums: dict | None = None          # this epoch's running loss/correct/finite, a row per member
+    seen: int = 0
+    finished_at: dict = field(default_factory=dict)  # member -> wall seconds when it left
+    wall_seconds: float = 0.0
+
+
+class Trainee(Protocol):
+    """What the loop trains: ``size`` members as rows (a plain model is one row)."""
+
+    weight_decay: float               # the optimizer's resolved decay (for the clocks)
+    kernel_norms_init: list[float]
+    lr: torch.Tensor                  # 0-d, filled before every step
+    sums: dict[str, torch.Tensor]     # running loss x images, correct, finite: a row per member
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """One training step on every member's batch (``x`` (members, b, C, H, W), ``y`` (members, b))."""
+
+    def train(self) -> None:
+        """Training mode (BatchNorm batch statistics)."""
+
+    def end_epoch(self, data: Tensors, seen: int) -> list[list[float]]:
+        """Per member row, the values of :data:`COLUMNS` (running train loss/acc over ``seen`` images,
+        eval-mode val/test loss/acc, kernel norm, finiteness of every step's loss), in one host read."""
+
+    def mask(self, active: list[int]) -> None:
+        """Freeze every member not in ``active`` (its parameters, statistics and optimizer state)."""
+
+    def state_dict(self) -> dict:
+        """Models and optimizer for a checkpoint."""
+
+    def load_state_dict(self, sd: dict) -> None:
+        """Restore :meth:`state_dict` output onto the trainee's device."""
+
+
+def summarize(history: dict, kernel_norm_init: float) -> dict:
+    """tau_best (first epoch of minimal val loss), metrics there, tau_interp and the repair gap."""
+    out = {"tau_best": None, "tau_interp": None, "val_loss_best": None, "val_acc_best": None,
+           "test_acc_best": None, "train_acc_best": None, "kernel_norm_init": kernel_norm_init,
+           "kernel_norm_best": None, "repair_gap": None}
+    if not history["epoch"]:
+        return out
+    i = int(np.argmin(history["val_loss"]))  # argmin returns the first minimum
+    out.update(tau_best=history["epoch"][i], val_loss_best=history["val_loss"][i], val_acc_best=history["val_acc"][i],
+               test_acc_best=history["test_acc"][i], train_acc_best=history["train_acc"][i],
+               kernel_norm_best=history["kernel_norm"][i])
+    interp = [j for j, a in enumerate(history["train_acc"]) if a >= INTERP_ACC]
+    if interp:
+        j = interp[0]
+        out.update(tau_interp=history["epoch"][j], repair_gap=history["val_acc"][i] - history["val_acc"][j])
+    return out
+
+
+def environment(device: torch.device, precision: str = "float32", engine: str = "loop", pack_size: int = 1,
+                compile: bool | str = False) -> dict:
+    """Versions, device, precision, compilation and pack engine recorded in every metrics file."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    return {"initmem": __version__, "torch": torch.__version__, "numpy": np.__version__,
+            "python": sys.version.split()[0], "device": f"{device.type}:{name}", "precision": precision,
+            "threads": torch.get_num_threads(), "engine": engine, "pack_size": pack_size, "compile": compile}
+
+
+def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[torch.Generator]], Trainee], *, engine: str,
+               device: torch.device, precision: str, compile: bool | str, name: str, checkpoint: Path | None,
+               checkpoint_every: int, checkpoint_minutes: float, log: TextIO | None) -> list[dict]:
+    """Train ``runs`` (dicts with ``run_id`` and ``spec``, sharing everything but sigma_w and seed) as
+    the trainee ``make_trainee(init generators)`` returns; one metrics record per run, in order.
+    ``engine`` is recorded in each record's env (the trainee's kind: "loop" one plain model, "vmap" a
+    pack), ``name`` labels the log lines; checkpoints as the module says."""
+    spec, size = runs[0]["spec"], len(runs)
+
+    def say(msg: str) -> None:
+        if log:
+            print(f"[{name}] {msg}", file=log, flush=True)
+
+    key = {"runs": [r["run_id"] for r in runs], "specs": [r["spec"] for r in runs]}
+    resumed = _resume(checkpoint, key, say, device)
+    if resumed is not None and resumed.get("finished", False):
+        say("finished before the interruption: its record is kept, nothing is trained again")
+        return _records(runs, resumed["state"], resumed["state"].wall_seconds,
+                        environment(device, precision, engine, size, compile))
+    streams = [seed_streams(int(r["spec"]["seed"])) for r in runs]
+    order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
+    trainee = make_trainee([s[0] for s in streams])
+    state = LoopState(members=[RunState(kernel_norm_init=k) for k in trainee.kernel_norms_init], active=list(range(size)))
+    if resumed is not None:
+        state = resumed["state"]
+        trainee.load_state_dict(resumed["trainee"])
+        for rng, saved in zip(order_rngs, resumed["order_rngs"], strict=True):
+            rng.bit_generator.state = saved
+        for gen, saved in zip(aug_gens, resumed["aug_gens"], strict=True):
+            set_generator_state(gen, saved)
+        state.draws = {k: v.to(device) for k, v in state.draws.items()} if state.draws else None
+        if state.sums is not None:  # resumed in the middle of an epoch
+            for k, v in state.sums.items():
+                trainee.sums[k].copy_(v)
+            state.sums = trainee.sums
+        if len(state.active) < size:
+            trainee.mask(state.active)
+        say(f"resumed at epoch {state.epoch} step {state.step}" + (f" with {len(state.active)} of {size} runs" if size > 1 else ""))
+
+    started = time.perf_counter() - state.wall_seconds
+
+    def save(payload: dict) -> None:
+        state.wall_seconds = time.perf_counter() - started
+        save_checkpoint(checkpoint, key, {"state": state, **payload})
+
+    def save_training() -> None:
+        save({"trainee": trainee.state_dict(), "order_rngs": [r.bit_generator.state for r in order_rngs],
+              "aug_gens": [generator_state(g) for g in aug_gens]})
+
+    n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
+    steps = math.ceil(n / b)
+    lr_at = lr_schedule(spec, epochs * steps)
+    patience = spec.get("patience")
+    schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
+    while state.epoch < epochs and state.active:
+        if state.draws is None:
+            state.draws = draw_epoch(order_rngs, aug_gens, state.active, n, b, bool(spec["augment"]), device)
+            state.step, state.seen = 0, 0
+            trainee.sums["loss"].zero_()
+            trainee.sums["correct"].zero_()
+            trainee.sums["finite"].fill_(True)
+            state.sums = trainee.sums
+        trainee.train()
+        while state.step < steps:
+            trainee.lr.fill_(lr_at(state.epoch * steps + state.step))
+            x, y = batch_of(data, state.draws, slice(state.step * b, (state.step + 1) * b))
+            trainee.step(x, y)
+            state.seen += y.shape[1]
+            state.step += 1
+            if StopRequest.requested:
+                if checkpoint is None:
+                    raise Preempted(f"[{name}] {StopRequest.reason}: stopped at epoch {state.epoch} step {state.step} "
+                                    "with no checkpoint configured: a restart trains from scratch")
+                save_training()
+                raise Preempted(f"[{name}] {StopRequest.reason}: checkpoint saved at epoch {state.epoch} step {state.step}")
+        last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
+        state.clocks = schedule_clocks(spec, epochs * steps, (state.epoch + 1) * steps, trainee.weight_decay)  # closed form, as the calculator
+        recorded = _end_epoch(state, trainee.end_epoch(data, state.seen), last_lr, patience, started)
+        state.epoch += 1
+        state.draws = state.sums = None
+        keep = [m for m in state.active if state.members[m].status == "ok" and not state.members[m].stopped_early]
+        if len(keep) < len(state.active):
+            state.active = keep
+            trainee.mask(keep)
+        _log_epoch(say, state, recorded, epochs, size, time.perf_counter() - started)
+        if checkpoint is not None and state.active and schedule.due(state.epoch, epochs):
+            save_training()
+            schedule.saved()
+    if checkpoint is not None:
+        save({"finished": True})  # the records only: nothing here trains again
+    for member, r in enumerate(runs):
+        if state.members[member].status == "diverged":
+            say(f"{r['run_id']} diverged (non-finite loss) after {state.members[member].epoch} finished epochs")
+    return _records(runs, state, time.perf_counter() - started, environment(device, precision, engine, size, compile))
+
+
+def _records(runs: list[dict], state: LoopState, wall: float, env: dict) -> list[dict]:
+    """The metrics record of every member (DESIGN "Outputs"), in order."""
+    return [{"format": METRICS_FORMAT, "run_id": r["run_id"], "spec": dict(r["spec"]), "status": st.status,
+             "stopped_early": st.stopped_early, "history": st.history, "summary": summarize(st.history, st.kernel_norm_init),
+             "env": env, "wall_seconds": state.finished_at.get(member, wall)}
+            for member, (r, st) in enumerate(zip(runs, state.members, strict=True))]
+
+
+def _resume(checkpoint: Path | None, key: dict, say: Callable[[str], None], device: torch.device) -> dict | None:
+    """The checkpoint's payload, or None (none there, or none usable: said, and training starts over)."""
+    if checkpoint is None:
+        return None
+    try:
+        return load_checkpoint(checkpoint, key, report=say, map_location=device)
+    except CheckpointError as exc:
+        say(f"{exc}; starting from scratch")
+        return None
+
+
+def _end_epoch(state: LoopState, columns: list[list[float]], last_lr: float, patience: int | None, started: float) -> list[int]:
+    """Append each active member's history row and apply divergence and early stopping; returns the members that recorded."""
+    recorded = []
+    for member in state.active:
+        row = dict(zip(COLUMNS, columns[member], strict=True))
+        st = state.members[member]
+        if not (row["finite"] and math.isfinite(row["val_loss"]) and math.isfinite(row["test_loss"])):
+            st.status = "diverged"
+            state.finished_at[member] = time.perf_counter() - started
+            continue
+        st.epoch = state.epoch + 1
+        values = {"epoch": st.epoch, **{k: row[k] for k in COLUMNS[:-1]}, "lr": last_lr, **state.clocks}
+        st.record_epoch(values, patience)
+        recorded.append(member)
+        if st.stopped_early:
+            state.finished_at[member] = time.perf_counter() - started
+    return recorded
+
+
+def _log_epoch(say: Callable[[str], None], state: LoopState, recorded: list[int], epochs: int, size: int, seconds: float) -> None:
+    """One line per epoch: a single run's losses, or how many of a pack's runs still train."""
+    if size == 1 and recorded:
+        h = state.members[0].history
+        say(f"epoch {state.epoch}/{epochs} loss {h['train_loss'][-1]:.4f} acc {h['train_acc'][-1]:.3f} "
+            f"val {h['val_loss'][-1]:.4f}/{h['val_acc'][-1]:.3f} test {h['test_acc'][-1]:.3f} {seconds:.1f}s")
+    elif size > 1 and state.active:
+        val = [state.members[i].history["val_loss"][-1] for i in state.active]
+        say(f"epoch {state.epoch}/{epochs}: {len(state.active)} of {size} runs training, val loss "
+            f"{min(val):.4f}..{max(val):.4f}, {seconds:.1f}s")
