@@ -373,7 +373,7 @@ def resume_child(mode: str, folder: Path, quick: bool) -> int:
     import torch
 
     from initmem.engine.packed import train_packed
-    from initmem.engine.train import Preempted, install_sigterm_handler
+    from initmem.engine.train import Preempted, install_stop_handlers
 
     device = setup_device(quick)
     runs, data, steps = resume_setup(device, quick)
@@ -381,7 +381,7 @@ def resume_child(mode: str, folder: Path, quick: bool) -> int:
     if mode == "resume":
         (folder / "resumed.json").write_text(strip_records(train_packed(runs, data, device=device, checkpoint=ckpt, log=None)))
         return 0
-    install_sigterm_handler()
+    install_stop_handlers()
     original, calls = torch.Tensor.backward, {"n": 0}
 
     def counting_backward(self, *args, **kwargs):

@@ -13,6 +13,12 @@ EVAL_BATCH = 1000  # images per evaluation forward pass (a pack's: models x imag
 PRECISIONS = ("float32", "tf32", "bf16")
 
 
+def loss_dtype(logits: torch.Tensor) -> torch.Tensor:
+    """Logits in at least float32 for the loss: bf16/fp16 autocast outputs go up to float32, a
+    float64 model keeps float64 (a float32 loss would put float32 rounding into every gradient)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
+
+
 def set_precision(precision: str) -> Callable[[torch.device], contextlib.AbstractContextManager]:
     """Apply ``compute.precision``; returns the autocast context factory for forward passes.
 

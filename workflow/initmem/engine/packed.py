@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from initmem.engine.compute import EVAL_BATCH, check_compile, compile_forward, compile_step, set_precision, static_inputs, step_inputs
+from initmem.engine.compute import EVAL_BATCH, check_compile, compile_forward, compile_step, loss_dtype, set_precision, static_inputs, step_inputs
 from initmem.engine.loop import train_loop
 from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
 from initmem.engine.optim import KerasOptimizer, flatten_, mask_rows
@@ -156,7 +156,7 @@ def pack_step(model: PackedModel, opt: KerasOptimizer, x: torch.Tensor, y: torch
     rows = model.size
     with autocast or contextlib.nullcontext():
         logits = model.forward_masked(x)
-    loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view(rows, -1).mean(1)
+    loss = F.cross_entropy(loss_dtype(logits).flatten(0, 1), y.flatten(), reduction="none").view(rows, -1).mean(1)
     if l2:
         loss = loss + model.kernel_l2() * l2
     sums["finite"] &= torch.isfinite(loss)  # read once per epoch: no host sync here
@@ -178,7 +178,7 @@ def evaluate_packed(model: PackedModel, x: torch.Tensor, y: torch.Tensor, l2: fl
     for i in range(0, len(x), chunk):
         target = y[i:i + chunk]
         with autocast:
-            logits = model(x[i:i + chunk], shared=True).float()
+            logits = loss_dtype(model(x[i:i + chunk], shared=True))
         ce = F.cross_entropy(logits.flatten(0, 1), target.repeat(model.size), reduction="none")
         loss_sum += ce.view(model.size, -1).sum(1).double()
         correct += (logits.argmax(-1) == target).sum(1).double()

@@ -31,6 +31,7 @@ from initmem.engine.compute import (
     check_compile,
     compile_forward,
     compile_step,
+    loss_dtype,
     set_precision,
     static_inputs,
     step_inputs,
@@ -78,7 +79,7 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l2: float
     for i in range(0, len(x), EVAL_BATCH):
         with autocast or contextlib.nullcontext():
             logits = net(x[i:i + EVAL_BATCH])
-        total_loss += F.cross_entropy(logits.float(), y[i:i + EVAL_BATCH], reduction="sum").double()
+        total_loss += F.cross_entropy(loss_dtype(logits), y[i:i + EVAL_BATCH], reduction="sum").double()
         correct += (logits.argmax(1) == y[i:i + EVAL_BATCH]).sum()
     return float(total_loss) / len(x) + float(l2_penalty(model, l2)), int(correct) / len(x)
 
@@ -91,7 +92,7 @@ def run_step(net: Callable[[torch.Tensor], torch.Tensor], model: torch.nn.Module
     compiled); the batch's loss x images, correct count and finiteness go into ``sums`` on the device (no host read)."""
     with autocast or contextlib.nullcontext():
         logits = net(x)
-    loss = F.cross_entropy(logits.float(), y) + l2_penalty(model, l2)
+    loss = F.cross_entropy(loss_dtype(logits), y) + l2_penalty(model, l2)
     sums["finite"] &= torch.isfinite(loss)
     for p in opt.params:
         p.grad = None
