@@ -105,8 +105,8 @@ def test_muon_step_has_keras_scale():
 
 
 def test_unknown_optimizer_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
-        KerasOptimizer("lion", [])
+    with pytest.raises(ValueError, match="unknown optimizer 'lamb'"):
+        KerasOptimizer("lamb", [])
 
 
 def test_coupled_weight_decay_goes_through_the_gradient():
