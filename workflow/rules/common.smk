@@ -15,10 +15,10 @@ sys.path.insert(0, LIBRARY_DIR)
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command, check_profile_configfiles, check_slurm_account, check_workflow_profile  # noqa: E402
-from initmem.pipeline.identity import (analysis_version, code_version, code_version_before_moves, data_folder, data_identity,  # noqa: E402
-                                       run_key, trainer_version)
+from initmem.pipeline.identity import (ANALYSIS_CODE, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
+                                       data_identity, run_code_version, run_key, source_of)
 from initmem.io import write_yaml  # noqa: E402
-from initmem.pipeline.legacy import migrate_legacy_data  # noqa: E402
+from initmem.pipeline.legacy import FORMER_DATA_CODES, migrate_legacy_data  # noqa: E402
 from initmem.pipeline.configfiles import outputs_of_another_config  # noqa: E402
 from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
@@ -47,19 +47,20 @@ try:
     if not config["data"].get("verify_md5", True):
         check_data_archive(config["data"], None)  # read for its md5 right below
     # What a run's result depends on (docs/reruns.md): its spec, the prepared data's
-    # content, the trainer's code, the precision. Bookkeeping settings never go through params.
+    # content, the code it uses, the precision. Bookkeeping settings never go through params.
     DATA_ID = data_identity(config["data"])
-    DATA_CODE = code_version(("engine/data.py",))
+    DATA_SOURCE = config["data"]["source"]
+    DATA_CODE = data_code_version(DATA_SOURCE)
     # One prepared file per data identity (and data code), written once and never replaced: another
     # config's prepare_data never removes it, and prepare_data has no reason to run but a missing file.
     # That is what makes one invocation plan everything: a job that must rerun for a reason of its own
     # hides everything downstream of it from Snakemake's first needrun pass, and the training jobs'
     # ancient() data input would then keep them hidden (docs/reruns.md, "One invocation").
     def _legacy_folder(ident: dict, code: str) -> str:
-        """An older checkout recorded its data code under the hash before issue 30: the same data.py is this one.
-        Called only when there is an old file to move (not on every parse)."""
-        same = code in (DATA_CODE, code_version_before_moves(("engine/data.py",)))
-        return data_folder(ident, DATA_CODE if same else code)
+        """An older checkout recorded the hash of its data code: a former version that prepares the same
+        data as this one is this one. Called only when there is an old file to move (not on every parse)."""
+        same = code in (DATA_CODE, code_version_before_moves(("engine/data.py",)), *FORMER_DATA_CODES)
+        return data_folder(ident, data_code_version(source_of(ident)) if same else code)
 
     if (_moved := migrate_legacy_data(Path.cwd(), _legacy_folder)):
         print(_moved, file=sys.stderr)
@@ -78,8 +79,8 @@ PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
 PRECISION = config["compute"]["precision"]
-TRAINER = trainer_version()
-ANALYSIS = analysis_version()
+# The version of the code behind each kind of analysis output (initmem.pipeline.identity.ANALYSIS_CODE)
+ANALYSIS = {output: analysis_version(output) for output in ANALYSIS_CODE}
 DATA_CONFIG_JSON = json.dumps(config["data"])
 TRAIN_SETTINGS_JSON = json.dumps(dict(
     device=config["compute"]["device"],
@@ -120,8 +121,8 @@ if workflow.is_main_process:
 
 
 def key_of(spec):
-    """A run's identity key under this config."""
-    return run_key(spec, DATA_ID, TRAINER, PRECISION)
+    """A run's identity key under this config: its spec, the data, the code it uses, the precision."""
+    return run_key(spec, DATA_ID, run_code_version(spec, DATA_SOURCE), PRECISION)
 
 
 STUDIES = list(RUNS)

@@ -16,6 +16,7 @@ ORIGIN = "cifar100-official"
 HOLDOUT = 10_000
 CLASSES = 100
 CIFAR100_MD5 = "eb9058c3a382ffc7106e4002c42a8d85"  # official cifar-100-python.tar.gz (torchvision's tgz_md5)
+POOL_IMAGES, TEST_IMAGES = 50_000, 10_000  # the official archive's sizes: anything else is a damaged copy
 
 
 def load_cifar100_archive(archive: str | Path, verify_md5: bool = True) -> tuple[np.ndarray, ...]:
@@ -24,8 +25,8 @@ def load_cifar100_archive(archive: str | Path, verify_md5: bool = True) -> tuple
     check_archive(archive, verify_md5, CIFAR100_MD5, "cifar-100-python.tar.gz")
     batches = read_pickle_archive(archive, "cifar-100-python", ["train", "test"], label_key="fine_labels")
     (x_pool, y_pool), (x_test, y_test) = batches["train"], batches["test"]
-    if len(x_pool) != 50_000 or len(x_test) != 10_000:
-        raise DataError(f"{archive}: {len(x_pool)} training / {len(x_test)} test images, expected 50000 / 10000")
+    if len(x_pool) != POOL_IMAGES or len(x_test) != TEST_IMAGES:
+        raise DataError(f"{archive}: {len(x_pool)} training / {len(x_test)} test images, expected {POOL_IMAGES} / {TEST_IMAGES}")
     return x_pool, y_pool, x_test, y_test
 
 
