@@ -26,7 +26,7 @@ def test_estimate_refuses_a_zero_throughput():
 @pytest.mark.parametrize("change, message", [
     (lambda spec: spec.pop("epochs"), "keys ['epochs'] are missing"),
     (lambda spec: spec.update(lr=-0.1), "lr = -0.1 must be a positive float"),
-    (lambda spec: spec.update(optimizer="lion"), "optimizer = 'lion' is unknown"),
+    (lambda spec: spec.update(optimizer="lamb"), "optimizer = 'lamb' is unknown"),
     (lambda spec: spec.pop("n_train"), "spec lacks ['n_train']"),
 ])
 def test_train_refuses_partial_or_bad_specs_before_training(tmp_path, change, message):

@@ -75,7 +75,7 @@ def test_a_malformed_file_is_named_with_its_line(tmp_path, text, message):
 @pytest.mark.parametrize("text, message", [
     ("defaults:\n  optimizr: sgd\n", "defaults.optimizr: unknown key; known keys: arch, width"),
     ("defaults:\n  lr: fast\n", "defaults.lr: 'fast' is not of type 'number'"),
-    ("studies:\n  s:\n    grid: {optimizer: [lion], sigma_w: [1.0], seed: [0]}\n", "studies.s.grid.optimizer.0: 'lion' is not one of"),
+    ("studies:\n  s:\n    grid: {optimizer: [lamb], sigma_w: [1.0], seed: [0]}\n", "studies.s.grid.optimizer.0: 'lamb' is not one of"),
     ("pack:\n  engine: jax\n", "pack.engine: 'jax' is not one of ['vmap', 'loop']"),
 ])
 def test_a_bad_key_is_one_line_naming_it_and_its_file(tmp_path, text, message):

@@ -87,7 +87,7 @@ def test_runtime_request_is_capped_by_the_cluster_limit():
 
 
 @pytest.mark.parametrize("mutate,message", [
-    (lambda c: c["studies"]["main"]["grid"].update(optimizer=["lion"]), "optimizer = 'lion' is unknown"),
+    (lambda c: c["studies"]["main"]["grid"].update(optimizer=["lamb"]), "optimizer = 'lamb' is unknown"),
     (lambda c: c["studies"]["main"]["grid"].update(colour=["red"]), "unknown key 'colour'"),
     (lambda c: c["studies"]["main"]["grid"].pop("seed"), "grid needs 'seed'"),
     (lambda c: c["defaults"].update(arch="vgg"), "arch = 'vgg' is unknown"),

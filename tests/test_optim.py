@@ -105,8 +105,8 @@ def test_muon_step_has_keras_scale():
 
 
 def test_unknown_optimizer_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
-        KerasOptimizer("lion", [])
+    with pytest.raises(ValueError, match="unknown optimizer 'lamb'"):
+        KerasOptimizer("lamb", [])
 
 
 def test_coupled_weight_decay_goes_through_the_gradient():
@@ -222,3 +222,27 @@ def test_flat_buffers_keep_each_parameters_memory_layout():
             opt.step(0.1)
     assert nhwc.is_contiguous(memory_format=torch.channels_last)
     assert torch.equal(nhwc.detach().contiguous(), plain.detach())
+
+
+def test_lion_follows_keras_lion_with_the_shared_decoupled_decay():
+    """keras.optimizers.Lion: p <- p - eta sign(b1 m + (1 - b1) g), m <- b2 m + (1 - b2) g (b1 .9, b2 .99),
+    after Keras' base-optimizer decay p <- p - eta wd p; no decay by default (Keras' weight_decay=None)."""
+    assert KerasOptimizer("lion", [_param([1.0])]).weight_decay == 0.0
+    p = _param([1.0, -2.0, 0.5])
+    opt = KerasOptimizer("lion", [p], weight_decay=0.1)
+    ref, m = p.detach().clone(), torch.zeros(3, dtype=torch.float64)
+    grads = [torch.tensor(g, dtype=torch.float64) for g in ([0.3, -1e-9, 0.0], [-0.2, 0.5, 4.0], [0.01, 0.01, -3.0])]
+    for lr, g in zip((1e-3, 5e-4, 2e-4), grads, strict=True):
+        p.grad = g.clone()
+        opt.step(lr)
+        ref = ref - ref * 0.1 * lr
+        ref = ref - lr * torch.sign(0.9 * m + 0.1 * g)
+        m = 0.99 * m + 0.01 * g
+        assert torch.allclose(p.detach(), ref, rtol=0, atol=1e-15)
+        assert torch.allclose(opt.state[0]["m"], m, rtol=0, atol=1e-15)
+    # each coordinate moves by exactly eta (a fixed size per coordinate) when there is no decay
+    q = _param([0.0, 0.0])
+    lion = KerasOptimizer("lion", [q])
+    q.grad = torch.tensor([1e-6, -50.0], dtype=torch.float64)
+    lion.step(0.25)
+    assert q.detach().tolist() == [-0.25, 0.25]

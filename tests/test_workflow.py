@@ -155,7 +155,7 @@ def test_single_figure_runs_only_its_studies(project):
 
 
 @pytest.mark.parametrize("override,message", [
-    ("defaults:\n  optimizer: lion\n", "lion"),
+    ("defaults:\n  optimizer: lamb\n", "lamb"),
     ("defaults:\n  epochs: -3\n", "epochs"),
     ("pack:\n  max_models: 0\n", "max_models"),
     ("pack:\n  engine: jax\n", "engine"),

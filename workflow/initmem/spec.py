@@ -1,21 +1,84 @@
 """Run specifications: the names the library knows, resolution of optimizer defaults, validation.
 
+Optimizers, architectures and data sources are registries: one file per entry under
+``engine/optimizers/``, ``engine/architectures/`` and ``engine/datasources/``, named by the config
+value that selects it. Their names, and the facts about an entry that a config needs (an optimizer's
+default decay and momentum, its clock), are read here from the files themselves, without importing
+them: the module-level ``UPPER_CASE = <literal>`` assignments of each file (:func:`entry_info`).
+
 Torch-free on purpose: the Snakefile imports this (through :mod:`initmem.pipeline.grid`) on every parse.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+from pathlib import Path
 from typing import Any
 
-ARCHS = ("resnet9", "resnet56", "resnet110")
+PACKAGE = Path(__file__).resolve().parent  # the initmem package
+# config key -> the folder (under the package) holding one file per value it accepts
+REGISTRIES = {"optimizer": "engine/optimizers", "arch": "engine/architectures", "source": "engine/datasources"}
+
+
+def registry_folder(kind: str) -> Path:
+    """The folder of the registry ``kind`` (a key of :data:`REGISTRIES`)."""
+    return PACKAGE / REGISTRIES[kind]
+
+
+def entry_names(kind: str) -> tuple[str, ...]:
+    """The entries of a registry: the names of its ``<name>.py`` files (``_private.py`` ones are helpers)."""
+    return tuple(sorted(p.stem for p in registry_folder(kind).glob("*.py") if not p.stem.startswith("_")))
+
+
+@functools.cache
+def _literals(path: Path) -> dict[str, Any]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
+        if len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id.isupper():
+            try:
+                found[targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue  # not a literal: a value the entry computes, not one a config reads
+    return found
+
+
+def entry_info(kind: str, name: str) -> dict[str, Any]:
+    """The literal constants of one registry entry's file (read, not imported: no torch)."""
+    path = registry_folder(kind) / f"{name}.py"
+    if name not in entry_names(kind):
+        raise ValueError(f"unknown {kind} {name!r}; choose one of {list(entry_names(kind))}")
+    return _literals(path)
+
+
+ARCHS = entry_names("arch")
 NORMS = ("batchnorm", "layernorm")
 POOLS = ("max", "avg")
 SCHEDULES = ("cosine", "constant")
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full")
-# Decoupled decay each optimizer applies when the spec says null: the paper's 1e-4 for AdamW and
-# Muon (Keras' own default is 0.004), none for the SGD family and Adam.
-DEFAULT_WEIGHT_DECAY = {"adamw": 1e-4, "muon": 1e-4, "muon_full": 1e-4}
-DEFAULT_MOMENTUM = {"sgd": 0.0, "sgd_momentum": 0.9, "muon": 0.95, "muon_full": 0.95}
+OPTIMIZERS = entry_names("optimizer")
+DATA_SOURCES = entry_names("source")
+# Decoupled decay each optimizer applies when the spec says null (its file's WEIGHT_DECAY): the
+# paper's 1e-4 for AdamW and Muon (Keras' own default is 0.004), none for the SGD family, Adam and Lion.
+DEFAULT_WEIGHT_DECAY = {n: float(w) for n in OPTIMIZERS if (w := entry_info("optimizer", n).get("WEIGHT_DECAY", 0.0))}
+DEFAULT_MOMENTUM = {n: float(entry_info("optimizer", n)["MOMENTUM"]) for n in OPTIMIZERS if "MOMENTUM" in entry_info("optimizer", n)}
+# The optimizers whose update has a fixed size per coordinate (their file says CLOCK = "T_adapt"): the
+# paper's argument gives them the adaptive clock T_adapt = sum eta_k; the others follow T_sgd.
+ADAPTIVE = tuple(n for n in OPTIMIZERS if entry_info("optimizer", n).get("CLOCK") == "T_adapt")
+
+
+def schema_with_registries(schema: Any) -> Any:
+    """A JSON schema with every ``{registry: <kind>}`` node given the registry's names as its enum, so
+    the schema lists no name by hand: a new entry file is a valid config value at once."""
+    if isinstance(schema, dict):
+        out = {k: schema_with_registries(v) for k, v in schema.items() if k != "registry"}
+        if isinstance(schema.get("registry"), str):
+            out["enum"] = list(entry_names(schema["registry"]))
+        return out
+    if isinstance(schema, list):
+        return [schema_with_registries(v) for v in schema]
+    return schema
 
 # Keys a run spec has; studies may override any of them ("set", "variants", "grid").
 SPEC_KEYS = ("arch", "width", "norm", "pool", "optimizer", "lr", "schedule", "alpha", "epochs",
@@ -66,11 +129,11 @@ def validate_spec(spec: dict[str, Any], where: str) -> None:
     missing = [k for k in SPEC_KEYS if k not in spec]
     if missing:
         raise ConfigError(f"{where}: keys {missing} are missing (set them in defaults or the study)")
-    _choice(spec, "arch", ARCHS, where)
+    _choice(spec, "arch", entry_names("arch"), where)
     _choice(spec, "norm", NORMS, where)
     _choice(spec, "pool", POOLS, where)
     _choice(spec, "schedule", SCHEDULES, where)
-    _choice(spec, "optimizer", OPTIMIZERS, where)
+    _choice(spec, "optimizer", entry_names("optimizer"), where)
     if spec.get("weight_decay_mode", "decoupled") not in WEIGHT_DECAY_MODES:
         raise ConfigError(f"{where}: weight_decay_mode = {spec['weight_decay_mode']!r} is unknown; "
                           f"choose one of {list(WEIGHT_DECAY_MODES)}")

@@ -11,7 +11,7 @@ rule collect_study:
         runs=f"{TABLES_DIR}/studies/{{study}}.runs.csv",
         history=f"{TABLES_DIR}/studies/{{study}}.history.csv.gz",
     params:
-        analysis=ANALYSIS,  # the analysis code's version: an edit there reruns tables, never training
+        analysis=ANALYSIS["tables"],  # the analysis code's version: an edit there reruns tables, never training
     log:
         f"{LOGS_DIR}/collect/{{study}}.log",
     conda:
@@ -35,7 +35,7 @@ rule tables:
             for name in TABLES
         },
     params:
-        analysis=ANALYSIS,
+        analysis=ANALYSIS["tables"],
     log:
         f"{LOGS_DIR}/tables.log",
     conda:

@@ -16,10 +16,11 @@ PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.execut
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
-from initmem.pipeline.identity import (analysis_version, code_version, code_version_before_moves, data_folder, data_identity,  # noqa: E402
-                                       run_key, trainer_version)
+from initmem.pipeline.identity import (ANALYSIS_CODE, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
+                                       data_identity, run_code_version, run_key, source_of)
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
                                          record_provenance, restore_file, wrote_into)
+from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
 from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.pipeline.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
@@ -48,13 +49,14 @@ try:
     if not config["data"].get("verify_md5", True):
         check_data_archive(config["data"], None)  # read for its md5 right below
     DATA_ID = data_identity(config["data"])
-    DATA_CODE = code_version(("engine/data.py",))
+    DATA_SOURCE = config["data"]["source"]
+    DATA_CODE = data_code_version(DATA_SOURCE)
 
     def _legacy_folder(ident: dict, code: str) -> str:
-        """An older checkout recorded its data code under the hash of the formula before moves: the
-        same data.py is this one. Called only when there is an old file to move (not on every parse)."""
-        same = code in (DATA_CODE, code_version_before_moves(("engine/data.py",)))
-        return data_folder(ident, DATA_CODE if same else code)
+        """An older checkout recorded the hash of its data code: a former version that prepares the same
+        data as this one is this one. Called only when there is an old file to move (not on every parse)."""
+        same = code in (DATA_CODE, code_version_before_moves(("engine/data.py",)), *FORMER_DATA_CODES)
+        return data_folder(ident, data_code_version(source_of(ident)) if same else code)
 
     # Every parse-time side effect in one call (checks of the command line, the one-time legacy data
     # move, notes on another config's outputs), each a line at `snakemake -n` already; it writes no
@@ -78,8 +80,8 @@ PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
 PRECISION = config["compute"]["precision"]
-TRAINER = trainer_version()
-ANALYSIS = analysis_version()
+# The version of the code behind each kind of analysis output (initmem.pipeline.identity.ANALYSIS_CODE)
+ANALYSIS = {output: analysis_version(output) for output in ANALYSIS_CODE}
 DATA_CONFIG_JSON = json.dumps(config["data"])
 TRAIN_SETTINGS_JSON = json.dumps(dict(
     device=config["compute"]["device"],
@@ -120,8 +122,8 @@ if workflow.is_main_process:
 
 
 def key_of(spec):
-    """A run's identity key under this config."""
-    return run_key(spec, DATA_ID, TRAINER, PRECISION)
+    """A run's identity key under this config: its spec, the data, the code it uses, the precision."""
+    return run_key(spec, DATA_ID, run_code_version(spec, DATA_SOURCE), PRECISION)
 
 
 STUDIES = list(RUNS)

@@ -11,7 +11,7 @@ rule figure:
         pdf=f"{FIGURES_DIR}/{{fig}}.pdf",
         png=report(f"{FIGURES_DIR}/{{fig}}.png", caption="../report/figure.rst", category="Figures", labels={"figure": "{fig}"}),
     params:
-        analysis=ANALYSIS,
+        analysis=ANALYSIS["figures"],
     log:
         f"{LOGS_DIR}/figures/{{fig}}.log",
     conda:

@@ -16,13 +16,13 @@ from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.registry import lookup, regime_check
 from initmem.claims.verdicts import Cell, Estimate, Side
+from initmem.spec import ADAPTIVE  # noqa: F401  (the optimizer files that say CLOCK = "T_adapt"; table and clock claims import it here)
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
            "null_mean", "p_null", "section", "regime", "would_decide"]
-ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
-         "muon_full": "Muon (full)", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
+         "muon_full": "Muon (full)", "lion": "Lion", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
 PAPER_LR = 1e-3  # the main grid's learning rate (Table 1); main-study claims read only these runs
 AT_BEST, AT_END, CURVE = "tau_best", "end of training", "curve over the run"
 

@@ -1,8 +1,10 @@
-"""CIFAR-10 loading, the paper's fixed split, and the compact prepared file.
+"""The shared core of the data sources: the paper's fixed split, the resolution, the compact prepared file.
 
-Sources: ``torchvision`` (download, md5-checked by torchvision), ``archive`` (a local
-``cifar-10-python.tar.gz`` or extracted ``cifar-10-batches-py`` folder, for air-gapped clusters),
-``synthetic`` (small generated images with learnable class structure, for tests).
+Sources are files of :mod:`initmem.engine.datasources`, found by ``data.source``: ``torchvision``
+(CIFAR-10 download, md5-checked by torchvision), ``archive`` (a local ``cifar-10-python.tar.gz`` or
+extracted ``cifar-10-batches-py`` folder, for air-gapped clusters), ``cifar100`` (CIFAR-100 through
+torchvision's loader, or its local ``cifar-100-python.tar.gz``), ``synthetic`` (small generated
+images with learnable class structure, for tests).
 
 The 50,000 training images are split with ``numpy.random.RandomState(42).permutation``: the first
 10,000 permuted indices are validation, the rest training (40k/10k/10k with the 10k test set).
@@ -20,13 +22,23 @@ from pathlib import Path
 
 import numpy as np
 
+from initmem.engine.registry import load_entry
 from initmem.io import atomic_path
+from initmem.spec import entry_names
 
-CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"  # official cifar-10-python.tar.gz
 SPLIT_SEED = 42
 N_VAL_HOLDOUT = 10_000
-TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
-TEST_BATCH = "test_batch"
+RESOLUTIONS = (32, 16)  # data.resolution: the image side after preparation (16: 2x2 mean pooling)
+
+# Names of one data source's file, importable from here as before (read from its file on first use)
+_FROM_ENTRIES = {"load_cifar10_archive": "archive", "CIFAR10_MD5": "archive", "TRAIN_BATCHES": "archive",
+                 "TEST_BATCH": "archive", "load_cifar10_torchvision": "torchvision", "make_synthetic": "synthetic"}
+
+
+def __getattr__(name: str):
+    if name in _FROM_ENTRIES:
+        return getattr(load_entry("source", _FROM_ENTRIES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DataError(RuntimeError):
@@ -35,7 +47,8 @@ class DataError(RuntimeError):
 
 @dataclass
 class Splits:
-    """uint8 images in NCHW layout and int64 labels for the train/val/test parts."""
+    """Images in NCHW layout (uint8 pixels; float32 pixel values 0..255 after a 2x2 mean pooling) and
+    int64 labels for the train/val/test parts."""
 
     x_train: np.ndarray
     y_train: np.ndarray
@@ -55,107 +68,76 @@ def md5sum(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def _unpickle_batch(raw: bytes, name: str, origin: str) -> tuple[np.ndarray, np.ndarray]:
+def _unpickle_batch(raw: bytes, name: str, origin: str, label_key: str = "labels") -> tuple[np.ndarray, np.ndarray]:
     try:
         batch = pickle.loads(raw, encoding="bytes")
     except Exception as exc:  # a truncated or foreign file
-        raise DataError(f"{origin}: cannot read CIFAR-10 batch {name!r} ({exc}); re-create the archive") from exc
+        raise DataError(f"{origin}: cannot read CIFAR batch {name!r} ({exc}); re-create the archive") from exc
     batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
     data = np.asarray(batch.get("data"), dtype=np.uint8)
-    labels = np.asarray(batch.get("labels"), dtype=np.int64)
+    labels = np.asarray(batch.get(label_key), dtype=np.int64)
     if data.ndim != 2 or data.shape[1] != 3072 or len(labels) != len(data):
-        raise DataError(f"{origin}: batch {name!r} has shape {data.shape}, expected (N, 3072) with N labels")
+        raise DataError(f"{origin}: batch {name!r} has shape {data.shape} and {labels.size} {label_key!r}, "
+                        "expected (N, 3072) with N labels")
     return data.reshape(-1, 3, 32, 32), labels
 
 
-def _read_batches(archive: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    wanted = [*TRAIN_BATCHES, TEST_BATCH]
+def read_pickle_archive(archive: Path, folder: str, wanted: list[str], label_key: str = "labels") -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The batches ``wanted`` of a CIFAR python archive (.tar.gz) or its extracted ``folder``
+    (images as (N, 3, 32, 32) uint8, labels under ``label_key``)."""
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if archive.is_dir():
-        folder = archive / "cifar-10-batches-py" if (archive / "cifar-10-batches-py").is_dir() else archive
+        root = archive / folder if (archive / folder).is_dir() else archive
         for name in wanted:
-            f = folder / name
+            f = root / name
             if f.is_file():
-                found[name] = _unpickle_batch(f.read_bytes(), name, str(f))
+                found[name] = _unpickle_batch(f.read_bytes(), name, str(f), label_key)
     else:
         try:
             with tarfile.open(archive, "r:*") as tar:
                 for member in tar:
                     name = Path(member.name).name
                     if member.isfile() and name in wanted:
-                        found[name] = _unpickle_batch(tar.extractfile(member).read(), name, str(archive))
+                        found[name] = _unpickle_batch(tar.extractfile(member).read(), name, str(archive), label_key)
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise DataError(
                 f"{archive}: not a readable tar.gz archive ({exc}); the file is truncated or corrupt. "
-                "Download cifar-10-python.tar.gz again or point data.archive at an extracted "
-                "cifar-10-batches-py folder."
+                f"Download it again or point data.archive at an extracted {folder} folder."
             ) from exc
     missing = [n for n in wanted if n not in found]
     if missing:
-        raise DataError(
-            f"{archive}: CIFAR-10 batches {missing} not found; expected the official "
-            "cifar-10-python layout (cifar-10-batches-py/data_batch_1..5, test_batch)"
-        )
+        raise DataError(f"{archive}: batches {missing} not found; expected the official layout ({folder}/{', '.join(wanted)})")
     return found
 
 
-def load_cifar10_archive(archive: str | Path, verify_md5: bool = True) -> tuple[np.ndarray, ...]:
-    """Read a local CIFAR-10 python archive (.tar.gz) or extracted folder into (x50k, y50k, x10k, y10k)."""
-    archive = Path(archive)
+def check_archive(archive: Path, verify_md5: bool, official_md5: str, name: str) -> None:
+    """A clear error for a missing archive, or (``verify_md5``) one that is not the official file."""
     if not archive.exists():
         raise DataError(
-            f"data.archive {archive} does not exist; give the path of cifar-10-python.tar.gz "
-            "(or its extracted cifar-10-batches-py folder), or use data.source: torchvision"
+            f"data.archive {archive} does not exist; give the path of {name} "
+            "(or its extracted folder), or use data.source: torchvision"
         )
     if verify_md5 and archive.is_file():
         got = md5sum(archive)
-        if got != CIFAR10_MD5:
+        if got != official_md5:
             raise DataError(
-                f"{archive}: md5 {got} is not the official CIFAR-10 archive's {CIFAR10_MD5}. "
+                f"{archive}: md5 {got} is not the official {name}'s {official_md5}. "
                 "The file is truncated, corrupt or a different copy; download it again, or set "
                 "data.verify_md5: false if you trust this copy (results then are not on the official pixels)."
             )
-    batches = _read_batches(archive)
-    x_pool = np.concatenate([batches[n][0] for n in TRAIN_BATCHES])
-    y_pool = np.concatenate([batches[n][1] for n in TRAIN_BATCHES])
-    x_test, y_test = batches[TEST_BATCH]
-    if len(x_pool) != 50_000 or len(x_test) != 10_000:
-        raise DataError(f"{archive}: {len(x_pool)} training / {len(x_test)} test images, expected 50000 / 10000")
-    return x_pool, y_pool, x_test, y_test
 
 
-def load_cifar10_torchvision(root: str | Path) -> tuple[np.ndarray, ...]:
-    """Download (md5-checked by torchvision) and read CIFAR-10 into (x50k, y50k, x10k, y10k)."""
-    from torchvision.datasets import CIFAR10
-
-    try:
-        train = CIFAR10(str(root), train=True, download=True)
-        test = CIFAR10(str(root), train=False, download=True)
-    except Exception as exc:
-        raise DataError(
-            f"torchvision could not download CIFAR-10 into {root} ({exc}). Without internet, set "
-            "data.source: archive and data.archive: /path/to/cifar-10-python.tar.gz"
-        ) from exc
-    to_nchw = lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.uint8).transpose(0, 3, 1, 2))  # noqa: E731
-    return (to_nchw(train.data), np.asarray(train.targets, dtype=np.int64),
-            to_nchw(test.data), np.asarray(test.targets, dtype=np.int64))
-
-
-def make_synthetic(n_pool: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, ...]:
-    """Small CIFAR-shaped data with learnable class structure: a smooth per-class template plus noise."""
-    rng = np.random.RandomState(seed)
-    coarse = rng.uniform(0, 1, size=(10, 3, 4, 4))
-    templates = np.kron(coarse, np.ones((1, 1, 8, 8)))  # 10 x 3 x 32 x 32, blocky class patterns
-
-    def draw(n: int) -> tuple[np.ndarray, np.ndarray]:
-        y = np.arange(n) % 10
-        rng.shuffle(y)
-        x = 0.6 * templates[y] + 0.4 * rng.uniform(0, 1, size=(n, 3, 32, 32))
-        return (np.clip(x, 0, 1) * 255).round().astype(np.uint8), y.astype(np.int64)
-
-    x_pool, y_pool = draw(n_pool)
-    x_test, y_test = draw(n_test)
-    return x_pool, y_pool, x_test, y_test
+def downsample(x: np.ndarray, resolution: int) -> np.ndarray:
+    """Images (N, C, 32, 32) at ``resolution``: 32 as they are; 16 by 2x2 mean pooling of the pixels,
+    kept as float32 pixel values (0..255, quarter steps: exact) so that /255 gives the mean of the
+    [0, 1] pixels with no rounding to uint8."""
+    if resolution not in RESOLUTIONS:
+        raise DataError(f"data.resolution = {resolution!r} is unknown; choose one of {list(RESOLUTIONS)}")
+    if resolution == x.shape[-1]:
+        return x
+    f = x.shape[-1] // resolution
+    n, c, h, w = x.shape
+    return x.reshape(n, c, h // f, f, w // f, f).astype(np.float32).mean(axis=(3, 5), dtype=np.float32)
 
 
 def split_pool(x_pool: np.ndarray, y_pool: np.ndarray, n_val_holdout: int) -> tuple[np.ndarray, ...]:
@@ -166,29 +148,26 @@ def split_pool(x_pool: np.ndarray, y_pool: np.ndarray, n_val_holdout: int) -> tu
 
 
 def build_splits(data_cfg: dict, download_root: str | Path = "results/data/download") -> Splits:
-    """Load the configured source and return the first n of each part of the fixed split."""
+    """Load the configured source (a file of :mod:`initmem.engine.datasources`), split it, keep the
+    first n of each part and bring the images to ``data.resolution`` (default 32)."""
     source = data_cfg["source"]
     n_train, n_val, n_test = int(data_cfg["n_train"]), int(data_cfg["n_val"]), int(data_cfg["n_test"])
-    if source == "synthetic":
-        holdout = n_val
-        x_pool, y_pool, x_test, y_test = make_synthetic(n_train + n_val, n_test, seed=int(data_cfg.get("seed", 0)))
-    elif source == "archive":
-        if not data_cfg.get("archive"):
-            raise DataError("data.source is 'archive' but data.archive is not set; give the path of cifar-10-python.tar.gz")
-        holdout = N_VAL_HOLDOUT
-        x_pool, y_pool, x_test, y_test = load_cifar10_archive(data_cfg["archive"], bool(data_cfg.get("verify_md5", True)))
-    elif source == "torchvision":
-        holdout = N_VAL_HOLDOUT
-        x_pool, y_pool, x_test, y_test = load_cifar10_torchvision(download_root)
-    else:
-        raise DataError(f"data.source {source!r} is unknown; use torchvision, archive or synthetic")
+    resolution = int(data_cfg.get("resolution", 32))
+    if source not in entry_names("source"):
+        raise DataError(f"data.source {source!r} is unknown; use one of {', '.join(entry_names('source'))}")
+    entry = load_entry("source", source)
+    x_pool, y_pool, x_test, y_test = entry.load(data_cfg, Path(download_root))
+    holdout = n_val if getattr(entry, "HOLDOUT", None) is None else entry.HOLDOUT
     x_tr, y_tr, x_va, y_va = split_pool(x_pool, y_pool, holdout)
     for part, want, have in (("n_train", n_train, len(x_tr)), ("n_val", n_val, len(x_va)), ("n_test", n_test, len(x_test))):
         if want > have or want < 1:
             raise DataError(f"data.{part} = {want} but the {source} split has {have} images (1..{have} allowed)")
     meta = {"source": source, "archive": str(data_cfg.get("archive")), "n_train": n_train, "n_val": n_val,
-            "n_test": n_test, "split_seed": SPLIT_SEED}
-    return Splits(x_tr[:n_train], y_tr[:n_train], x_va[:n_val], y_va[:n_val], x_test[:n_test], y_test[:n_test], meta)
+            "n_test": n_test, "split_seed": SPLIT_SEED, "classes": int(getattr(entry, "CLASSES", 10))}
+    if resolution != 32:  # recorded only where it differs: a 32x32 file's metadata is as it always was
+        meta["resolution"] = resolution
+    small = lambda x: downsample(x, resolution)  # noqa: E731
+    return Splits(small(x_tr[:n_train]), y_tr[:n_train], small(x_va[:n_val]), y_va[:n_val], small(x_test[:n_test]), y_test[:n_test], meta)
 
 
 def save_prepared(splits: Splits, path: str | Path) -> None:

@@ -1,4 +1,5 @@
-"""The paper's architectures with Keras layer semantics, and the sigma_w initialisation.
+"""The shared core of the architectures (one file each in :mod:`initmem.engine.architectures`):
+Keras layer semantics, the shared blocks, the sigma_w initialisation and the kernel norm.
 
 - ``KerasBatchNorm``: momentum 0.99 (moving = 0.99 moving + 0.01 batch), eps 1e-3, and the *biased*
   batch variance for both normalisation and the moving average (PyTorch's BatchNorm uses the
@@ -19,7 +20,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from initmem.spec import ARCHS, NORMS, POOLS
+from initmem.engine.registry import load_entry
+from initmem.spec import NORMS
+
+# Names of one architecture's file, importable from here as before (read from its file on first use)
+_FROM_ENTRIES = {"ResNet9": "resnet9"}
+
+
+def __getattr__(name: str):
+    if name in _FROM_ENTRIES:
+        return getattr(load_entry("arch", _FROM_ENTRIES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 BIAS_STD = 0.2
 
@@ -114,29 +125,6 @@ class Residual(nn.Module):
         return x + self.body(x)
 
 
-class ResNet9(nn.Module):
-    """Page/Myrtle ResNet-9: prep w, [2w + pool + res], [4w + pool], [8w + pool + res], global pool, dense."""
-
-    def __init__(self, width: int = 64, norm: str = "batchnorm", pool: str = "max", classes: int = 10):
-        super().__init__()
-        if pool not in POOLS:
-            raise ValueError(f"unknown pool {pool!r}; choose one of {POOLS}")
-        w = width
-        self.features = nn.Sequential(
-            ConvBlock(3, w, norm),
-            ConvBlock(w, 2 * w, norm, pool=True), Residual(2 * w, norm),
-            ConvBlock(2 * w, 4 * w, norm, pool=True),
-            ConvBlock(4 * w, 8 * w, norm, pool=True), Residual(8 * w, norm),
-        )
-        self.pool = pool
-        self.dense = nn.Linear(8 * w, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.features(x)
-        h = h.amax((2, 3)) if self.pool == "max" else h.mean((2, 3))
-        return self.dense(h)
-
-
 class BasicBlock(nn.Module):
     """Keras resnet_v1 block: conv-norm-relu, conv-norm, 1x1 stride-2 projection when shapes change, relu."""
 
@@ -174,14 +162,11 @@ class CifarResNet(nn.Module):
         return self.dense(self.blocks(self.stem(x)).mean((2, 3)))
 
 
-def build_model(arch: str, width: int = 64, norm: str = "batchnorm", pool: str = "max") -> nn.Module:
-    """Model named by the spec. ``width`` is the ResNet-9 base width (64 in the paper); the CIFAR
-    ResNets use ``width // 4`` base channels (16 in the paper), so one key scales every architecture."""
-    if arch == "resnet9":
-        return ResNet9(width, norm, pool)
-    if arch in ("resnet56", "resnet110"):
-        return CifarResNet(int(arch[6:]), max(1, width // 4), norm)
-    raise ValueError(f"unknown arch {arch!r}; choose one of {ARCHS}")
+def build_model(arch: str, width: int = 64, norm: str = "batchnorm", pool: str = "max", classes: int = 10) -> nn.Module:
+    """Model named by the spec (a file of :mod:`initmem.engine.architectures`). ``width`` is the
+    ResNet-9 base width (64 in the paper); the CIFAR ResNets use ``width // 4`` base channels (16 in
+    the paper), so one key scales every architecture. ``classes``: the data source's label count."""
+    return load_entry("arch", arch).build(width, norm, pool, classes)
 
 
 def kernel_layers(model: nn.Module) -> list[nn.Module]:

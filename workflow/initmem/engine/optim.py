@@ -1,49 +1,43 @@
-"""Keras-semantics optimizers and the learning-rate schedule.
+"""Keras-semantics optimizers: the shared core of every optimizer in :mod:`initmem.engine.optimizers`.
 
-Each update follows Keras 3 exactly (the paper used Keras):
-- decoupled weight decay first, on every trainable variable: p <- p - p * wd * eta_k;
-- SGD: p <- p - eta g;  SGD momentum (Keras keeps eta inside the velocity): v <- mu v - eta g, p <- p + v;
-- Adam/AdamW (eps-hat form): alpha = eta sqrt(1 - b2^t) / (1 - b1^t), m += (g - m)(1 - b1),
-  v += (g^2 - v)(1 - b2), p <- p - alpha m / (sqrt(v) + eps), t = step + 1;
-- Muon (Keras): 2-D kernels get m <- mu m + g, u = g + mu m (Nesterov), p <- p - eta NS5(u) * 0.2 sqrt(max(rows, cols));
-  everything else (conv kernels, biases, norms) gets the AdamW step; decay ``weight_decay`` on the Muon
-  branch and ``adam_weight_decay`` on the AdamW branch (the paper's 1e-4 goes on both).
-  ``muon_full`` also orthogonalises conv kernels flattened to (out, in*kh*kw).
+Each optimizer's own rule lives in its file there (one file per optimizer, found by name); this core
+holds what they share, exactly as Keras 3 applies it (the paper used Keras):
+- decoupled weight decay first, on every trainable variable: p <- p - p * wd * eta_k (or, with
+  ``weight_decay_mode: coupled``, g <- g + wd p);
+- the flat buffers: the parameters, the gradients and every state slot as one buffer each, so an
+  element-wise rule is one operation over all tensors of a run or pack;
+- masking (packs whose members stop early) and the optimizer state of checkpoints.
 
 With ``stacked=True`` every tensor carries a leading pack axis (one slice per model of a vectorised
-pack): the element-wise rules are unchanged and Newton-Schulz runs batched over the models.
+pack): the element-wise rules are unchanged and Muon's Newton-Schulz runs batched over the models.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
 
 import torch
 
 from initmem.engine.clocks import learning_rate, lr_schedule  # noqa: F401  (the schedule lives in the torch-free clocks module)
-from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, OPTIMIZERS, WEIGHT_DECAY_MODES, resolve_momentum, resolve_weight_decay
+from initmem.engine.registry import load_entry
+from initmem.spec import WEIGHT_DECAY_MODES, entry_names, resolve_momentum, resolve_weight_decay
 
-NS_COEFFS, NS_STEPS, MUON_RMS_RATE = (3.4445, -4.7750, 2.0315), 5, 0.2
+# Names of one optimizer's rule, importable from here as before (read from its file on first use)
+_FROM_ENTRIES = {"newton_schulz5": "muon", "NS_COEFFS": "muon", "NS_STEPS": "muon", "MUON_RMS_RATE": "muon"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_ENTRIES:
+        return getattr(load_entry("optimizer", _FROM_ENTRIES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_optimizer(name: str) -> None:
     """Raise a clear error for an optimizer name the library does not know."""
-    if name not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {name!r}; choose one of {list(OPTIMIZERS)}")
-
-
-def newton_schulz5(x: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:
-    """Keras' quintic Newton-Schulz orthogonalisation of the last two axes (batched over leading axes)."""
-    a, b, c = NS_COEFFS
-    tall = x.shape[-2] > x.shape[-1]
-    if tall:
-        x = x.transpose(-2, -1)
-    x = x / (torch.linalg.matrix_norm(x, keepdim=True) + 1e-7)
-    mm_add = torch.addmm if x.dim() == 2 else torch.baddbmm  # beta * C + alpha * (A @ B): one kernel each
-    for _ in range(steps):
-        gram = x @ x.transpose(-2, -1)
-        x = mm_add(x, mm_add(gram, gram, gram, beta=b, alpha=c), x, beta=a)  # a x + (b gram + c gram^2) x
-    return x.transpose(-2, -1) if tall else x
+    if name not in entry_names("optimizer"):
+        raise ValueError(f"unknown optimizer {name!r}; choose one of {list(entry_names('optimizer'))}")
 
 
 def _layout(t: torch.Tensor) -> list[int]:
@@ -96,14 +90,15 @@ def mask_rows(current: torch.Tensor | None, keep: torch.Tensor | None, tensors: 
 
 
 class KerasOptimizer:
-    """One of :data:`OPTIMIZERS` over ``params`` (null weight_decay/momentum: the optimizer's own).
+    """The optimizer ``name`` (a file of :mod:`initmem.engine.optimizers`) over ``params`` (null
+    weight_decay/momentum: the optimizer's own).
 
     ``weight_decay_mode``: ``decoupled`` (Keras, the default) shrinks p by eta_k * wd * p before the
     update; ``coupled`` adds wd * p to the gradient instead (PyTorch's ``weight_decay``), so that
     momentum and Adam's moments carry it (SGD-momentum 0.9: ~10x the decoupled decay in steady state).
 
-    The parameters live in one flat buffer (:func:`flatten_`; the AdamW branch first, then the tensors
-    Muon orthogonalises), as do the gradients (one concatenation) and every state slot, so each
+    The parameters live in one flat buffer (:func:`flatten_`; the element-wise part first, then the
+    tensors the rule orthogonalises), as do the gradients (one concatenation) and every state slot, so each
     element-wise rule above is one operation over all tensors of a run or pack: the same arithmetic,
     element by element, as a loop over the tensors, with a handful of kernels per step instead of
     several per tensor. ``state`` shows the slots per tensor (views) as before.
@@ -120,6 +115,8 @@ class KerasOptimizer:
         self.stacked = stacked
         self.weight_decay = resolve_weight_decay(name, weight_decay)
         self.momentum = resolve_momentum(name, momentum)
+        self.rule: ModuleType = load_entry("optimizer", name)
+        self._orthogonal_ranks = tuple(getattr(self.rule, "ORTHOGONALISES", ()))
         muon = [self.uses_muon_step(p) for p in self.params]
         self._order = [p for p, m in zip(self.params, muon, strict=True) if not m] + [p for p, m in zip(self.params, muon, strict=True) if m]
         self._muon_params = [p for p, m in zip(self.params, muon, strict=True) if m]
@@ -130,14 +127,11 @@ class KerasOptimizer:
         for p in self._order:
             self._offsets[id(p)] = (start, start + p.numel())
             start += p.numel()
-        # slot name -> (buffer, first element it covers): velocity / m over all tensors, v over the AdamW branch
-        zeros = lambda n: torch.zeros(n, dtype=self.flat.dtype, device=self.flat.device)  # noqa: E731
-        if name == "sgd_momentum":
-            self._slots = {"velocity": (zeros(start), 0)}
-        elif name in ("adam", "adamw", "muon", "muon_full"):
-            self._slots = {"m": (zeros(start), 0), "v": (zeros(self._split), 0)}
-        else:
-            self._slots = {}
+        # slot name -> (buffer, first element it covers): "all" elements, or the "elementwise" ones
+        # (those not orthogonalised, the first ``split``)
+        sizes = {"all": start, "elementwise": self._split}
+        self._slots = {slot: (torch.zeros(sizes[span], dtype=self.flat.dtype, device=self.flat.device), 0)
+                       for slot, span in self.rule.SLOTS.items()}
         self._keep: torch.Tensor | None = None
         # the step count t on the device (float64, as Keras' bias corrections in Python floats): a compiled
         # step reads and advances it in the graph instead of specialising on a Python int every step
@@ -153,11 +147,25 @@ class KerasOptimizer:
         return int(self.step_count.item())
 
     def uses_muon_step(self, p: torch.Tensor) -> bool:
-        """Keras Muon orthogonalises 2-D variables only; ``muon_full`` also flattened 4-D conv kernels."""
-        dim = p.dim() - self.stacked
-        if self.name == "muon":
-            return dim == 2
-        return self.name == "muon_full" and dim in (2, 4)
+        """Whether ``p`` gets the optimizer's matrix step: Keras Muon orthogonalises 2-D variables only;
+        ``muon_full`` also flattened 4-D conv kernels (the rule's ``ORTHOGONALISES``)."""
+        return p.dim() - self.stacked in self._orthogonal_ranks
+
+    @property
+    def split(self) -> int:
+        """The number of elements (the first ones of every buffer) that are not orthogonalised."""
+        return self._split
+
+    @property
+    def slots(self) -> dict[str, torch.Tensor]:
+        """Each state slot as its flat buffer (what a rule's ``update`` reads and writes)."""
+        return {name: buf for name, (buf, _) in self._slots.items()}
+
+    def orthogonalised(self, *flat: torch.Tensor) -> Iterator[tuple[torch.Tensor, ...]]:
+        """For each tensor that gets the matrix step, its slice of each buffer in ``flat``, in its shape."""
+        for q in self._muon_params:
+            lo, hi = self._offsets[id(q)]
+            yield tuple(_shaped_like(buf[lo:hi], q) for buf in flat)
 
     def _slot(self, name: str, p: torch.Tensor) -> torch.Tensor | None:
         """The slot ``name`` of ``p`` (a view of the slot's buffer), or None if ``p`` has none."""
@@ -194,39 +202,11 @@ class KerasOptimizer:
             g = g + p * self.weight_decay
         elif self.weight_decay:
             p.sub_(p * (self.weight_decay * lr))
-        if self.name == "sgd":
-            p.sub_(g * lr)
-        elif self.name == "sgd_momentum":
-            v = self._slots["velocity"][0]
-            v.mul_(self.momentum).sub_(g * lr)
-            p.add_(v)
-        else:
-            a = self._split
-            m, v = self._slots["m"][0], self._slots["v"][0]
-            if a:
-                self._adam(p[:a], g[:a], m[:a], v, lr, t)
-            for q in self._muon_params:
-                lo, hi = self._offsets[id(q)]
-                self._muon(*(_shaped_like(buf[lo:hi], q) for buf in (p, g, m)), lr)
+        self.rule.update(self, p, g, lr, t)
         if saved is not None:  # masked models: back to what they were
             for buf, old in zip(buffers, saved, strict=True):
                 keep = self._keep if len(buf) == len(self._keep) else self._keep[:len(buf)]
                 buf.copy_(torch.where(keep, buf, old))
-
-    @staticmethod
-    def _adam(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, lr: float | torch.Tensor, t: torch.Tensor) -> None:
-        alpha = lr * torch.sqrt(1 - ADAM_BETA2**t) / (1 - ADAM_BETA1**t)  # float64, rounded to p's dtype where it meets m
-        m.add_((g - m) * (1 - ADAM_BETA1))
-        v.add_((g.square() - v) * (1 - ADAM_BETA2))
-        p.sub_((m * alpha) / (v.sqrt() + ADAM_EPS))
-
-    def _muon(self, p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, lr: float | torch.Tensor) -> None:
-        m.add_(g + m * (self.momentum - 1))
-        lead = p.shape[:1 + self.stacked]  # (out,) or (models, out)
-        u = (g + self.momentum * m).reshape(*lead, -1)
-        update = newton_schulz5(u)
-        scale = math.sqrt(max(update.shape[-2], update.shape[-1])) * MUON_RMS_RATE
-        p.sub_((lr * update * scale).reshape(p.shape))
 
     def state_dict(self) -> dict:
         """Optimizer state for checkpoints: per parameter, its slots."""

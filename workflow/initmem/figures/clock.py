@@ -21,8 +21,8 @@ from matplotlib.ticker import NullFormatter
 from initmem.claims.analysis import beta_table, group_keys
 from initmem.claims.verdicts import steps_at_epoch
 from initmem.figures.common import Notes, finish_log_panel, loglog
+from initmem.spec import ADAPTIVE
 
-ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 FAMILIES = (  # (row title, which cells, the clock the paper reads for them, its label)
     ("Adam", lambda c: c["optimizer"] in ADAPTIVE, "T_adapt", "$T_{adapt}=\\sum\\eta_k$"),
     ("SGD", lambda c: c["optimizer"] == "sgd" and not c["l2"], "T_sgd", "$T_{SGD}=\\sum\\eta_k^2/b$"),

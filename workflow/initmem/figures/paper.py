@@ -20,9 +20,9 @@ from initmem.claims.analysis import beta_table, config_spreads, interpolation_ta
 from initmem.claims.shapes import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
 from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: E402, F401
 
-OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full"]
+OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion"]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
-          "muon_full": "Muon (full)", "resnet9": "ResNet-9", "resnet56": "ResNet-56", "resnet110": "ResNet-110",
+          "muon_full": "Muon (full)", "lion": "Lion", "resnet9": "ResNet-9", "resnet56": "ResNet-56", "resnet110": "ResNet-110",
           "r9avg": "R9-AvgPool", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
 COLORS = dict(zip(OPTIMIZER_ORDER, plt.get_cmap("tab10").colors, strict=False))
 # A line style and marker per optimizer as well as a colour: Adam and AdamW (weight decay 0) or Muon

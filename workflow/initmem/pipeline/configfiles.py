@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from initmem.spec import ConfigError
+from initmem.spec import ConfigError, schema_with_registries
 
 REPLACED_WHOLE = ("studies",)
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config" / "config.yaml"  # the repository root
@@ -96,7 +96,7 @@ def check_schema(config: dict, schema: str | Path, layers: list[tuple[str, dict]
     """Validate against the JSON schema; the error is one line naming the key (and the file that set it)."""
     import jsonschema
 
-    schema_doc = read_yaml(schema)
+    schema_doc = schema_with_registries(read_yaml(schema))  # the registries' names as enums
     validator = jsonschema.Draft202012Validator(schema_doc)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is None:

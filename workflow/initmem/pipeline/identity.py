@@ -1,10 +1,17 @@
-"""What a result depends on, as short stable hashes: the trainer's code, the analysis code, the
-prepared data, and each run's identity key. Torch-free: the Snakefile calls these on every parse.
+"""What a result depends on, as short stable hashes: the code each output uses, the prepared data,
+and each run's identity key. Torch-free: the Snakefile calls these on every parse.
 
-A run retrains exactly when its key changes: its resolved spec, the prepared data's content, the
-trainer's code (its syntax tree: comments and docstrings do not count) or the arithmetic precision.
-Never because of its neighbours in a pack, resources, paths or bookkeeping settings (docs/reruns.md,
-"What makes a run retrain").
+A run retrains exactly when its key changes: its resolved spec, the prepared data's content, the code
+it runs (syntax trees: comments and docstrings do not count) or the arithmetic precision. Its code is
+the engine's shared core (every module of ``engine/`` but the registries and :data:`NOT_IN_RUN_KEYS`,
+plus ``spec.py``) and the files of its own optimizer, architecture and data source (with the sibling
+entries they import). So adding an entry retrains nothing, editing one optimizer's file retrains its
+runs only, and editing the core retrains every run. Never because of its neighbours in a pack,
+resources, paths or bookkeeping settings (docs/reruns.md, "What makes a run retrain").
+
+Each analysis output is keyed by the code of the package folders and modules it uses
+(:data:`ANALYSIS_CODE`), every file in them found by listing the folder: a new module there counts
+without anyone adding it to a list.
 """
 
 from __future__ import annotations
@@ -17,22 +24,52 @@ import re
 from pathlib import Path
 from typing import Any
 
+from initmem.spec import REGISTRIES, entry_info, entry_names
+
 LIBRARY = Path(__file__).resolve().parents[1]  # the initmem package
 
-# Modules whose code decides a run's numbers. Editing any of them (beyond comments and docstrings)
-# changes every run's key, so every training job is planned again. Where a module lives and the
-# package paths its imports name do not count (:func:`code_version`): moving files retrains nothing.
-TRAINER_MODULES = ("engine/loop.py", "engine/train.py", "engine/packed.py", "engine/streams.py", "engine/compute.py",
-                   "engine/models.py", "engine/optim.py", "spec.py", "engine/data.py", "engine/clocks.py")
-# Modules whose code decides the tables and figures (never a reason to retrain).
-ANALYSIS_MODULES = ("claims/analysis.py", "claims/verdicts.py", "claims/spreads.py", "claims/shapes.py", "claims/power.py",
-                    "claims/collapse.py", "claims/collapse_calibration.py", "claims/calibration.py", "claims/table.py", "claims/rows.py", "claims/clock.py",
-                    "claims/registry.py", "claims/report.py", "claims/paper_tables.py", "figures/common.py", "figures/paper.py",
-                    "figures/clock.py", "figures/registry.py", "pipeline/records.py", "evidence.py")
+# Engine modules that decide no run's numbers, so no key holds them (each with the reason).
+NOT_IN_RUN_KEYS = {
+    "engine/metrics.py": "the record's format number and key names",
+    "engine/checkpoint.py": "saves and restores the training state exactly: a resumed run equals an uninterrupted one",
+    "engine/device.py": "which device trains and what is recorded about it; a device choice is bookkeeping "
+                        "(on a GPU it turns on cuDNN's deterministic mode, a difference at rounding level only)",
+}
+# Package parts (folders, or modules) whose code decides each analysis output (never a reason to retrain).
+_TABLES = ("claims", "pipeline/records.py", "evidence.py", "engine/clocks.py", "engine/metrics.py", "spec.py", "io.py", "cli.py")
+ANALYSIS_CODE = {
+    "tables": _TABLES,                     # the per-study tables, runs.csv ... claims.md
+    "figures": (*_TABLES, "figures"),      # Figures 1-8 and 10
+    "clocks": ("theory", "engine/clocks.py", "spec.py", "pipeline/grid.py", "io.py", "cli.py"),  # clocks.csv
+    "linear_check": ("theory", "figures", "io.py", "cli.py"),  # Figure 9 and linear_check.csv
+}
 
-# Sources whose prepared split is CIFAR-10 itself: torchvision's md5-checked download and a local
-# archive whose md5 was verified give the same pixels, so switching between them retrains nothing.
-OFFICIAL_CIFAR10 = "cifar10-official"
+
+def package_files(parts: tuple[str, ...] | list[str], base: Path = LIBRARY) -> tuple[str, ...]:
+    """Every module of ``parts`` (folders, searched at any depth, or single modules) under ``base``,
+    as sorted paths relative to it."""
+    found: set[str] = set()
+    for part in parts:
+        path = base / part
+        if path.is_dir():
+            found |= {str(f.relative_to(base)) for f in path.rglob("*.py")}
+        elif path.is_file():
+            found.add(part)
+    return tuple(sorted(found))
+
+
+def _trainer_core(base: Path = LIBRARY) -> tuple[str, ...]:
+    """The engine's shared core: its top-level modules (the registries are folders) but
+    :data:`NOT_IN_RUN_KEYS`, and ``spec.py``."""
+    engine = sorted(str(f.relative_to(base)) for f in (base / "engine").glob("*.py"))
+    return (*[f for f in engine if f not in NOT_IN_RUN_KEYS], "spec.py")
+
+
+# Modules whose code decides every run's numbers: editing any of them (beyond comments and docstrings)
+# changes every run's key. Where a module lives and the package paths its imports name do not count
+# (:func:`code_version`): moving files retrains nothing.
+TRAINER_MODULES = _trainer_core()
+
 
 
 def _digest(obj: Any, n: int = 16) -> str:
@@ -90,7 +127,7 @@ def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> st
 
 
 def code_version_before_moves(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
-    """:func:`code_version` as checkouts before issue 30 computed it (file names and imports as
+    """:func:`code_version` as older checkouts computed it (file names and imports as
     written): only to recognise a version an older checkout recorded (its prepared data's code,
     :mod:`initmem.pipeline.legacy`), never to key anything new."""
     return _code_version(files, base, package_paths=True)
@@ -98,14 +135,84 @@ def code_version_before_moves(files: tuple[str, ...] | list[str], base: Path = L
 
 @functools.cache
 def trainer_version() -> str:
-    """The training code's version (see :data:`TRAINER_MODULES`)."""
+    """The version of the engine's shared core (see :data:`TRAINER_MODULES`)."""
     return code_version(TRAINER_MODULES)
 
 
+def _entry_imports(path: Path) -> set[tuple[str, str]]:
+    """The registry entries (kind, name) that the module at ``path`` imports, at any depth."""
+    folders = {REGISTRIES[kind].replace("/", "."): kind for kind in REGISTRIES}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        modules = [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 \
+            else [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        for module in modules:
+            for folder, kind in folders.items():
+                prefix = f"initmem.{folder}."
+                if module.startswith(prefix) and "." not in module[len(prefix):]:
+                    found.add((kind, module[len(prefix):]))
+    return found
+
+
 @functools.cache
-def analysis_version() -> str:
-    """The analysis code's version (see :data:`ANALYSIS_MODULES`)."""
-    return code_version(ANALYSIS_MODULES)
+def entry_files(kind: str, name: str) -> tuple[str, ...]:
+    """The files a registry entry's code is: its own and those of the entries it imports (AdamW uses
+    Adam's step, so an edit to Adam's file is an edit to AdamW's runs too)."""
+    entry_info(kind, name)  # a clear error for an unknown name
+    seen: set[tuple[str, str]] = set()
+    todo = [(kind, name)]
+    while todo:
+        item = todo.pop()
+        path = LIBRARY / REGISTRIES[item[0]] / f"{item[1]}.py"
+        if item in seen or not path.is_file():
+            continue
+        seen.add(item)
+        todo += sorted(_entry_imports(path))
+    return tuple(sorted(f"{REGISTRIES[k]}/{n}.py" for k, n in seen))
+
+
+@functools.cache
+def _entry_version(kind: str, name: str) -> str:
+    return code_version(entry_files(kind, name))
+
+
+def source_files(source: str) -> tuple[str, ...]:
+    """The files of a data source's code: its own, or, where several sources give the same official
+    pixels (one ``ORIGIN``: CIFAR-10 downloaded or from a verified archive), all of theirs, so that
+    switching between them changes no key."""
+    origin = entry_info("source", source).get("ORIGIN")
+    same = [name for name in entry_names("source") if origin is not None and entry_info("source", name).get("ORIGIN") == origin]
+    return tuple(sorted({f for name in same or [source] for f in entry_files("source", name)}))
+
+
+def run_code_version(spec: dict, source: str) -> str:
+    """The version of the code one run uses: the shared core, and its optimizer's, architecture's and
+    data source's files (:func:`source_files`)."""
+    return _digest({"core": trainer_version(), "optimizer": _entry_version("optimizer", spec["optimizer"]),
+                    "arch": _entry_version("arch", spec["arch"]), "source": code_version(source_files(source))})
+
+
+def data_code_version(source: str) -> str:
+    """The version of the code that prepares a data source's split: the shared data core and the
+    source's files (:func:`source_files`)."""
+    return code_version(("engine/data.py", *source_files(source)))
+
+
+def source_of(data_id: dict) -> str:
+    """A data source that gives the data identity ``data_id`` (for the code version of data an older
+    checkout prepared, whose record holds the identity and not the source)."""
+    origin = data_id["origin"]
+    for name in entry_names("source"):
+        official = entry_info("source", name).get("ORIGIN")
+        if official == origin or (official is None and origin.startswith(f"{name}:")):
+            return name
+    return "archive"  # an unverified CIFAR-10 copy: archive-md5:... or archive:<path>
+
+
+@functools.cache
+def analysis_version(output: str = "tables") -> str:
+    """The version of the code behind one kind of analysis output (a key of :data:`ANALYSIS_CODE`)."""
+    return code_version(package_files(ANALYSIS_CODE[output]))
 
 
 @functools.cache
@@ -117,25 +224,31 @@ def _file_md5(path: str) -> str:
 
 def data_identity(data_cfg: dict) -> dict:
     """What determines the prepared split's content, nothing else: not the archive's path (moving
-    the project or the archive changes nothing), not keys left at their defaults.
+    the project or the archive changes nothing), not keys left at their defaults (a 32x32 split's
+    identity has no ``resolution``: it is what it always was).
 
-    An unverified local archive (a re-packed copy) is identified by its md5, computed here once per
-    process; a missing one by its path, until it exists (``prepare_data`` then reports it).
+    Sources with the same official pixels (the ``ORIGIN`` of their files: torchvision's md5-checked
+    download and a local archive whose md5 was verified) give the same identity, so switching between
+    them retrains nothing. An unverified local archive (a re-packed copy) is identified by its md5,
+    computed here once per process; a missing one by its path, until it exists (``prepare_data``
+    then reports it). Generated data (no ``ORIGIN``) by its source and seed.
     """
     source = data_cfg.get("source", "torchvision")
     archive = data_cfg.get("archive")
-    if source == "synthetic":
-        origin = f"synthetic:{int(data_cfg.get('seed', 0))}"
-    elif source == "torchvision" and not archive:
-        origin = OFFICIAL_CIFAR10
-    elif data_cfg.get("verify_md5", True):
-        origin = OFFICIAL_CIFAR10  # prepare_data refuses an archive whose md5 is not the official one
-    elif archive and Path(archive).is_file():
+    official = entry_info("source", source).get("ORIGIN")
+    if official is None:
+        origin = f"{source}:{int(data_cfg.get('seed', 0))}"
+    elif not archive or data_cfg.get("verify_md5", True):
+        origin = official  # prepare_data refuses an archive whose md5 is not the official one
+    elif Path(archive).is_file():
         origin = f"archive-md5:{_file_md5(str(Path(archive).resolve()))}"
     else:
         origin = f"archive:{archive}"  # an extracted folder or a missing file: the path is all we have
-    return {"origin": origin, "n_train": int(data_cfg["n_train"]), "n_val": int(data_cfg["n_val"]),
-            "n_test": int(data_cfg["n_test"])}
+    identity = {"origin": origin, "n_train": int(data_cfg["n_train"]), "n_val": int(data_cfg["n_val"]),
+                "n_test": int(data_cfg["n_test"])}
+    if int(data_cfg.get("resolution", 32)) != 32:
+        identity["resolution"] = int(data_cfg["resolution"])
+    return identity
 
 
 def data_folder(data_id: dict, data_code: str) -> str:
@@ -146,11 +259,12 @@ def data_folder(data_id: dict, data_code: str) -> str:
     a file is written once and never replaced: ``prepare_data`` runs only when it is missing (which
     is also what keeps Snakemake from planning training in two invocations, docs/reruns.md).
     """
-    origin = re.sub(r"[^A-Za-z0-9]+", "-", data_id["origin"].replace("cifar10-official", "cifar10"))[:24].strip("-")
+    origin = re.sub(r"[^A-Za-z0-9]+", "-", re.sub(r"^(cifar\d+)-official$", r"\1", data_id["origin"]))[:24].strip("-")
     digest = _digest({"data": data_id, "code": data_code}, 10)
-    return f"{origin}-{data_id['n_train']}-{data_id['n_val']}-{data_id['n_test']}-{digest}"
+    size = f"-{data_id['resolution']}px" if "resolution" in data_id else ""
+    return f"{origin}-{data_id['n_train']}-{data_id['n_val']}-{data_id['n_test']}{size}-{digest}"
 
 
 def run_key(spec: dict, data_id: dict, trainer: str, precision: str) -> str:
-    """A run's identity: it retrains exactly when this changes."""
+    """A run's identity: it retrains exactly when this changes (``trainer``: :func:`run_code_version`)."""
     return _digest({"spec": spec, "data": data_id, "trainer": trainer, "precision": precision})

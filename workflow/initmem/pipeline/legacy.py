@@ -26,6 +26,10 @@ from pathlib import Path
 from initmem.io import read_json, write_json
 
 LEGACY_DATA = "results/data/cifar10.npz"
+# Data-code versions that older checkouts recorded and that prepare the same split as today's code
+# (the one-file data module before its sources became one file each; the two hashes are its
+# syntax tree before and after the package's modules moved into subpackages). Kept until 2027-06-01.
+FORMER_DATA_CODES = ("7335bfe079538bc7", "bc4cd20e713ffe59")
 METADATA = ".snakemake/metadata"
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import difflib
 import math
 
+from initmem.spec import OPTIMIZERS, entry_info
+
 # Figure -> (studies it cannot do without, studies it uses when the config has them).
 FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "fig1": (("main",), ()),
@@ -72,7 +74,8 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minute
 HOST_BASE_MB = 1024          # Python, numpy, torch and the job's Snakemake wrapper
 CUDA_CONTEXT_MB = 2560       # host side of the CUDA/cuDNN/cuBLAS context (1-2.5 GB measured elsewhere)
 PARAMS_AT_WIDTH_64 = {"resnet9": 6_575_370, "resnet56": 857_706, "resnet110": 1_734_666}
-STATE_SLOTS = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2, "muon": 2, "muon_full": 2}  # optimizer tensors per parameter
+# optimizer tensors per parameter, from each optimizer file's SLOTS (sgd 0, sgd_momentum 1, Adam and Muon 2, Lion 1)
+STATE_SLOTS = {name: len(entry_info("optimizer", name).get("SLOTS", {})) for name in OPTIMIZERS}
 CHECKPOINT_PEAK = 1.5        # host peak of a checkpoint save or load over the state (measured <= 1.5x)
 ACTIVATION_MB_PER_IMAGE = {"resnet9": 6.7, "resnet56": 8.6, "resnet110": 16.9}  # float32, width 64, saved for backward
 MARGIN = 1.2

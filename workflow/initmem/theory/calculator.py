@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from initmem.engine.clocks import CLOCK_KEYS, paper_constant_lr_clocks, run_clocks
-from initmem.spec import OPTIMIZERS, SCHEDULES, resolve_momentum, resolve_weight_decay
+from initmem.spec import ADAPTIVE, OPTIMIZERS, SCHEDULES, resolve_momentum, resolve_weight_decay
 
 # The paper's measured points: (recipe, spread in pp of test accuracy over sigma_w, the clock values the
 # paper quotes (its constant-lr arithmetic), where). A recipe is the paper's defaults (SGD, lr 1e-3,
@@ -51,7 +51,6 @@ PAPER_POINTS = (
     (dict(optimizer="adam", batch_size=16), "1.6", {}, "Sec. 3.1"),
 )
 RECIPE_DEFAULTS = dict(schedule="cosine", alpha=0.01, weight_decay=None, momentum=None, n_train=40000)
-ADAPTIVE = ("adam", "adamw", "muon", "muon_full")
 CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_wd": "T_wd", "T_adapt": "T_adapt"}
 # A recipe farther than this from every paper point of its kind (|log10| of the clock ratio) is out of
 # the paper's measured range: its spreads say nothing about it.
