@@ -14,7 +14,7 @@ from initmem.pipeline.identity import TRAINER_MODULES, code_version, trainer_ver
 
 LIBRARY = ROOT / "workflow" / "initmem"
 # Floors, bottom up: a module may import its own subpackage and anything on a lower floor.
-FLOORS = {"spec": 0, "io": 0, "engine": 1, "pipeline": 2, "theory": 2, "claims": 3, "figures": 4, "evidence": 5, "cli": 6,
+FLOORS = {"spec": 0, "io": 0, "paper": 0, "engine": 1, "pipeline": 2, "theory": 2, "claims": 3, "figures": 4, "evidence": 5, "cli": 6,
           "__main__": 7, "__init__": 0}
 
 
@@ -46,7 +46,7 @@ def test_the_folder_listing_shows_the_concerns():
     packages = sorted(p.name for p in LIBRARY.iterdir() if (p / "__init__.py").is_file())
     assert packages == ["claims", "engine", "figures", "pipeline", "theory"]
     top = sorted(p.stem for p in LIBRARY.glob("*.py"))
-    assert top == ["__init__", "__main__", "cli", "evidence", "io", "spec"]
+    assert top == ["__init__", "__main__", "cli", "evidence", "io", "paper", "spec"]
     for package in packages:  # each says what lives there and what it may import
         doc = ast.get_docstring(ast.parse((LIBRARY / package / "__init__.py").read_text()))
         assert doc and "import" in doc.lower(), package
@@ -98,3 +98,11 @@ def test_a_pure_move_of_the_trainer_changes_no_run_key(tmp_path):
     shutil.copy(clocks, tmp_path / "orig")
     clocks.write_text(clocks.read_text().replace("math.ceil(n / b)", "math.floor(n / b)"))
     assert code_version(flat, base=tmp_path) != trainer_version()
+
+
+def test_the_papers_numbers_are_written_in_one_library_file():
+    """The paper's headline spread and clock values appear in initmem/paper.py only: the registry,
+    the tables, the calculator and the figures read them from there."""
+    found = {number: sorted(str(p.relative_to(LIBRARY)) for p in LIBRARY.rglob("*.py") if number in p.read_text())
+             for number in ("26.5", "22.8", "7.3e-4", "1.2e-2", "0.94")}
+    assert found == {number: ["paper.py"] for number in found}

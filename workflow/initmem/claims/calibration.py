@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from initmem import paper as published
 from initmem.claims import shapes as Sh
 from initmem.claims.power import jackknife_arrays, side_codes, simulate
 from initmem.claims.spreads import contrast_arrays, residual_sd, spread_arrays
@@ -35,7 +36,10 @@ TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks
 PAPER_SIGMAS = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
 PAPER_SEEDS, PAPER_EPOCHS, PAPER_NOISE = 10, 300, 0.005
 SEED_SD = 0.05   # the seed effect shared by every sigma_w of a seed (every rule must cancel it)
-SPREADS_PP = (0.3, 1.6, 4.3, 22.8, 26.5)   # the paper's spreads (Tables 1 and 4)
+# the paper's spreads (Tables 1 and 4): L2 repair, Adam b=16 and b=128, SGD b=16 and b=128
+_ADAM16, _ADAM128, _ADAM256 = (published.spread(optimizer="adam", batch_size=b) for b in (16, 128, 256))
+_SGD16, _SGD128, _SGD256 = (published.spread(batch_size=b) for b in (16, 128, 256))
+SPREADS_PP = (published.spread(lr=1e-2, l2=1e-2, batch_size=16), _ADAM16, _ADAM128, _SGD16, _SGD128)
 
 
 @dataclass(frozen=True)
@@ -125,11 +129,14 @@ def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
         boundary = spread_arrays(_draw(linear(d, 1.0), d.noise, d.seeds, n_sims, rng))
         out.append(_row("spread_below_1pp", d, "linear 1 pp (the boundary)", False, side_codes(boundary["low"], boundary["high"], less(1.0)),
                         (boundary["low"] <= 1) & (1 <= boundary["high"])))
-        pairs = [("null: equal spreads 4.3 / 4.3 pp", 4.3, 4.3, None), ("null: equal spreads 22.8 / 22.8 pp", 22.8, 22.8, None),
+        pairs = [(f"null: equal spreads {_ADAM128:g} / {_ADAM128:g} pp", _ADAM128, _ADAM128, None),
+                 (f"null: equal spreads {_SGD16:g} / {_SGD16:g} pp", _SGD16, _SGD16, None),
                  ("null: both 0 pp, a's noise x1 to x4", 0.0, 0.0, _sd_rising(d, 4.0)),
-                 ("reversed: 1.6 / 4.3 pp", 1.6, 4.3, None), ("SGD / Adam b=16: 22.8 / 1.6 pp", 22.8, 1.6, None),
-                 ("SGD / Adam b=128: 26.5 / 4.3 pp", 26.5, 4.3, None), ("Adam b=256 / b=16: 5.3 / 1.6 pp", 5.3, 1.6, None),
-                 ("SGD b=256 / b=16: 25.7 / 22.8 pp", 25.7, 22.8, None)]
+                 (f"reversed: {_ADAM16:g} / {_ADAM128:g} pp", _ADAM16, _ADAM128, None),
+                 (f"SGD / Adam b=16: {_SGD16:g} / {_ADAM16:g} pp", _SGD16, _ADAM16, None),
+                 (f"SGD / Adam b=128: {_SGD128:g} / {_ADAM128:g} pp", _SGD128, _ADAM128, None),
+                 (f"Adam b=256 / b=16: {_ADAM256:g} / {_ADAM16:g} pp", _ADAM256, _ADAM16, None),
+                 (f"SGD b=256 / b=16: {_SGD256:g} / {_SGD16:g} pp", _SGD256, _SGD16, None)]
         for truth, sa, sb, sd_a in pairs:
             a = _draw(linear(d, sa), d.noise if sd_a is None else sd_a, d.seeds, n_sims, rng)
             b = _draw(linear(d, sb), d.noise, d.seeds, n_sims, rng)

@@ -37,9 +37,8 @@ from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
 from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
-# The paper's threshold for the SGD and L2 clocks is "~1-5" (Sec. 4.2): T_SGD 7.3e-4 and 1.2e-2 keep
-# ~26 pp, T_SGD 4.7 keeps 9.7 of 22.8 pp (b=16); T_L2 0.94 keeps 17.4 of 23.8 pp, T_L2 4.7 leaves < 1 pp
-# (the paper's constant-lr arithmetic; the rule reads the exact clocks a run records, under which those
+# The paper's threshold for the SGD and L2 clocks is "~1-5" (Sec. 4.2; its points and their clocks:
+# initmem.paper.POINTS, in the paper's constant-lr arithmetic; the rule reads the exact clocks a run records, under which those
 # cosine runs are at T_SGD 1.77 and T_L2 0.47 and 2.37: each point stays on its side either way).
 # Read: a configuration below T_THRESHOLD keeps more than KEEP_SHARE of the reference spread, one at
 # or past it keeps less (every one of the paper's cells above is on its side of this rule).
@@ -291,7 +290,7 @@ def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """L2 repairs past T_L2 ~1: each SGD+L2 configuration's spread as a share of the same
     configuration's without L2; where the config has no such run, as a share of the same
     configuration's with the smallest L2 whose T_L2 is below 1 (the paper's own contrast, Sec. 4.2:
-    T_L2 0.94 keeps 17.4 pp, T_L2 4.7 leaves < 1 pp)."""
+    :data:`initmem.paper.Q_L2`)."""
     rows, sides = [], set()
     same = ("optimizer", "lr", "batch_size", "epochs")
     with_l2 = [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]

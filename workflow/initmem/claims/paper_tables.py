@@ -31,7 +31,7 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f") -> str:
 
 
 def with_ci(spread: float, low: float, high: float) -> str:
-    """'26.5 [24.1, 28.0]' (the interval left out where there is none, e.g. with one seed)."""
+    """'12.3 [10.1, 14.0]' (the interval left out where there is none, e.g. with one seed)."""
     if not np.isfinite(spread):
         return ""
     return f"{spread:.1f}" + (f" [{low:.1f}, {high:.1f}]" if np.isfinite(low) else "")

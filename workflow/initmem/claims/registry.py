@@ -9,13 +9,13 @@ row: :func:`initmem.claims.rows.row`). Regimes are what the paper's own sentence
   99.5% train accuracy at some epoch ("Low-learning-rate SGD can interpolate", Sec. 1; for Adam "at
   small batches (b <= 64) the best-validation-loss checkpoint is reached before interpolation", Sec.
   3.1: after it, its runs interpolate too). No sentence states more for a directional claim (the
-  ">= 99.5% at b=128 across the sweep" of Sec. 3.1 is the precondition of the 26.5 pp number, read as
+  ">= 99.5% at b=128 across the sweep" of Sec. 3.1 is the precondition of the b=128 spread, read as
   the diagnostic row ``sgd_b*_interpolates``, never as a claim), so a configuration is outside the
   paper's regime by fit only when *none* of its runs reached 99.5% train accuracy: every claim that
   cites a sentence reads the same runs the same way. :data:`NO_FIT` for the claims about trainability
   itself (depth, the recipe's accuracy).
 - ``clock``: the range of one clock the paper's runs reached, where the sentence is about that range
-  (e.g. Adam's |beta| decay: its runs end at T_adapt 23.8-379 exact); a configuration read outside
+  (e.g. Adam's |beta| decay: its runs end at T_adapt :data:`initmem.paper.ADAM_T_ADAPT_RANGE`); a configuration read outside
   it makes the row ``outside the paper's regime`` by clock, and the row says which.
 """
 
@@ -25,6 +25,9 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from initmem.paper import ADAM_T_ADAPT_RANGE as PAPER_ADAM_T
+from initmem.paper import Q_ADAM, Q_ALIGN, Q_CLOCK, Q_FIG6, Q_L2, Q_LR, Q_MOMENTUM, Q_RECIPE
 
 FITS_LABELS, NO_FIT = "fits_labels", "none"
 
@@ -53,27 +56,11 @@ class Claim:
 
 
 CLOCK_LABEL = {"T_sgd": "T_SGD", "T_adapt": "T_adapt", "T_l2": "T_L2"}
-Q_SGD = ("Vanilla SGD remembers where it started: at b=128 it exceeds 99.5% training accuracy across the entire sigma_w sweep, "
-         "yet its test accuracy ranges from 85.0% at sigma_w=0.1 down to 58.6% at sigma_w=2.5, a 26.5 pp spread")
-Q_ADAM = ("Adam-family methods largely wash out initialization scale: ... Adam, AdamW, and Muon have b=128 spreads of only 4.3, "
-          "4.7, and 4.0 pp, respectively, and Adam's b=16 spread is 1.6 pp against SGD's 22.8 pp.")
-Q_FIG6 = ("Figure 6(a-d) shows |beta| versus epoch: vanilla SGD stays flat near 10^-1; Adam, AdamW, and Muon decay by 1-2 orders of "
-          "magnitude; the SGD ablation with eta=10^-2 and L2=10^-2 reaches the adaptive noise floor.")
-Q_CLOCK = ("Ignoring cosine decay ... low-LR SGD at b=128 has T_SGD ~ 7.3e-4 after 300 epochs and only ~ 1.2e-2 after 5,000 epochs; "
-           "both regimes retain ~26 pp of spread. At b=16 and eta=10^-2, the same timescale reaches ~4.7 and the spread drops sharply.")
-Q_L2 = ("Explicit L2 shows the same threshold: at b=128, eta=10^-2 with lambda=10^-3 gives T_L2 ~ 0.94 and still leaves 17.4 pp, "
-        "whereas lambda=5e-3 gives T_L2 ~ 4.7 and collapses the spread below 1 pp.")
-Q_ALIGN = ("under T_SGD the vanilla-SGD curves approximately collapse ... Panel (f) confirms that Adam curves at all five batch sizes "
-           "align under T_adapt.")
-Q_LR = ("Increasing the SGD learning rate helps, especially at a small batch. At b=16, raising eta_0 from 10^-3 to 10^-2 reduces the "
-        "spread from 22.8 to 9.7 pp, and eta_0=10^-1 reduces it to 4.5 pp.")
-PAPER_ADAM_T = (23.8, 379.0)  # the paper's Adam runs end at these T_adapt (exact, cosine, b=256 and b=16)
 
 REGISTRY: list[Claim] = [
     Claim(r"sgd_gt_(adam|adamw|muon|muon_full)_b\d+", "optimizers", Q_ADAM, "Sec. 3.1", "SGD spread minus the adaptive one (pp), paired seeds",
           "main grid, lr 1e-3, each batch size", "> 0"),
-    Claim(r"momentum_lt_sgd_b\d+", "optimizers", "Momentum is only a partial cure: at small batch it reduces the spread substantially "
-          "(from 22.8 to 10.9 pp at b=16)", "Sec. 3.1", "SGD minus SGD-momentum spread (pp)", "main grid, lr 1e-3, b=16", "> 0"),
+    Claim(r"momentum_lt_sgd_b\d+", "optimizers", Q_MOMENTUM, "Sec. 3.1", "SGD minus SGD-momentum spread (pp)", "main grid, lr 1e-3, b=16", "> 0"),
     Claim(r"batch_raises_\w+_spread", "optimizers", "We find that large batch slows forgetting under a fixed-epoch budget.", "Sec. 3.2",
           "spread at the largest b minus the smallest (pp)", "main grid, lr 1e-3", "> 0"),
     Claim(r"lr_reduces_sgd_\S+", "repair", Q_LR, "Sec. 3.2", "spread at the smaller lr minus the larger (pp)", "lr_l2, no L2", "> 0"),
@@ -86,8 +73,7 @@ REGISTRY: list[Claim] = [
     Claim(r"(aug|layernorm)_reduces_\S+|adam_robust_\S+", "normalization and augmentation",
           "Replacing BatchNorm with LayerNorm or adding standard data augmentation reduces the SGD spread but does not eliminate it; "
           "Adam remains robust under all these configurations", "Sec. 3.2, App. E", "spread differences (pp)", "norm_aug vs main", "> 0"),
-    Claim(r"recipe_\S+|depth_\S+", "recipe and depth", "Under a well-tuned SGD recipe ... the sigma_w spread collapses to zero at b=128 "
-          "(|Delta|=0.0 pp) with 94.2% test accuracy; deeper ResNets reach a lower training accuracy", "Sec. 3.2, App. D, F",
+    Claim(r"recipe_\S+|depth_\S+", "recipe and depth", Q_RECIPE, "Sec. 3.2, App. D, F",
           "|Delta| and accuracies", "best_recipe, depth", "see the row", fit=NO_FIT),
     Claim(r"beta_(flat|level)_sgd_b\d+", "|beta| shapes", Q_FIG6, "Sec. 4.2, Fig. 6a", "range of |beta(t)| over the settled run; the last "
           "tenth's level", "main grid SGD, lr 1e-3", "in [-0.5, 0.5] orders; in [0.032, 0.32]", clock=("T_sgd", 0.0, 1.0)),

@@ -24,8 +24,8 @@ plus noise: a *paired* difference, whatever the noise at each sigma_w. Hence (:f
   d2(k) the expected range of k standard normals.
 
 **A contrast of two spreads** ("a's spread exceeds b's", seed-paired: :func:`contrast_arrays`) reads
-the paper's own spread, "test accuracy ranges from 85.0% at sigma_w=0.1 down to 58.6% at sigma_w=2.5,
-a 26.5 pp spread" (Sec. 3.1): the drop D from the grid's smallest to its largest sigma_w. "a's spread
+the paper's own spread, the range of test accuracy from sigma_w=0.1 down to sigma_w=2.5
+(:data:`initmem.paper.Q_SGD`, Sec. 3.1): the drop D from the grid's smallest to its largest sigma_w. "a's spread
 exceeds b's" is D_a > |D_b|, i.e. both D_a - D_b > 0 and D_a + D_b > 0: an intersection-union test of
 two paired t-tests on the per-seed values (each at one-sided 2.5%; the intersection needs no
 multiplicity correction), exact whatever the variances. Its effect is min of the two means

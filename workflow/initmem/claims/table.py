@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from initmem import paper as published
 from initmem.claims import shapes as Sh
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
@@ -51,48 +52,52 @@ from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
 __all__ = ["COLUMNS", "claims", "claims_markdown"]
 
 # The paper's spreads (pp) that directional claims compare: main grid (optimizer, b); lr_l2 (lr, l2, b)
-PAPER_MAIN = {("sgd", 16): 22.8, ("sgd", 128): 26.5, ("sgd", 256): 25.7, ("sgd_momentum", 16): 10.9,
-              ("adam", 16): 1.6, ("adam", 128): 4.3, ("adam", 256): 5.3, ("adamw", 128): 4.7, ("muon", 128): 4.0}
-PAPER_LR_L2 = {(1e-3, 0.0, 16): 22.8, (1e-3, 0.0, 128): 26.5, (1e-2, 0.0, 16): 9.7, (1e-1, 0.0, 16): 4.5,
-               (1e-2, 0.0, 128): 23.8, (1e-1, 0.0, 128): 8.1, (1e-2, 1e-2, 16): 0.3, (1e-2, 1e-2, 128): 0.3,
-               (1e-2, 1e-3, 128): 17.4}
+PAPER_MAIN = {(opt, b): published.spread(**({} if opt == "sgd" else {"optimizer": opt}), batch_size=b)
+              for opt, b in (("sgd", 16), ("sgd", 128), ("sgd", 256), ("sgd_momentum", 16), ("adam", 16), ("adam", 128),
+                             ("adam", 256), ("adamw", 128), ("muon", 128))}
+PAPER_LR_L2 = {(lr, l2, b): published.spread(**({"lr": lr} if lr != 1e-3 else {}), **({"l2": l2} if l2 else {}), batch_size=b)
+               for lr, l2, b in ((1e-3, 0.0, 16), (1e-3, 0.0, 128), (1e-2, 0.0, 16), (1e-1, 0.0, 16), (1e-2, 0.0, 128),
+                                 (1e-1, 0.0, 128), (1e-2, 1e-2, 16), (1e-2, 1e-2, 128), (1e-2, 1e-3, 128))}
 LONG_UNCHANGED_PP = 5.0   # "essentially unchanged": the long run's spread within 5 pp of the matched main grid's
 BELOW_PP = 1.0            # "collapses the spread below 1 pp", "|Delta| = 0.0"
 MAIN = dict(lr=PAPER_LR)
 
+_DEPTH, _RECIPE_ACC = published.DEPTH_SPREADS, published.RECIPE_TEST_ACC
 # (id, quantity, paper value, (study[@sigma_w], filters)): a spread, or the seed-mean test acc at sigma_w
 SPREAD_CLAIMS = [
-    ("sgd_b128_spread", "SGD b=128 sigma_w spread (pp)", 26.5, ("main", dict(optimizer="sgd", batch_size=128, **MAIN))),
-    ("sgd_b128_acc_0.1", "SGD b=128 test acc at sigma_w=0.1 (%)", 85.0, ("main@0.1", dict(optimizer="sgd", batch_size=128, **MAIN))),
-    ("sgd_b128_acc_2.5", "SGD b=128 test acc at sigma_w=2.5 (%)", 58.6, ("main@2.5", dict(optimizer="sgd", batch_size=128, **MAIN))),
-    ("adam_b128_spread", "Adam b=128 spread (pp)", 4.3, ("main", dict(optimizer="adam", batch_size=128, **MAIN))),
-    ("adamw_b128_spread", "AdamW b=128 spread (pp)", 4.7, ("main", dict(optimizer="adamw", batch_size=128, **MAIN))),
-    ("muon_b128_spread", "Muon b=128 spread (pp)", 4.0, ("main", dict(optimizer="muon", batch_size=128, **MAIN))),
-    ("adam_b16_spread", "Adam b=16 spread (pp)", 1.6, ("main", dict(optimizer="adam", batch_size=16, **MAIN))),
-    ("sgd_b16_spread", "SGD b=16 spread (pp)", 22.8, ("main", dict(optimizer="sgd", batch_size=16, **MAIN))),
-    ("momentum_b16_spread", "SGD-momentum b=16 spread (pp)", 10.9, ("main", dict(optimizer="sgd_momentum", batch_size=16, **MAIN))),
-    ("sgd_b256_spread", "SGD b=256 spread (pp)", 25.7, ("main", dict(optimizer="sgd", batch_size=256, **MAIN))),
-    ("adam_b256_spread", "Adam b=256 spread (pp)", 5.3, ("main", dict(optimizer="adam", batch_size=256, **MAIN))),
-    ("lr1e-2_b16_spread", "SGD eta=1e-2 b=16 spread (pp)", 9.7, ("lr_l2", dict(lr=1e-2, l2=0.0, batch_size=16))),
-    ("lr1e-1_b16_spread", "SGD eta=1e-1 b=16 spread (pp)", 4.5, ("lr_l2", dict(lr=1e-1, l2=0.0, batch_size=16))),
-    ("lr1e-2_b128_spread", "SGD eta=1e-2 b=128 spread (pp)", 23.8, ("lr_l2", dict(lr=1e-2, l2=0.0, batch_size=128))),
-    ("lr1e-1_b128_spread", "SGD eta=1e-1 b=128 spread (pp)", 8.1, ("lr_l2", dict(lr=1e-1, l2=0.0, batch_size=128))),
-    ("l2_1e-2_b16_spread", "SGD eta=1e-2 L2=1e-2 b=16 spread (pp)", 0.3, ("lr_l2", dict(lr=1e-2, l2=1e-2, batch_size=16))),
-    ("l2_1e-2_b128_spread", "SGD eta=1e-2 L2=1e-2 b=128 spread (pp)", 0.3, ("lr_l2", dict(lr=1e-2, l2=1e-2, batch_size=128))),
-    ("l2_1e-3_b128_spread", "SGD eta=1e-2 L2=1e-3 b=128 spread (pp)", 17.4, ("lr_l2", dict(lr=1e-2, l2=1e-3, batch_size=128))),
-    ("resnet56_sgd_b128_spread", "ResNet-56 SGD b=128 spread (pp)", 24.2, ("depth", dict(variant="resnet56", optimizer="sgd", batch_size=128))),
-    ("resnet110_sgd_b128_spread", "ResNet-110 SGD b=128 spread (pp)", 20.4, ("depth", dict(variant="resnet110", optimizer="sgd", batch_size=128))),
-    ("recipe_b128_spread", "standard SGD recipe b=128 abs Delta (pp)", 0.0, ("best_recipe", dict(variant="sgd_standard", batch_size=128))),
-    ("recipe_b128_acc", "standard SGD recipe b=128 test acc, sigma_w=0.1 (%)", 94.2, ("best_recipe@0.1", dict(variant="sgd_standard", batch_size=128))),
+    ("sgd_b128_spread", "SGD b=128 sigma_w spread (pp)", PAPER_MAIN["sgd", 128], ("main", dict(optimizer="sgd", batch_size=128, **MAIN))),
+    ("sgd_b128_acc_0.1", "SGD b=128 test acc at sigma_w=0.1 (%)", published.SGD_B128_TEST_ACC[0.1], ("main@0.1", dict(optimizer="sgd", batch_size=128, **MAIN))),
+    ("sgd_b128_acc_2.5", "SGD b=128 test acc at sigma_w=2.5 (%)", published.SGD_B128_TEST_ACC[2.5], ("main@2.5", dict(optimizer="sgd", batch_size=128, **MAIN))),
+    ("adam_b128_spread", "Adam b=128 spread (pp)", PAPER_MAIN["adam", 128], ("main", dict(optimizer="adam", batch_size=128, **MAIN))),
+    ("adamw_b128_spread", "AdamW b=128 spread (pp)", PAPER_MAIN["adamw", 128], ("main", dict(optimizer="adamw", batch_size=128, **MAIN))),
+    ("muon_b128_spread", "Muon b=128 spread (pp)", PAPER_MAIN["muon", 128], ("main", dict(optimizer="muon", batch_size=128, **MAIN))),
+    ("adam_b16_spread", "Adam b=16 spread (pp)", PAPER_MAIN["adam", 16], ("main", dict(optimizer="adam", batch_size=16, **MAIN))),
+    ("sgd_b16_spread", "SGD b=16 spread (pp)", PAPER_MAIN["sgd", 16], ("main", dict(optimizer="sgd", batch_size=16, **MAIN))),
+    ("momentum_b16_spread", "SGD-momentum b=16 spread (pp)", PAPER_MAIN["sgd_momentum", 16], ("main", dict(optimizer="sgd_momentum", batch_size=16, **MAIN))),
+    ("sgd_b256_spread", "SGD b=256 spread (pp)", PAPER_MAIN["sgd", 256], ("main", dict(optimizer="sgd", batch_size=256, **MAIN))),
+    ("adam_b256_spread", "Adam b=256 spread (pp)", PAPER_MAIN["adam", 256], ("main", dict(optimizer="adam", batch_size=256, **MAIN))),
+    ("lr1e-2_b16_spread", "SGD eta=1e-2 b=16 spread (pp)", PAPER_LR_L2[1e-2, 0.0, 16], ("lr_l2", dict(lr=1e-2, l2=0.0, batch_size=16))),
+    ("lr1e-1_b16_spread", "SGD eta=1e-1 b=16 spread (pp)", PAPER_LR_L2[1e-1, 0.0, 16], ("lr_l2", dict(lr=1e-1, l2=0.0, batch_size=16))),
+    ("lr1e-2_b128_spread", "SGD eta=1e-2 b=128 spread (pp)", PAPER_LR_L2[1e-2, 0.0, 128], ("lr_l2", dict(lr=1e-2, l2=0.0, batch_size=128))),
+    ("lr1e-1_b128_spread", "SGD eta=1e-1 b=128 spread (pp)", PAPER_LR_L2[1e-1, 0.0, 128], ("lr_l2", dict(lr=1e-1, l2=0.0, batch_size=128))),
+    ("l2_1e-2_b16_spread", "SGD eta=1e-2 L2=1e-2 b=16 spread (pp)", PAPER_LR_L2[1e-2, 1e-2, 16], ("lr_l2", dict(lr=1e-2, l2=1e-2, batch_size=16))),
+    ("l2_1e-2_b128_spread", "SGD eta=1e-2 L2=1e-2 b=128 spread (pp)", PAPER_LR_L2[1e-2, 1e-2, 128], ("lr_l2", dict(lr=1e-2, l2=1e-2, batch_size=128))),
+    ("l2_1e-3_b128_spread", "SGD eta=1e-2 L2=1e-3 b=128 spread (pp)", PAPER_LR_L2[1e-2, 1e-3, 128], ("lr_l2", dict(lr=1e-2, l2=1e-3, batch_size=128))),
+    ("resnet56_sgd_b128_spread", "ResNet-56 SGD b=128 spread (pp)", _DEPTH["resnet56"], ("depth", dict(variant="resnet56", optimizer="sgd", batch_size=128))),
+    ("resnet110_sgd_b128_spread", "ResNet-110 SGD b=128 spread (pp)", _DEPTH["resnet110"], ("depth", dict(variant="resnet110", optimizer="sgd", batch_size=128))),
+    ("recipe_b128_spread", "standard SGD recipe b=128 abs Delta (pp)", published.RECIPE_SPREAD, ("best_recipe", dict(variant="sgd_standard", batch_size=128))),
+    ("recipe_b128_acc", "standard SGD recipe b=128 test acc, sigma_w=0.1 (%)", _RECIPE_ACC, ("best_recipe@0.1", dict(variant="sgd_standard", batch_size=128))),
 ]
 
 # (id, quantity, paper value, clock, batch size, epochs, lr, l2, schedule of the paper's run)
+_T = published.clock
 TIMESCALE_CLAIMS = [
-    ("T_sgd_b128_300", "T_SGD, SGD b=128 eta=1e-3, 300 epochs", 7.3e-4, "T_sgd", 128, 300, 1e-3, 0.0, "cosine"),
-    ("T_sgd_b128_5000", "T_SGD, SGD b=128 eta=1e-3, 5000 epochs", 1.2e-2, "T_sgd", 128, 5000, 1e-3, 0.0, "constant"),
-    ("T_sgd_b16_lr1e-2", "T_SGD, SGD b=16 eta=1e-2, 300 epochs", 4.7, "T_sgd", 16, 300, 1e-2, 0.0, "cosine"),
-    ("T_l2_b128_1e-3", "T_L2, SGD b=128 eta=1e-2 L2=1e-3", 0.94, "T_l2", 128, 300, 1e-2, 1e-3, "cosine"),
-    ("T_l2_b128_5e-3", "T_L2, SGD b=128 eta=1e-2 L2=5e-3", 4.7, "T_l2", 128, 300, 1e-2, 5e-3, "cosine"),
+    ("T_sgd_b128_300", "T_SGD, SGD b=128 eta=1e-3, 300 epochs", _T("T_sgd", batch_size=128), "T_sgd", 128, 300, 1e-3, 0.0, "cosine"),
+    ("T_sgd_b128_5000", "T_SGD, SGD b=128 eta=1e-3, 5000 epochs", _T("T_sgd", batch_size=128, epochs=5000,
+                                                                   schedule="constant"), "T_sgd", 128, 5000, 1e-3, 0.0, "constant"),
+    ("T_sgd_b16_lr1e-2", "T_SGD, SGD b=16 eta=1e-2, 300 epochs", _T("T_sgd", lr=1e-2, batch_size=16), "T_sgd", 16, 300, 1e-2, 0.0, "cosine"),
+    ("T_l2_b128_1e-3", "T_L2, SGD b=128 eta=1e-2 L2=1e-3", _T("T_l2", lr=1e-2, batch_size=128, l2=1e-3), "T_l2", 128, 300, 1e-2, 1e-3, "cosine"),
+    ("T_l2_b128_5e-3", "T_L2, SGD b=128 eta=1e-2 L2=5e-3", _T("T_l2", lr=1e-2, batch_size=128, l2=5e-3), "T_l2", 128, 300, 1e-2, 5e-3, "cosine"),
 ]
 
 
@@ -139,9 +144,9 @@ def _long_rows(runs: pd.DataFrame, r: pd.Series) -> list[dict]:
     note = f"matched sigma_w {r['sigma_w'] or 'none'}, seeds {r['seeds'] or 'none'}"
     rows = []
     for cid, quantity, paper, cell in (
-            (f"long_b{b}_spread", f"long constant-LR SGD b={b} spread (pp)", 26.0 if b == 128 else math.nan, long_cell),
+            (f"long_b{b}_spread", f"long constant-LR SGD b={b} spread (pp)", published.LONG_RETAINED_PP if b == 128 else math.nan, long_cell),
             (f"main_b{b}_spread_matched", f"main-grid SGD b={b} spread on the long run's sigma_w and seeds (pp)",
-             26.5 if b == 128 else math.nan, main_cell)):
+             PAPER_MAIN["sgd", 128] if b == 128 else math.nan, main_cell)):
         est = Sp.spread_estimate(cell) if cell is not None else None
         rows.append(row(cid, "number", quantity, paper, scale, est, cells=[cell] if cell else [],
                         note=note + ("; paper: '~26 pp'" if b == 128 else "")))
@@ -195,7 +200,7 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
         epochs = int(cell.config.get("epochs", 0) or 0)
         procedure = "" if b == 128 and epochs >= 300 else f"measured at b={b} after {epochs} epochs, not the paper's b=128 after 300"
         rows.append(row(f"sgd_b{b}_interpolates", "number", f"SGD b={b}: lowest seed-mean train acc at tau_best over the sigma_w sweep (%)",
-                        99.5, scale, est, cells=[cell],
+                        published.INTERP_TRAIN_ACC, scale, est, cells=[cell],
                         note="; ".join(n for n in ("a diagnostic of the paper's regime, not a claim: the paper's SGD b=128 'exceeds "
                                                    "99.5% training accuracy across the entire sigma_w sweep' after its 300-epoch procedure",
                                                    procedure) if n)))

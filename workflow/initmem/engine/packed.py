@@ -189,13 +189,13 @@ class Pack:
     """A vectorised pack and its stacked Keras optimizer: the loop's trainee of many members (a row each)."""
 
     def __init__(self, specs: list[dict], init_gens: list[torch.Generator], device: torch.device, precision: str,
-                 compile: bool | str, max_images: int | None):
+                 compile: bool | str, max_images: int | None, classes: int = 10):
         autocast = set_precision(precision)
         self.autocast = lambda: autocast(device)
         spec, self.size, self.device = specs[0], len(specs), device
         models = []
         for s, gen in zip(specs, init_gens, strict=True):
-            m = build_model(s["arch"], int(s["width"]), s["norm"], s["pool"])
+            m = build_model(s["arch"], int(s["width"]), s["norm"], s["pool"], classes)
             init_weights(m, float(s["sigma_w"]), gen)
             models.append(m.to(device))
         self.kernel_norms_init = [kernel_norm(m) for m in models]
@@ -256,6 +256,6 @@ def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None
     check_compile(compile)
     device = device or data.x_train.device
     specs = [r["spec"] for r in runs]
-    return train_loop(runs, data, lambda gens: Pack(specs, gens, device, precision, compile, max_images), engine="vmap",
+    return train_loop(runs, data, lambda gens: Pack(specs, gens, device, precision, compile, max_images, data.classes), engine="vmap",
                       device=device, precision=precision, compile=compile, name=f"pack {runs[0]['run_id']} (+{len(runs) - 1})",
                       checkpoint=checkpoint, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)

@@ -23,12 +23,13 @@ class Tensors:
     y_val: torch.Tensor
     x_test: torch.Tensor
     y_test: torch.Tensor
+    classes: int = 10  # the data source's label count: the size of the model's last layer
 
     @classmethod
     def from_splits(cls, s: Splits, device: torch.device) -> Tensors:
         f = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32) / 255.0).to(device)  # noqa: E731
         i = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64)).to(device)  # noqa: E731
-        return cls(f(s.x_train), i(s.y_train), f(s.x_val), i(s.y_val), f(s.x_test), i(s.y_test))
+        return cls(f(s.x_train), i(s.y_train), f(s.x_val), i(s.y_val), f(s.x_test), i(s.y_test), int(s.meta.get("classes", 10)))
 
 
 def seed_streams(seed: int) -> tuple[torch.Generator, np.random.Generator, torch.Generator]:

@@ -105,10 +105,11 @@ def run_step(net: Callable[[torch.Tensor], torch.Tensor], model: torch.nn.Module
 class SingleRun:
     """One plain model and its Keras optimizer: the loop's trainee of one member (row 0)."""
 
-    def __init__(self, spec: dict, init_gen: torch.Generator, device: torch.device, precision: str, compile: bool | str):
+    def __init__(self, spec: dict, init_gen: torch.Generator, device: torch.device, precision: str, compile: bool | str,
+                 classes: int = 10):
         autocast = set_precision(precision)
         self.autocast = lambda: autocast(device)
-        self.model = build_model(spec["arch"], int(spec["width"]), spec["norm"], spec["pool"]).to(device)
+        self.model = build_model(spec["arch"], int(spec["width"]), spec["norm"], spec["pool"], classes).to(device)
         init_weights(self.model, float(spec["sigma_w"]), init_gen)
         self.model.to(device)
         self.kernel_norms_init = [kernel_norm(self.model)]
@@ -161,6 +162,6 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     check_compile(compile)
     device = device or data.x_train.device
     run = {"run_id": run_id, "spec": spec}
-    return train_loop([run], data, lambda gens: SingleRun(spec, gens[0], device, precision, compile), engine="loop",
+    return train_loop([run], data, lambda gens: SingleRun(spec, gens[0], device, precision, compile, data.classes), engine="loop",
                       device=device, precision=precision, compile=compile, name=run_id, checkpoint=checkpoint,
                       checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)[0]

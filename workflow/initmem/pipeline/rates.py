@@ -42,7 +42,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-FAMILY = {"sgd": "sgd", "sgd_momentum": "sgd", "adam": "adam", "adamw": "adam", "muon": "muon", "muon_full": "muon"}
+FAMILY = {"sgd": "sgd", "sgd_momentum": "sgd", "adam": "adam", "adamw": "adam", "muon": "muon", "muon_full": "muon",
+          "lion": "adam"}  # Lion: one moment buffer and a sign, cheaper than Adam per step: Adam's rate is the conservative stand-in
 # (architecture, family) -> (operations per step of one run, of a vmap pack), family means of
 # benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
 OPS_PER_STEP = {

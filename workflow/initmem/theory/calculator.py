@@ -21,6 +21,7 @@ import os
 import sys
 from typing import Any
 
+from initmem import paper
 from initmem.engine.clocks import CLOCK_KEYS, paper_constant_lr_clocks, run_clocks
 from initmem.spec import ADAPTIVE, OPTIMIZERS, SCHEDULES, resolve_momentum, resolve_weight_decay
 
@@ -28,28 +29,7 @@ from initmem.spec import ADAPTIVE, OPTIMIZERS, SCHEDULES, resolve_momentum, reso
 # paper quotes (its constant-lr arithmetic), where). A recipe is the paper's defaults (SGD, lr 1e-3,
 # cosine alpha 0.01, 300 epochs, n_train 40000, no L2) with the overrides given; its exact clocks are
 # computed by run_clocks in paper_points().
-PAPER_POINTS = (
-    (dict(lr=1e-3, batch_size=256), "25.7", {}, "Sec. 3.2"),
-    (dict(lr=1e-3, batch_size=128), "26.5", {"T_sgd": 7.3e-4}, "Sec. 3.1, 4.2"),
-    (dict(lr=1e-3, batch_size=128, epochs=5000, schedule="constant"), "~26", {"T_sgd": 1.2e-2}, "Sec. 4.2"),
-    (dict(lr=1e-3, batch_size=16), "22.8", {}, "Sec. 3.1"),
-    (dict(lr=1e-2, batch_size=128), "23.8", {}, "Sec. 3.2"),
-    (dict(lr=1e-2, batch_size=16), "9.7", {"T_sgd": 4.7}, "Sec. 3.2, 4.2"),
-    (dict(lr=1e-1, batch_size=128), "8.1", {}, "Sec. 3.2"),
-    (dict(lr=1e-1, batch_size=16), "4.5", {}, "Sec. 3.2"),
-    (dict(lr=1e-2, batch_size=128, l2=1e-3), "17.4", {"T_l2": 0.94}, "Sec. 4.2"),
-    (dict(lr=1e-2, batch_size=128, l2=5e-3), "< 1", {"T_l2": 4.7}, "Sec. 4.2"),
-    (dict(lr=1e-2, batch_size=128, l2=1e-2), "0.3", {}, "Sec. 3.2"),
-    (dict(lr=1e-2, batch_size=16, l2=1e-2), "0.3", {}, "Sec. 3.2"),
-    (dict(optimizer="sgd_momentum", batch_size=16), "10.9", {}, "Sec. 3.1"),
-    (dict(optimizer="sgd_momentum", lr=0.1, batch_size=128, epochs=200, weight_decay=5e-4), "0.0", {},
-     "Sec. 3.2, App. F; with augmentation"),
-    (dict(optimizer="adam", batch_size=256), "5.3", {}, "Sec. 3.2"),
-    (dict(optimizer="adam", batch_size=128), "4.3", {}, "Sec. 3.1"),
-    (dict(optimizer="adamw", batch_size=128), "4.7", {}, "Sec. 3.1"),
-    (dict(optimizer="muon", batch_size=128), "4.0", {}, "Sec. 3.1"),
-    (dict(optimizer="adam", batch_size=16), "1.6", {}, "Sec. 3.1"),
-)
+PAPER_POINTS = tuple((p.recipe, p.text, p.clocks, p.section) for p in paper.POINTS)
 RECIPE_DEFAULTS = dict(schedule="cosine", alpha=0.01, weight_decay=None, momentum=None, n_train=40000)
 CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_wd": "T_wd", "T_adapt": "T_adapt"}
 # A recipe farther than this from every paper point of its kind (|log10| of the clock ratio) is out of
@@ -108,9 +88,8 @@ def governing_clock(spec: dict[str, Any], clocks: dict[str, float] | None = None
     """The clock the paper reads for a recipe.
 
     The paper's reading (Sec. 4.1-4.2): forgetting needs the accumulated regularization to reach order
-    one, read on one scale for the implicit and the explicit clock (in its constant-lr arithmetic T_SGD
-    4.7 and T_L2 4.7 cut the spread to 9.7 and < 1 pp, T_SGD 7.3e-4 to 1.2e-2 keeps ~26 pp; exact under
-    their cosine schedules the two recipes are at T_SGD 1.77 and T_L2 2.37).
+    one, read on one scale for the implicit and the explicit clock (:data:`GOVERNING_RULE` quotes the
+    paper's points; exact under their cosine schedules the two cutting recipes are at T_SGD 1.77 and T_L2 2.37).
 
     * Adaptive optimizers: T_adapt (first-order movement, K eta). Their decoupled decay (1e-4 for
       AdamW and Muon) is not what drives them: Adam without decay forgets as much (Sec. 3.1).
@@ -128,10 +107,22 @@ def governing_clock(spec: dict[str, Any], clocks: dict[str, float] | None = None
     return max(("T_l2", "T_wd", "T_sgd"), key=lambda k: (c[k], -("T_l2", "T_wd", "T_sgd").index(k)))
 
 
+def _quoted(x: float) -> str:
+    """A clock value as the paper writes it: one significant decimal, small ones as mantissa e exponent."""
+    if x >= 0.1:
+        return f"{x:g}"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+_CUT_SGD, _CUT_L2 = paper.point(lr=1e-2, batch_size=16), paper.point(lr=1e-2, batch_size=128, l2=5e-3)
+_KEEP_300, _KEEP_5000 = paper.point(batch_size=128), paper.point(batch_size=128, epochs=5000, schedule="constant")
 GOVERNING_RULE = ("  (the paper's reading, Sec. 4.1-4.2: T_adapt for Adam, AdamW and Muon; for the SGD family the largest\n"
                   "  of T_SGD, T_L2 and T_wd: forgetting needs accumulated regularization of order one, read on one scale\n"
-                  "  for both kinds of clock; in the paper's constant-lr arithmetic T_SGD 4.7 and T_L2 4.7 cut the spread\n"
-                  "  to 9.7 and < 1 pp, T_SGD 7.3e-4 to 1.2e-2 keeps ~26 pp)")
+                  f"  for both kinds of clock; in the paper's constant-lr arithmetic T_SGD {_quoted(_CUT_SGD.clocks['T_sgd'])} and "
+                  f"T_L2 {_quoted(_CUT_L2.clocks['T_l2'])} cut the spread\n"
+                  f"  to {_CUT_SGD.text} and {_CUT_L2.text} pp, T_SGD {_quoted(_KEEP_300.clocks['T_sgd'])} to {_quoted(_KEEP_5000.clocks['T_sgd'])} "
+                  f"keeps {_KEEP_5000.text} pp)")
 
 
 def momentum_note(spec: dict[str, Any]) -> str | None:
