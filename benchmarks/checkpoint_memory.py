@@ -1,4 +1,4 @@
-"""Host memory of a pack checkpoint's save and load (issue 26 item 1): the peak resident set a
+"""Host memory of a pack checkpoint's save and load: the peak resident set a
 training job reaches, over its state, for a paper-sized pack (default: 8 x ResNet-9 width 64 with
 Adam state, 602 MiB). Each measurement runs in a fresh subprocess and reads its peak RSS
 (``VmHWM``, reset to the current RSS just before): ``base`` after building the state, ``save`` after ``save_checkpoint``, ``load`` in
@@ -87,7 +87,7 @@ def child(args: argparse.Namespace) -> None:
         save_checkpoint(Path(args.file), spec, payload)
         print(json.dumps({"state_mib": state_mib, "base_mib": base, "peak_mib": _peak_mib()}))
     else:
-        import torch  # noqa: F401,F811  (the import's own memory is part of the base)
+        import torch
 
         base = _reset_peak()
         obj = load_checkpoint(Path(args.file), spec, map_location=args.device)

@@ -10,7 +10,7 @@ eager mode. The count does not depend on the width or the batch size; width 8 ke
 Per optimizer: one run, and a pack of 8 (the whole pack's step, not per member).
 
 usage: PYTHONPATH=workflow python benchmarks/ops_per_step.py [--archs resnet9 resnet56] [--pack 8] [--batch 16]
-On a checkout without ``run_step``/``pack_step`` (before issue 29) the loops' bodies of that
+On a checkout without ``run_step``/``pack_step`` (an older engine) the loops' bodies of that
 checkout's train_run/train_packed are replayed inline, as they were written there.
 """
 
@@ -62,7 +62,7 @@ def _single(arch: str, optimizer: str, batch: int):
         if run_step is not None:
             run_step(model, model, opt, x, y, 1e-3, 0.0, sums)
             return
-        logits = model(x)  # main before issue 29: the body of train_run's loop
+        logits = model(x)  # an older engine: the body of train_run's loop
         loss = F.cross_entropy(logits.float(), y) + 0.0
         sums["finite"] &= torch.isfinite(loss)
         for p in model.parameters():
@@ -98,7 +98,7 @@ def _pack(arch: str, optimizer: str, batch: int, size: int):
         if pack_step is not None:
             pack_step(model, opt, x, y, 1e-3, 0.0, sums)
             return
-        logits = model(x)  # main before issue 29: the body of train_packed's loop
+        logits = model(x)  # an older engine: the body of train_packed's loop
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view(size, -1).mean(1)
         sums["finite"] &= torch.isfinite(loss)
         for p in opt.params:

@@ -58,9 +58,9 @@ def first_step_errors(arch: str, width: int, sigma: float) -> tuple[float, float
     F.cross_entropy(exact(x.double()), y).backward()
     F.cross_entropy(packed(x[None])[0], y).backward()
     used = [j for j, q in enumerate(exact.parameters()) if float(q.grad.norm()) > 1e-8]
-    flat = lambda grads: torch.cat([grads[j].double().flatten() for j in used])  # noqa: E731
+    flat = lambda grads: torch.cat([grads[j].double().flatten() for j in used])
     ref = flat([q.grad for q in exact.parameters()])
-    err = lambda grads: float((flat(grads) - ref).norm() / ref.norm())  # noqa: E731
+    err = lambda grads: float((flat(grads) - ref).norm() / ref.norm())
     return err([p.grad for p in single.parameters()]), err([p.grad[0] for p in packed.params.values()])
 
 

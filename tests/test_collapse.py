@@ -111,7 +111,7 @@ def test_the_clock_tier_rows_state_what_they_measure():
         r = t.loc[f"collapse_{what}_adam_T_adapt"]
         assert r["verdict"] == "reproduced", r["note"]
         assert "K eta^p b^q" in r["quantity"] and "p not identifiable" in r["note"] and r["paper"] == 0
-    epoch = lambda T: T["steps"] * T["lr"] * T["T_adapt"] / T["T_sgd"] / 1024  # noqa: E731  (steps x b / n; b = lr T_adapt / T_SGD)
+    epoch = lambda T: T["steps"] * T["lr"] * T["T_adapt"] / T["T_sgd"] / 1024
     t = clock_table(cells, lambda T: -0.1 / (1 + epoch(T) / 4))
     assert t.loc["collapse_beta_adam_T_adapt", "verdict"] == "not reproduced"
 

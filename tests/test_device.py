@@ -1,5 +1,5 @@
 """GPU jobs, proved on the CPU: streamed checkpoints that load on any device, no silent CPU
-training, one GPU per job, time-based checkpoints (issue 26; docs/slurm.md "GPU jobs")."""
+training, one GPU per job, time-based checkpoints (docs/slurm.md "GPU jobs")."""
 
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ def test_the_tf32_check_tells_a_float32_winograd_conv_from_tf32_and_covers_a_mat
         assert r["off_ok"] and r["on_is_tf32"] is None  # on the CPU TF32 does not exist
         assert r["tf32_expected"] > 10 * r["off"] and r["threshold"] > 3 * r["off"]
     # what TF32 hardware gives: inputs rounded (the emulation) or truncated to 10 bits, both above the line
-    truncated = lambda t: (t.contiguous().view(torch.int32) & ~((1 << devmod.TF32_DROPPED_BITS) - 1)).view(torch.float32)  # noqa: E731
+    truncated = lambda t: (t.contiguous().view(torch.int32) & ~((1 << devmod.TF32_DROPPED_BITS) - 1)).view(torch.float32)
     xs, ws = torch.randn(16, 128, 16, 16, generator=g), torch.randn(128, 128, 3, 3, generator=g) / 34
     ref = torch.nn.functional.conv2d(xs.double(), ws.double(), padding=1)
     for rounding in (devmod.round_to_tf32, truncated):

@@ -1,4 +1,4 @@
-"""The library's architecture, as the folder listing shows it (issue 30): subpackages by concern,
+"""The library's architecture, as the folder listing shows it: subpackages by concern,
 imports only go down, no import circle, and a run's identity reads what the trainer's code does,
 not where its files live."""
 
@@ -83,7 +83,7 @@ def test_no_import_circle():
 
 
 def test_a_pure_move_of_the_trainer_changes_no_run_key(tmp_path):
-    """The trainer's modules laid out flat (as before issue 30) with their imports naming the old
+    """The trainer's modules laid out flat (as an older checkout had them) with their imports naming the old
     paths hash like today's: run keys read what the code does, not where its files live."""
     flat = []
     for name in TRAINER_MODULES:

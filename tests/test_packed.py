@@ -101,7 +101,7 @@ def test_first_step_is_as_accurate_as_a_single_float32_run(arch, width, norm, gr
         # all gradients as one vector, without conv biases in front of BatchNorm (exact gradient 0:
         # pack and single run both see rounding noise there)
         used = [j for j, q in enumerate(ref.parameters()) if float(q.grad.norm()) > 1e-8]
-        flat = lambda grads, used=used: torch.cat([grads[j].double().flatten() for j in used])  # noqa: E731
+        flat = lambda grads, used=used: torch.cat([grads[j].double().flatten() for j in used])
         g_ref = flat([q.grad for q in ref.parameters()])
         err_single = float((flat([p.grad for p in single.parameters()]) - g_ref).norm())
         err_packed = float((flat([p.grad[i] for p in packed.params.values()]) - g_ref).norm())
@@ -152,7 +152,7 @@ def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensor
         torch.Tensor.backward = original
         _StopFlag.requested = False
     resumed = train_packed(runs, tiny_tensors, checkpoint=ckpt, log=None)
-    strip = lambda recs: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in recs]  # noqa: E731
+    strip = lambda recs: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in recs]
     assert json.dumps(strip(resumed)) == json.dumps(strip(reference))
 
 

@@ -78,8 +78,8 @@ def test_figure_has_the_papers_panels(tables, tmp_path, name):
     drawn = [ax for ax in fig.axes if ax.lines or ax.images]
     assert len(drawn) >= PANELS[name] - 1  # every data panel has something on it
     fig.canvas.draw()  # final layout: panel positions
-    column = lambda ax: round(ax.get_position().x0, 3)  # noqa: E731
-    row = lambda ax: round(ax.get_position().y0, 3)  # noqa: E731
+    column = lambda ax: round(ax.get_position().x0, 3)
+    row = lambda ax: round(ax.get_position().y0, 3)
     for ax in fig.axes:
         if ax.lines:  # labelled itself, or on the outer panel of its column / row (shared axes)
             assert ax.get_xlabel() or any(a.get_xlabel() for a in fig.axes if column(a) == column(ax))

@@ -199,7 +199,7 @@ def test_the_same_command_goes_on_after_an_interruption(work):
 @pytest.mark.slow
 def test_a_data_change_is_planned_and_trained_in_one_invocation(work):
     """Snakemake hid the training behind a rerun of prepare_data: one call prepared the data and
-    said "100% done", only a second trained (issue 27)."""
+    said "100% done", only a second trained."""
     cfg = copy.deepcopy(BASE)
     cfg["data"]["n_train"] = 48
     _write(work, cfg)
@@ -217,7 +217,7 @@ def _trained_files(work) -> dict:
 
 @pytest.mark.slow
 def test_another_configs_invocation_deletes_and_retrains_nothing(work):
-    """Why 2 of issue 27: one invocation with another config whose data cannot be prepared (it used
+    """One invocation with another config whose data cannot be prepared (it used
     to delete the prepared data and rewrite the plans), then back: zero packs retrained."""
     before = _trained_files(work)
     other = copy.deepcopy(BASE)  # the same sizes: the same run specs, another data identity
@@ -287,7 +287,7 @@ def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path
     assert not (old / "results/data/cifar10.npz").exists() and len(list((old / "results/data").glob("*/cifar10.npz"))) == 1
     counts = job_counts(proc.stdout) if "Job stats:" in proc.stdout else {}
     assert "prepare_data" not in counts  # the moved file is this config's data: nothing is prepared again
-    # The trainer's code changed since OLD_CHECKOUT (issues 26 and 29: the engine itself), so each pack
+    # The trainer's code changed since OLD_CHECKOUT (the engine itself), so each pack
     # retrains once for that alone (new run keys); with the same trainer code this dry run said
     # "Nothing to be done" (checked when the migration was written, at 9371103).
     assert counts.get("train", 0) == len(packs)

@@ -32,7 +32,7 @@ class OnCuda(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        unwrap = lambda t: t.cpu_data if isinstance(t, OnCuda) else t  # noqa: E731
+        unwrap = lambda t: t.cpu_data if isinstance(t, OnCuda) else t
         return func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs or {}))
 
 
@@ -97,10 +97,10 @@ def _pack(sigmas):
 def test_a_checkpoint_resumes_with_every_restored_tensor_on_a_gpu(tmp_path, tiny_tensors, loads_onto_cuda, kind):
     if kind == "single run":
         spec = tiny_spec(augment=True, optimizer="adam", lr=1e-3, epochs=3)
-        train = lambda **kw: [train_run(spec, tiny_tensors, "r0", **kw)]  # noqa: E731
+        train = lambda **kw: [train_run(spec, tiny_tensors, "r0", **kw)]
     else:
         runs = _pack((1.0, 2.0, 0.5) if kind == "pack" else (1.0, 1e30, 0.5))  # 1e30 diverges in epoch 1: masked
-        train = lambda **kw: train_packed(runs, tiny_tensors, **kw)  # noqa: E731
+        train = lambda **kw: train_packed(runs, tiny_tensors, **kw)
     reference = train(log=None)
     ckpt = tmp_path / "c.ckpt"
     _interrupted(train, ckpt)

@@ -33,11 +33,11 @@ from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import keras
+import numpy as np
+import torch
 
-from initmem.engine.models import build_model, init_weights  # noqa: E402
+from initmem.engine.models import build_model, init_weights
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "keras" / "resnet9_w4.npz"
 WIDTH, SIGMA_W, INIT_SEED, DATA_SEED = 4, 1.5, 0, 1

@@ -204,7 +204,7 @@ def matched_long_runs(runs: pd.DataFrame, batch_size: int) -> tuple[pd.DataFrame
     lg = runs[(runs["study"] == "long") & (runs["batch_size"] == batch_size)]
     mb = runs[(runs["study"] == "main") & (runs["optimizer"] == "sgd") & (runs["batch_size"] == batch_size)]
     sig, seeds = set(lg["sigma_w"]) & set(mb["sigma_w"]), set(lg["seed"]) & set(mb["seed"])
-    keep = lambda d: d[d["sigma_w"].isin(sig) & d["seed"].isin(seeds)]  # noqa: E731
+    keep = lambda d: d[d["sigma_w"].isin(sig) & d["seed"].isin(seeds)]
     return keep(lg), keep(mb)
 
 

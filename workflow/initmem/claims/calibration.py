@@ -165,7 +165,7 @@ def beta_truths() -> dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool, b
     A rise of one order and a fall back (the hump) is a one-order fall from a level held over two
     tenths, which the decay rule counts as a decay (the paper's adaptive curves rise from ~0 at
     initialization before they fall); the flat rule must reject it. A one-tenth spike is no held level."""
-    bump = lambda t: np.exp(-((t - 0.5) / 0.12) ** 2)  # noqa: E731
+    bump = lambda t: np.exp(-((t - 0.5) / 0.12) ** 2)
     def spike(t):
         out = np.full_like(t, BETA_LEVEL)
         out[(t >= 0.5) & (t < 0.6)] *= 10

@@ -1,4 +1,4 @@
-"""The clock-specific claims of Sec. 4 (issue 22), on any config that has the cells they need.
+"""The clock-specific claims of Sec. 4, on any config that has the cells they need.
 
 Runs of the studies in :data:`CLOCK_STUDIES` are grouped into *cells* by their configuration (every
 spec key but sigma_w and seed: optimizer, lr, batch_size, epochs, l2, weight_decay, ...), across
@@ -136,7 +136,7 @@ def _signed_beta(cell: V.Cell) -> str:
 def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """Each configuration's spread and |beta| at tau_best and at the end of training."""
     rows = []
-    abs_slope = lambda m: np.abs(m[0])  # noqa: E731
+    abs_slope = lambda m: np.abs(m[0])
     for c in cells:
         for what, metric_best, metric_end, stat, prepare, unit in (
                 ("spread", "test_acc_best", "test_acc_end", lambda m: Sp.spread_pp(m[0]), None, "pp"),

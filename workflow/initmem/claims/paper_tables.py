@@ -137,7 +137,7 @@ WEIGHT_DECAY_NOTE = (
 def paper_tables(runs: pd.DataFrame, spread_table: pd.DataFrame) -> str:
     """Markdown copies of the paper's tables from this config's runs, each with its scale."""
     cs = config_spreads(spread_table)
-    studies = lambda *s: f"Scale: {scale_label(runs, list(s))}\n"  # noqa: E731
+    studies = lambda *s: f"Scale: {scale_label(runs, list(s))}\n"
     out = ["# Paper tables at this config's scale\n",
            "Spreads: max - min over sigma_w of the seed-mean test accuracy at tau_best, with an interval against its noise "
            "in brackets, from seed-paired differences: at least the end sigma_w values' difference less its paired t half-width, "

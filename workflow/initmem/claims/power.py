@@ -86,7 +86,7 @@ def contrast_decision_rate(means_a: Sequence[float], means_b: Sequence[float], s
                            rng_seed: int = POWER_RNG_SEED) -> float:
     """P(decision) of "a's spread exceeds b's" against ``side`` at ``seeds`` seeds (the two paired by seed)."""
     rng = np.random.default_rng(rng_seed)
-    ends = lambda m, s: (np.asarray(m, float)[[0, -1]], np.broadcast_to(np.asarray(s, float), np.shape(m))[[0, -1]])  # noqa: E731
+    ends = lambda m, s: (np.asarray(m, float)[[0, -1]], np.broadcast_to(np.asarray(s, float), np.shape(m))[[0, -1]])
     a = simulate(*ends(means_a, sd_a), seeds, n_sims, rng)   # the rule reads the end sigma_w only
     b = simulate(*ends(means_b, sd_b), seeds, n_sims, rng)
     _, low, high = contrast_arrays(a, b)

@@ -99,7 +99,7 @@ def _cells_table(cells: pd.DataFrame) -> str:
     """One line per configuration: spread and |beta| at tau_best and at the end of training."""
     rows = []
     for name, g in cells.groupby(cells["quantity"].str.split(": ").str[0], sort=False):
-        get = lambda what, at, g=g: g[g["id"].str.contains(f"_{what}_") & (g["read_at"] == at)].iloc[0]  # noqa: E731
+        get = lambda what, at, g=g: g[g["id"].str.contains(f"_{what}_") & (g["read_at"] == at)].iloc[0]
         r = {"configuration": name, "clocks at the end": get("spread", AT_END)["note"].split("; ")[0],
              "clocks at tau_best": get("spread", AT_BEST)["note"].split("; ")[0]}
         for what, label in (("spread", "spread (pp)"), ("beta", "|beta|")):

@@ -96,7 +96,7 @@ def matched(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
     """Both run sets restricted to the sigma_w values and seeds they share, and a note saying what
     was left out (empty when nothing was)."""
     sig, seeds = set(a["sigma_w"]) & set(b["sigma_w"]), set(a["seed"]) & set(b["seed"])
-    keep = lambda d: d[d["sigma_w"].isin(sig) & d["seed"].isin(seeds)]  # noqa: E731
+    keep = lambda d: d[d["sigma_w"].isin(sig) & d["seed"].isin(seeds)]
     ka, kb = keep(a), keep(b)
     if len(ka) == len(a) and len(kb) == len(b):
         return ka, kb, ""

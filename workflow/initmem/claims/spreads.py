@@ -64,7 +64,7 @@ def expected_range(k: int) -> float:
     """d2(k): the expected range (max - min) of k independent standard normals (0 for k < 2)."""
     if k < 2:
         return 0.0
-    f = lambda x: 1 - stats.norm.sf(x) ** k - stats.norm.cdf(x) ** k  # noqa: E731  (E[range] = int P(min < x < max) dx)
+    f = lambda x: 1 - stats.norm.sf(x) ** k - stats.norm.cdf(x) ** k
     return float(integrate.quad(f, -np.inf, np.inf)[0])
 
 
@@ -144,7 +144,7 @@ def contrast_estimate(cells: list[Cell]) -> Estimate:
     """"spread(cells[0]) exceeds spread(cells[1])" on the seeds both have at the two end sigma_w
     (:func:`contrast_arrays`; the cells matched on sigma_w and seeds). Fewer than 2 seeds: no interval."""
     a, b = cells
-    ends = lambda c: c.values[[0, -1]] if c.values.ndim == 2 else c.values[-1][[0, -1]]  # noqa: E731
+    ends = lambda c: c.values[[0, -1]] if c.values.ndim == 2 else c.values[-1][[0, -1]]
     va, vb = ends(a), ends(b)
     shared = sorted(set(a.seeds.tolist()) & set(b.seeds.tolist()))
     ia = [int(np.flatnonzero(a.seeds == s)[0]) for s in shared]

@@ -27,7 +27,7 @@ from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import carry_forward, l2_ablation, long_run_comparison, matched_long_runs, scale_label
 from initmem.claims.clock import clock_claims
-from initmem.claims.report import claims_markdown  # noqa: F401  (claims.md is rendered there; re-exported)
+from initmem.claims.report import claims_markdown
 from initmem.claims.rows import (
     ADAPTIVE,
     AT_END,
@@ -170,7 +170,7 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
     if main.empty:
         return []
     scale, rows = scale_label(runs, "main"), []
-    opt_runs = lambda o, b=None: select(main, None, optimizer=o, **({} if b is None else {"batch_size": b}))  # noqa: E731
+    opt_runs = lambda o, b=None: select(main, None, optimizer=o, **({} if b is None else {"batch_size": b}))
     opts = set(main["optimizer"])
     for b in _batches(opt_runs("sgd")):
         for opt in [o for o in ADAPTIVE if o in opts]:
@@ -214,7 +214,7 @@ def repair_claims(runs: pd.DataFrame) -> list[dict]:
     if lr_l2.empty:
         return []
     scale, rows = scale_label(runs, "lr_l2"), []
-    at = lambda lr, l2, b: select(lr_l2, None, lr=float(lr), l2=float(l2), batch_size=b)  # noqa: E731
+    at = lambda lr, l2, b: select(lr_l2, None, lr=float(lr), l2=float(l2), batch_size=b)
     for b in _batches(lr_l2):
         lrs = sorted(set(lr_l2.loc[(lr_l2["batch_size"] == b) & (lr_l2["l2"] == 0), "lr"]))
         for lo, hi in zip(lrs, lrs[1:], strict=False):
@@ -245,7 +245,7 @@ def norm_aug_claims(runs: pd.DataFrame) -> list[dict]:
         return []
     rows = []
     for b in _batches(na):
-        cell = lambda study, b=b, **f: select(runs, study, batch_size=b, **f)  # noqa: E731
+        cell = lambda study, b=b, **f: select(runs, study, batch_size=b, **f)
         aug = cell("norm_aug", optimizer="sgd", norm="batchnorm")
         base = cell("main", optimizer="sgd", norm="batchnorm", augment=False, **MAIN)
         rows.append(spread_gap(f"aug_reduces_sgd_b{b}", f"SGD BatchNorm spread without minus with augmentation, b={b} (pp)",
@@ -277,7 +277,7 @@ def recipe_depth_claims(runs: pd.DataFrame) -> list[dict]:
                         note="; ".join(n for n in (f"'collapses to zero' read as below {BELOW_PP:g} pp", instead) if n)))
         sgd_r, adam_r, match = matched(select(best, None, variant="sgd_standard", batch_size=b), select(best, None, variant="adam", batch_size=b))
         cells = [to_cell(sgd_r), to_cell(adam_r)]
-        mean_acc = lambda m: 100 * np.nanmean(m, axis=-1)  # noqa: E731
+        mean_acc = lambda m: 100 * np.nanmean(m, axis=-1)
         est = V.estimate(cells, difference(mean_acc)) if None not in cells else None
         rows.append(row(f"recipe_beats_adam_b{b}", "direction", f"standard SGD recipe minus Adam test acc, b={b}, mean over sigma_w (pp)",
                         math.nan, scale, est, side=greater(0), cells=[c for c in cells if c],

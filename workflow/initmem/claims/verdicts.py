@@ -141,7 +141,7 @@ class Cell:
         w = self.weights(seeds)
         present = np.isfinite(self.values)
         inner = self.values.shape[:-1]
-        flat = lambda a: (a.reshape(-1, self.n_seeds) @ w.T).T.reshape(len(w), *inner)  # noqa: E731
+        flat = lambda a: (a.reshape(-1, self.n_seeds) @ w.T).T.reshape(len(w), *inner)
         return flat(np.where(present, self.values, 0.0) ** power), flat(present.astype(float))
 
     def means(self, seeds: Sequence) -> np.ndarray:

@@ -166,7 +166,7 @@ def build_splits(data_cfg: dict, download_root: str | Path = "results/data/downl
             "n_test": n_test, "split_seed": SPLIT_SEED, "classes": int(getattr(entry, "CLASSES", 10))}
     if resolution != 32:  # recorded only where it differs: a 32x32 file's metadata is as it always was
         meta["resolution"] = resolution
-    small = lambda x: downsample(x, resolution)  # noqa: E731
+    small = lambda x: downsample(x, resolution)
     return Splits(small(x_tr[:n_train]), y_tr[:n_train], small(x_va[:n_val]), y_va[:n_val], small(x_test[:n_test]), y_test[:n_test], meta)
 
 

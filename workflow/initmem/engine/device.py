@@ -221,7 +221,7 @@ def tf32_check(device: torch.device, conv: Callable | None = None) -> list[dict]
     ops = {"conv 16x128x16x16, 3x3": (conv, x, w, "cudnn"),
            "matmul 512x1152x512": (torch.matmul, a, b, "matmul")}
     flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-    rel = lambda got, ref: float((got.double().cpu() - ref).norm() / ref.norm())  # noqa: E731
+    rel = lambda got, ref: float((got.double().cpu() - ref).norm() / ref.norm())
     out = []
     try:
         for name, (fn, p, q, backend) in ops.items():

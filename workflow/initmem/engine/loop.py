@@ -68,7 +68,7 @@ class StopRequest:
 def install_stop_handlers() -> None:
     """Make SIGTERM and SIGINT request a checkpoint-and-exit at the next step instead of killing the
     process (a second SIGINT interrupts at once, as Ctrl-C does by default)."""
-    def handler(signum, frame):  # noqa: ARG001
+    def handler(signum, frame):
         if signum == signal.SIGINT and StopRequest.requested:
             raise KeyboardInterrupt
         StopRequest.requested, StopRequest.reason = True, signal.Signals(signum).name

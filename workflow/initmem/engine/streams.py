@@ -27,8 +27,8 @@ class Tensors:
 
     @classmethod
     def from_splits(cls, s: Splits, device: torch.device) -> Tensors:
-        f = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32) / 255.0).to(device)  # noqa: E731
-        i = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64)).to(device)  # noqa: E731
+        f = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32) / 255.0).to(device)
+        i = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64)).to(device)
         return cls(f(s.x_train), i(s.y_train), f(s.x_val), i(s.y_val), f(s.x_test), i(s.y_test), int(s.meta.get("classes", 10)))
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402, F401
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd  # noqa: F401
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-import initmem.figures.style  # noqa: E402, F401  (Type 42 fonts in PDFs, 200-dpi PNGs)
-from initmem.claims.shapes import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
-from initmem.io import atomic_path  # noqa: E402
+import initmem.figures.style  # noqa: F401  (Type 42 fonts in PDFs, 200-dpi PNGs)
+from initmem.claims.shapes import BETA_FLOOR
+from initmem.io import atomic_path
 
 _MATH = [(r"\\(?:sigma|eta|tau|lambda|beta|alpha)", lambda m: m.group(0)[1:]), (r"\\\|", "||"), (r"\\sum_k", "sum_k"),
          (r"_\{([^{}]*)\}", r"_\1"), (r"[${}\\]", "")]

@@ -18,11 +18,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from initmem.io import atomic_path  # noqa: E402
-from initmem.theory.linear import LABEL_NOISE, N_EXAMPLES, WIDTHS, check_table, run_checks  # noqa: E402
+from initmem.io import atomic_path
+from initmem.theory.linear import LABEL_NOISE, N_EXAMPLES, WIDTHS, check_table, run_checks
 
 PANELS = 4
 

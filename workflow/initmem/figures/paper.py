@@ -11,14 +11,14 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
-from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads  # noqa: E402
-from initmem.claims.shapes import BETA_FLOOR  # noqa: E402  (one floor: what Figure 6 draws is what the verdicts count)
-from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: E402, F401
+from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads
+from initmem.claims.shapes import BETA_FLOOR
+from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: F401
 
 OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion"]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
@@ -435,7 +435,7 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             curve(ax[5], d, "T_adapt", f"Adam b={b}", color=color[b], xlog=True)
     for b in abl_bs:
         curve(ax[4], abl[abl["batch_size"] == b], "T_l2", f"SGD+L2 b={b} vs $T_{{L2}}$", ls="--", color=abl_color[b], xlog=True)
-    has = lambda o: not main.empty and (main["optimizer"] == o).any()  # noqa: E731
+    has = lambda o: not main.empty and (main["optimizer"] == o).any()
     finish_log_panel(ax[4], xlog=True, has_runs=has("sgd") or not abl.empty)
     finish_log_panel(ax[5], xlog=True, has_runs=has("adam"))
     if not beta.empty and (beta["n_carried"] > 0).any():

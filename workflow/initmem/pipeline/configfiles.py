@@ -43,7 +43,7 @@ def read_yaml(path: str | Path) -> dict:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file ({exc.strerror})") from None
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark, context_mark = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

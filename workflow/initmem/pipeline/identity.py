@@ -129,7 +129,7 @@ def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> st
 def code_version_before_moves(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
     """:func:`code_version` as older checkouts computed it (file names and imports as
     written): only to recognise a version an older checkout recorded (its prepared data's code,
-    :mod:`initmem.pipeline.legacy`), never to key anything new."""
+    :mod:`initmem.pipeline.legacy`), never to key anything new. Kept with that migration, until 2027-06-01."""
     return _code_version(files, base, package_paths=True)
 
 
