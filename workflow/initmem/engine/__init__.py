@@ -3,8 +3,9 @@
 
 loop (the one training loop: epochs, checkpoints, resume, stopping), train (a single run's model and
 step), packed (vmap packs), streams (the data a run sees: order, augmentation), compute (precision,
-torch.compile), models (architectures, sigma_w init), optim (Keras optimizers),
-clocks (schedule and clock sums), data (CIFAR-10 split), checkpoint (resumable state), device (which
+torch.compile), models (shared layers, sigma_w init; architectures/ one file each), optim (the Keras
+optimizers' shared core; optimizers/ one file each), registry (finding an entry by name), clocks
+(schedule and clock sums), data (the split, resolution, prepared files; datasources/ one file each), checkpoint (resumable state), device (which
 GPU, what is recorded), metrics (the record's format). Imports only :mod:`initmem.spec`,
 :mod:`initmem.io` and each other; never the pipeline, claims or figures above it.
 """

@@ -269,7 +269,7 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
 
 
 def _records(runs: list[dict], state: LoopState, wall: float, env: dict) -> list[dict]:
-    """The metrics record of every member (DESIGN "Outputs"), in order."""
+    """The metrics record of every member (docs/outputs.md), in order."""
     return [{"format": METRICS_FORMAT, "run_id": r["run_id"], "spec": dict(r["spec"]), "status": st.status,
              "stopped_early": st.stopped_early, "history": st.history, "summary": summarize(st.history, st.kernel_norm_init),
              "env": env, "wall_seconds": state.finished_at.get(member, wall)}

@@ -1,4 +1,4 @@
-"""The metrics record a trainer returns (DESIGN "Outputs"): its format number and the keys every
+"""The metrics record a trainer returns (docs/outputs.md): its format number and the keys every
 record has. The engine writes it; :mod:`initmem.pipeline.records` stores and checks it on disk."""
 
 METRICS_FORMAT = 1

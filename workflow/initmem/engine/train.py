@@ -150,7 +150,7 @@ class SingleRun:
 def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
               checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32", checkpoint_minutes: float = 0,
               compile: bool | str = False, log: TextIO | None = sys.stderr) -> dict:
-    """Train one run and return its metrics record (see DESIGN "Outputs"). This is the reference
+    """Train one run and return its metrics record (docs/outputs.md). This is the reference
     trainer; :func:`initmem.engine.packed.train_packed` trains many at once with the same semantics.
 
     With ``checkpoint`` set, resumes from it (on ``device``, whichever device wrote it) when present and
