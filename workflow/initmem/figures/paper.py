@@ -19,8 +19,11 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads
 from initmem.claims.shapes import BETA_FLOOR
 from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: F401
+from initmem.spec import entry_names
 
-OPTIMIZER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion"]
+# The paper's optimizers in its order, then every other optimizer file of the registry (a new one is drawn too)
+_PAPER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion"]
+OPTIMIZER_ORDER = _PAPER_ORDER + [o for o in entry_names("optimizer") if o not in _PAPER_ORDER]
 LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
           "muon_full": "Muon (full)", "lion": "Lion", "resnet9": "ResNet-9", "resnet56": "ResNet-56", "resnet110": "ResNet-110",
           "r9avg": "R9-AvgPool", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
@@ -29,7 +32,9 @@ COLORS = dict(zip(OPTIMIZER_ORDER, plt.get_cmap("tab10").colors, strict=False))
 # and its full variant can draw the same curve, and a solid line would hide the one under it.
 STYLES = {"sgd": dict(ls="-", marker="o"), "sgd_momentum": dict(ls="-.", marker="s"), "adam": dict(ls="-", marker="^"),
           "adamw": dict(ls="--", marker="v", mfc="none"), "muon": dict(ls="-", marker="D"),
-          "muon_full": dict(ls="--", marker="d", mfc="none")}
+          "muon_full": dict(ls="--", marker="d", mfc="none"), "lion": dict(ls=":", marker="P")}
+STYLES |= {o: dict(ls=":", marker="XhH*p"[i % 5]) for i, o in enumerate(o for o in OPTIMIZER_ORDER if o not in STYLES)}
+LABELS |= {o: o for o in OPTIMIZER_ORDER if o not in LABELS}
 plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
                      "axes.grid": True, "grid.alpha": 0.3})
 MAX_TICKS = 9  # more grid values than this: let matplotlib choose the ticks
