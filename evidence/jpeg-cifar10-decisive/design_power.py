@@ -161,6 +161,11 @@ def rows(n_sims: int, collapse_sims: int) -> list[dict]:
         add("d", f"same as the claims table reads it ({what}): + main's Adam lr 1e-3 b={'/'.join(map(str, MAIN_BATCHES))}", truth, cn,
             min(MAIN_SEEDS, CLOCK_SEEDS),
             lambda n, w=what: collapse_power(read, n, cn, "adam", collapse_sims, SIGMAS, N_TRAIN, w, rng_seed=5))
+    # the other side: curves that follow the epoch, not T_adapt, must not read `reproduced`
+    for what in ("beta", "spread"):
+        add("d (epoch truth)", f"Adam collapse ({what} curves), 3 configurations: P(decision) when the curves follow the epoch",
+            "epoch-only curves (a decision here is `not reproduced`)", cn, CLOCK_SEEDS,
+            lambda n, w=what: collapse_power(configs, n, cn, "adam", collapse_sims, SIGMAS, N_TRAIN, w, truth="epoch-only", rng_seed=6))
     return out
 
 
