@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from initmem.spec import REGISTRIES
+
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "workflow" / "initmem"
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -65,6 +67,9 @@ def third_party(modules: list[str], cli_functions: list[str]) -> set[str]:
             path = rel.with_name(rel.name + ".py") if rel.with_name(rel.name + ".py").is_file() else rel / "__init__.py"
             if path.is_file():
                 todo += sorted(_imports(ast.parse(path.read_text())))
+            if name == "initmem.engine.registry":  # it imports its entries by name: every file of every registry
+                todo += [f"initmem.{folder.replace('/', '.')}.{p.stem}" for folder in REGISTRIES.values()
+                         for p in sorted(LIB.joinpath(folder).glob("*.py")) if p.stem != "__init__"]
         elif name.split(".")[0] not in sys.stdlib_module_names and name != "_path":
             found.add(name.split(".")[0])
     return found
