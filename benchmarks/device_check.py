@@ -310,7 +310,7 @@ def measure_channels_last(row: dict, device, quick: bool) -> dict:
     step loop, NCHW against channels_last."""
     import torch
     import torch.nn.functional as F
-    from peer import LR, random_data, sync
+    from peer import LR, random_data, steady_rate
 
     from initmem.engine.models import build_model
     from initmem.engine.optim import KerasOptimizer
@@ -329,14 +329,7 @@ def measure_channels_last(row: dict, device, quick: bool) -> dict:
                 p.grad = None
             loss.backward()
             opt.step(LR[row["opt"]])
-        for i in range(warm):
-            step(i)
-        sync(device)
-        start = time.perf_counter()
-        for i in range(warm, warm + steps):
-            step(i)
-        sync(device)
-        rates[layout] = steps * b / (time.perf_counter() - start)
+        rates[layout] = steady_rate(step, warm, steps, b, device)
     nchw, last = rates[torch.contiguous_format], rates[torch.channels_last]
     return {"result": f"NCHW {nchw:,.0f} images/s, channels_last {last:,.0f}: {last / nchw:.2f}x"}
 

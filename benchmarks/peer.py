@@ -31,6 +31,18 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def steady_rate(step, warm: int, steps: int, batch_size: int, device: torch.device) -> float:
+    """Images per second of ``step(i)`` over ``steps`` calls after ``warm`` untimed ones."""
+    for i in range(warm):
+        step(i)
+    sync(device)
+    start = time.perf_counter()
+    for i in range(warm, warm + steps):
+        step(i)
+    sync(device)
+    return steps * batch_size / (time.perf_counter() - start)
+
+
 def _block(c_in: int, c_out: int, pool: bool = False) -> nn.Sequential:
     layers = [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out, eps=1e-3, momentum=0.01), nn.ReLU(inplace=True)]
     return nn.Sequential(*layers, *([nn.MaxPool2d(2)] if pool else []))
@@ -87,14 +99,7 @@ def peer_images_per_second(width: int, batch_size: int, optimizer: str, device: 
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    for i in range(warm):
-        step(i)
-    sync(device)
-    start = time.perf_counter()
-    for i in range(warm, warm + steps):
-        step(i)
-    sync(device)
-    return steps * batch_size / (time.perf_counter() - start)
+    return steady_rate(step, warm, steps, batch_size, device)
 
 
 def engine_spec(arch: str, width: int, batch_size: int, optimizer: str, *, seed: int = 0, augment: bool = False) -> dict:

@@ -149,3 +149,14 @@ def test_registries_load_by_name_with_a_clear_error():
         build_model("vit")
     with pytest.raises(DataError, match="data.source 'imagenet' is unknown"):
         build_splits({"source": "imagenet", "n_train": 1, "n_val": 1, "n_test": 1})
+
+
+def test_a_failed_torchvision_download_names_the_dataset_and_the_offline_keys(tmp_path):
+    from initmem.engine.data import DataError
+    from initmem.engine.datasources.torchvision import load_torchvision
+
+    def offline(root, train, download):
+        raise OSError("no network")
+
+    with pytest.raises(DataError, match=r"could not download CIFAR-100 into .*no network.*set data.archive: x"):
+        load_torchvision(offline, "CIFAR-100", tmp_path, "data.archive: x")

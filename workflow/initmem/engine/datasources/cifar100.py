@@ -34,18 +34,9 @@ def load_cifar100_torchvision(root: str | Path) -> tuple[np.ndarray, ...]:
     """Download (md5-checked by torchvision) and read CIFAR-100 into (x50k, y50k, x10k, y10k)."""
     from torchvision.datasets import CIFAR100
 
-    from initmem.engine.datasources.torchvision import to_nchw
+    from initmem.engine.datasources.torchvision import load_torchvision
 
-    try:
-        train = CIFAR100(str(root), train=True, download=True)
-        test = CIFAR100(str(root), train=False, download=True)
-    except Exception as exc:
-        raise DataError(
-            f"torchvision could not download CIFAR-100 into {root} ({exc}). Without internet, set "
-            "data.archive: /path/to/cifar-100-python.tar.gz"
-        ) from exc
-    return (to_nchw(train.data), np.asarray(train.targets, dtype=np.int64),
-            to_nchw(test.data), np.asarray(test.targets, dtype=np.int64))
+    return load_torchvision(CIFAR100, "CIFAR-100", root, "data.archive: /path/to/cifar-100-python.tar.gz")
 
 
 def load(data_cfg: dict, download_root: Path) -> tuple[np.ndarray, ...]:
