@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from test_verdicts import clock_table
+from test_verdicts import claims, clock_history, clock_table, runs_of
 
 from initmem.claims import collapse as C
 from initmem.claims import collapse_calibration as K
@@ -123,3 +123,24 @@ def test_flat_curves_are_not_decided_by_fitting_apart():
     t = clock_table(cells, lambda T: -0.1)
     for what in ("beta", "spread"):
         assert t.loc[f"collapse_{what}_adam_T_adapt", "verdict"] in ("inconclusive", "not identifiable"), t.loc[f"collapse_{what}_adam_T_adapt", "note"]
+
+
+def test_a_clock_past_the_overlap_limit_is_covered_by_an_open_interval_and_never_decided():
+    """The paper's lr x b ablation of SGD under a K eta^2 b^1 truth: the configurations' curves share too
+    little clock to be aligned there, so the estimate stops at the limit of the clocks searched. The
+    interval is open on that side (it holds the truth) and the row stays undecided; a closed interval
+    at the limit covered that truth 0% of the time."""
+    rows = K.calibration_rows("paper", 4, 35, draws=40, rules=("beta",), truth_names=("K eta^2 b^1",), designs_of=("ablation",))
+    (r,) = rows
+    assert r["coverage"] == 1.0 and r["decision_rate"] == 0.0 and r["false_reproduced"] == 0.0, r
+
+
+def test_an_undecided_collapse_row_says_how_many_seeds_would_decide_it():
+    """Adam at three batch sizes, one lr, 3 seeds and a noisy T_adapt truth: the row is undecided and its
+    `would decide` comes from simulating the collapse rule at its own configurations and noise."""
+    cells = [("adam", 1e-3, 16, 40, 0.0), ("adam", 1e-3, 32, 40, 0.0), ("adam", 1e-3, 64, 40, 0.0)]
+    history = clock_history(cells, lambda T: -0.1 / (1 + T["T_adapt"] / 0.3), noise=0.05)
+    t = claims(runs_of(history), history).set_index("id")
+    r = t.loc["collapse_beta_adam_T_adapt"]
+    assert r["verdict"] == "inconclusive", r["note"]
+    assert "seeds" in r["would_decide"] and "measured exponents" in r["would_decide"], r["would_decide"]

@@ -14,8 +14,9 @@ history's T_* columns at its last epoch. Rows:
   clock K eta^p b^q under which the |beta| curves and the spread curves of one optimizer align
   (:mod:`initmem.claims.collapse`), against the paper's clock (Adam T_adapt, SGD T_SGD), the epoch
   clock and the other optimizer's clock;
-- "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 repairs past T_L2
-  ~1": the share of a reference spread a configuration keeps, on either side of :data:`T_THRESHOLD`.
+- "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 ... the same threshold":
+  at the paper's own points (:data:`T_RETAINS`, :data:`T_DROPS`, in its constant-lr arithmetic) a
+  configuration still has a spread (> 0), or has a smaller spread than its reference (seed-paired).
 
 A claim the config has no cells for is ``not measured``, with the reason.
 """
@@ -29,25 +30,26 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from initmem import paper as published
 from initmem.claims import collapse as C
+from initmem.claims import collapse_calibration as CC
 from initmem.claims import power as P
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
-from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, matched, row, to_cell
+from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, row, spread_gap, to_cell
+from initmem.engine.clocks import paper_constant_lr_clocks
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
-# The paper's threshold for the SGD and L2 clocks is "~1-5" (Sec. 4.2; its points and their clocks:
-# initmem.paper.POINTS, in the paper's constant-lr arithmetic; the rule reads the exact clocks a run records, under which those
-# cosine runs are at T_SGD 1.77 and T_L2 0.47 and 2.37: each point stays on its side either way).
-# Read: a configuration below T_THRESHOLD keeps more than KEEP_SHARE of the reference spread, one at
-# or past it keeps less (every one of the paper's cells above is on its side of this rule).
-T_THRESHOLD = 1.0
-KEEP_SHARE = 0.5
-# "Adaptive |beta(t)| falls once T_adapt is large": large read as >= 10, an order past the adaptive
-# clock's unit scale (the paper's Adam runs end at T_adapt ~24 (b=256) to ~379 (b=16) exact, ~47 to
-# ~750 in its constant-lr arithmetic).
-T_ADAPT_LARGE = 10.0
+# The paper's points on either side of its threshold (Sec. 4.2, initmem.paper.Q_CLOCK and Q_L2), in its constant-lr
+# arithmetic: the spread is still there at T_L2 0.94 (17.4 pp; T_SGD 7.3e-4 and 1.2e-2 keep ~26 pp) and it drops at
+# 4.7 (T_SGD: "drops sharply"; T_L2: "below 1 pp"). Between the two the paper states nothing, so no row reads there.
+T_RETAINS = published.clock("T_l2", lr=1e-2, batch_size=128, l2=1e-3)
+T_DROPS = published.clock("T_sgd", lr=1e-2, batch_size=16)
+# "Adam ... decay by 1-2 orders of magnitude" (Fig. 6) is stated for the paper's Adam runs, which end at T_adapt
+# 23.8 (b=256) to 379 (b=16) exact: the decay is read for adaptive configurations that end inside that range or past it.
+T_ADAPT_LARGE = published.ADAM_T_ADAPT_RANGE[0]
+GONE_PP = 1.0  # "collapses the spread below 1 pp" (Q_L2): a spread below it is gone
 COLLAPSES = (("adam", "T_adapt", ("epoch", "steps", "T_sgd")), ("sgd", "T_sgd", ("epoch", "steps", "T_adapt")))
 CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_adapt": "T_adapt", "T_wd": "T_wd"}
 
@@ -164,7 +166,7 @@ def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
                     math.nan, scale, missing=f"no adaptive configuration reaches T_adapt >= {T_ADAPT_LARGE:g} (largest: {most:.3g})")]
     return [decay_row(f"adapt_beta_falls_{_slug(c.label)}", f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
                        f"ending at T_adapt {c.clocks['T_adapt']:.3g}", c.curve(), scale, floor_is_enough=False,
-                       note=f"'falls once T_adapt is large' read as the decay of 'decay by 1-2 orders' for T_adapt >= {T_ADAPT_LARGE:g}")
+                       note=f"'decay by 1-2 orders' read where the paper's Adam runs end: T_adapt >= {T_ADAPT_LARGE:g}")
             for c in large]
 
 
@@ -230,88 +232,105 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         f"{CLOCK_NAMES[C.OTHER_CLOCK[clock]]} outside; not reproduced when {CLOCK_NAMES[clock]} is outside",
         _signs(curves) if what == "beta" else "") if n)
     side = V.between(paper - C.EQUIVALENCE, paper + C.EQUIVALENCE)
-    return row(cid, "direction", quantity, paper, scale, est, side=side, decided=(verdict, why), cells=curves, read_at=CURVE, note=note)
+    power = ""
+    if verdict == V.INCONCLUSIVE and n_seeds >= C.MIN_SEEDS_MODEL:
+        rate = CC.row_rate(curves, what, clock, fit.theta, int(group[0].runs["n_train"].iloc[0]))
+        power = P.would_decide(rate, n_seeds, CC.ROW_MAX_SEEDS, "simulated at the row's configurations and per-run noise under its "
+                               f"measured exponents, the calibration's curve shape, {CC.ROW_POWER_SIMS} simulations per seed count")
+    return row(cid, "direction", quantity, paper, scale, est, side=side, decided=(verdict, why), cells=curves, read_at=CURVE, note=note,
+               power=power)
 
 
-# --- the spread kept on either side of the threshold ---------------------------------------------
+# --- the spread on either side of the paper's threshold points ----------------------------------
 
-def _kept_share_rows(cid: str, quantity: str, c: ClockCell, ref: ClockCell, clock: str, scale: str) -> list[dict]:
-    """Spread of ``c`` over the spread of ``ref`` (matched sigma_w and seeds), at tau_best and at the
-    end of training, against the side its clock value puts it on. A reference spread whose interval
-    reaches 0 has nothing to keep or lose: ``inconclusive``, with that reason."""
-    past = c.clocks.get(clock, math.nan) >= T_THRESHOLD
-    side = V.less(KEEP_SHARE) if past else V.greater(KEEP_SHARE)
-    a, b, match = matched(c.runs, ref.runs)
-    rows = []
-    for read_at, metric, suffix in ((AT_BEST, "test_acc_best", "best"), (AT_END, "test_acc_end", "end")):
-        cells = [to_cell(a, metric, c.label), to_cell(b, metric, ref.label)]
-        est = V.estimate(cells, lambda m: Sp.spread_pp(m[0]) / Sp.spread_pp(m[1])) if None not in cells else None
+def _paper_clock(c: ClockCell, clock: str) -> float:
+    """The cell's ``clock`` in the paper's constant-lr arithmetic (K = E n_train / b at the peak lr), the
+    arithmetic its threshold points are stated in."""
+    spec = {**c.settings, "n_train": int(c.runs["n_train"].iloc[0]), "l2": float(c.settings.get("l2") or 0.0)}
+    return float(paper_constant_lr_clocks(spec)[clock])
+
+
+def _side_rows(cid: str, c: ClockCell, ref: ClockCell, what: str, clock: str, scale: str) -> list[dict]:
+    """``c`` at or past :data:`T_DROPS`: the seed-paired contrast "the reference's spread exceeds c's";
+    at or below :data:`T_RETAINS`: "c still has a spread" (> 0); between the two points, no row (the
+    paper states neither)."""
+    t, t_ref = _paper_clock(c, clock), _paper_clock(ref, clock)
+    note = (f"{CLOCK_NAMES[clock]} {t:.3g} vs {t_ref:.3g} for {what} in the paper's constant-lr arithmetic (K = E n/b, peak lr; "
+            f"exact as run: {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g}); the paper's points: the spread "
+            f"is still there at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} and drops at >= {T_DROPS:g}")
+    if t >= T_DROPS:
+        return [spread_gap(f"{cid}_drops", f"{what} minus {c.label} spread, past {CLOCK_NAMES[clock]} {T_DROPS:g} (pp)", math.nan,
+                           ref.runs, c.runs, V.greater(0), scale, note=note)]
+    if t <= T_RETAINS:
+        cell = to_cell(c.runs, "test_acc_best", c.label)
+        est = Sp.spread_estimate(cell) if cell is not None else None
         decided, power = None, ""
         if est is not None and not est.one_seed:
-            base = Sp.spread_estimate(cells[1])
-            if not base.p_null < 1 - V.LEVEL:
-                decided = (V.INCONCLUSIVE, f"the reference spread {base.effect:.3g} pp is not above its noise "
-                                           f"(noise alone gives {base.null_mean:.3g} pp on average; p = {base.p_null:.2g}): nothing to keep or lose")
-                power = P.would_decide(P.rate_for(base, V.greater(0), [cells[1]]), base.n_seeds).replace(
-                    "of a decision", "of the reference spread clearing its noise")
-        rows.append(row(f"{cid}_{suffix}", "direction", f"{quantity}: share of the spread kept, {'past' if past else 'below'} "
-                        f"{CLOCK_NAMES[clock]} {T_THRESHOLD:g}", math.nan, scale, est, side=side, decided=decided,
-                        cells=[x for x in cells if x], read_at=read_at, power=power,
-                        note="; ".join(n for n in (
-                            f"{CLOCK_NAMES[clock]} {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g} for the "
-                            f"reference; below {T_THRESHOLD:g} the paper's cells keep > {KEEP_SHARE:g} of the spread, past it < {KEEP_SHARE:g}",
-                            match) if n)))
-    return rows
+            decided = retained_verdict(est)
+            if decided[0] == V.INCONCLUSIVE:
+                power = P.would_decide(P.rate_for(est, V.greater(0), [cell]), est.n_seeds)
+        return [row(f"{cid}_retains", "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)", math.nan, scale,
+                    est, side=V.greater(0), decided=decided, cells=[cell] if cell else [], note=note, power=power)]
+    return []
+
+
+def retained_verdict(est: V.Estimate) -> tuple[str, str]:
+    """"Still leaves a spread": ``reproduced`` where the spread's interval is above 0 (the calibrated
+    single-spread rule), ``not reproduced`` where it is below :data:`GONE_PP` (the calibrated
+    "below 1 pp" rule: the paper's words for a spread that collapsed), else ``inconclusive``."""
+    if est.low > 0:
+        return V.REPRODUCED, "the spread's interval is above 0"
+    if est.high < GONE_PP:
+        return V.NOT_REPRODUCED, f"the spread's interval is below {GONE_PP:g} pp: gone (the paper's 'collapses the spread below 1 pp')"
+    return V.INCONCLUSIVE, f"the spread's interval reaches 0 and {GONE_PP:g} pp"
 
 
 def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """SGD keeps its spread at small T_SGD and loses it past the threshold: per batch size, each SGD
-    configuration's spread as a share of the one with the smallest T_SGD (which must be < 1)."""
-    rows, sides = [], set()
+    configuration against the one with the smallest T_SGD (which must be at or below :data:`T_RETAINS`)."""
+    rows = []
     sgd = [c for c in cells if _plain(c, ("sgd",))]
     for b in sorted({int(c.settings["batch_size"]) for c in sgd}):
-        group = sorted((c for c in sgd if int(c.settings["batch_size"]) == b), key=lambda c: c.clocks.get("T_sgd", math.inf))
-        if len(group) < 2 or not group[0].clocks.get("T_sgd", math.inf) < T_THRESHOLD:
+        group = sorted((c for c in sgd if int(c.settings["batch_size"]) == b), key=lambda c: _paper_clock(c, "T_sgd"))
+        if len(group) < 2 or _paper_clock(group[0], "T_sgd") > T_RETAINS:
             continue
-        ref = group[0]
         for c in group[1:]:
-            sides.add(c.clocks["T_sgd"] >= T_THRESHOLD)
-            rows += _kept_share_rows(f"sgd_T_{_slug(c.label)}", f"{c.label} over {ref.label}", c, ref, "T_sgd", scale)
-    for past, cid, why in ((False, "sgd_keeps_below_threshold", f"no batch size has two SGD configurations below T_SGD {T_THRESHOLD:g}"),
-                           (True, "sgd_loses_past_threshold", f"no SGD configuration reaches T_SGD >= {T_THRESHOLD:g} beside one below it at the same b")):
-        if past not in sides:
-            largest = max((c.clocks.get("T_sgd", math.nan) for c in sgd), default=math.nan)
-            rows.append(row(cid, "direction", f"SGD spread share {'past' if past else 'below'} T_SGD {T_THRESHOLD:g}", math.nan, scale,
-                            missing=f"{why} (largest T_SGD: {largest:.3g})"))
+            rows += _side_rows(f"sgd_T_{_slug(c.label)}", c, group[0], group[0].label, "T_sgd", scale)
+    for suffix, cid, why in (("_retains", "sgd_retains_below_threshold", f"no SGD configuration at T_SGD <= {T_RETAINS:g} beside "
+                              "another at the same b"),
+                             ("_drops", "sgd_drops_past_threshold", f"no SGD configuration at T_SGD >= {T_DROPS:g} beside one at "
+                              f"<= {T_RETAINS:g} at the same b")):
+        if not any(r["id"].endswith(suffix) for r in rows):
+            largest = max((_paper_clock(c, "T_sgd") for c in sgd), default=math.nan)
+            rows.append(row(cid, "direction", f"SGD spread {'at T_SGD <= ' + format(T_RETAINS, 'g') if suffix == '_retains' else 'past T_SGD ' + format(T_DROPS, 'g')}",
+                            math.nan, scale, missing=f"{why} (largest T_SGD in the paper's arithmetic: {largest:.3g})"))
     return rows
 
 
 def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
-    """L2 repairs past T_L2 ~1: each SGD+L2 configuration's spread as a share of the same
-    configuration's without L2; where the config has no such run, as a share of the same
-    configuration's with the smallest L2 whose T_L2 is below 1 (the paper's own contrast, Sec. 4.2:
-    :data:`initmem.paper.Q_L2`)."""
-    rows, sides = [], set()
+    """L2 repairs past the threshold: each SGD+L2 configuration against the same configuration without
+    L2; where the config has no such run, against the same configuration with the smallest L2 at
+    T_L2 <= :data:`T_RETAINS` (the paper's own contrast, Sec. 4.2: :data:`initmem.paper.Q_L2`)."""
+    rows = []
     same = ("optimizer", "lr", "batch_size", "epochs")
     with_l2 = [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]
     for c in with_l2:
         peers = [o for o in cells if all(o.settings.get(k) == c.settings.get(k) for k in same)]
         base = [o for o in peers if _plain(o, ("sgd",))]
         if base:
-            ref, what = base[0], "no L2"
+            ref, what = base[0], f"{base[0].label} (no L2)"
         else:
-            below = sorted((o for o in peers if o in with_l2 and o is not c and o.clocks.get("T_l2", math.inf) < T_THRESHOLD),
-                           key=lambda o: o.clocks["T_l2"])
+            below = sorted((o for o in peers if o in with_l2 and o is not c and _paper_clock(o, "T_l2") <= T_RETAINS),
+                           key=lambda o: _paper_clock(o, "T_l2"))
             if not below:
                 continue
-            ref, what = below[0], f"L2 {below[0].settings['l2']:g} (T_L2 below {T_THRESHOLD:g}; no run without L2 here)"
-        sides.add(c.clocks.get("T_l2", 0) >= T_THRESHOLD)
-        rows += _kept_share_rows(f"l2_T_{_slug(c.label)}", f"{c.label} over {what}", c, ref, "T_l2", scale)
-    if True not in sides:
-        largest = max((c.clocks.get("T_l2", 0) for c in cells), default=math.nan)
-        rows.append(row("l2_repairs_past_threshold", "direction", f"SGD+L2 spread share past T_L2 {T_THRESHOLD:g}", math.nan, scale,
-                        missing=f"no SGD+L2 configuration reaches T_L2 >= {T_THRESHOLD:g} beside a reference below it, without L2 or "
-                                f"with a smaller L2 at the same lr and b (largest T_L2: {largest:.3g})"))
+            ref, what = below[0], below[0].label
+        rows += _side_rows(f"l2_T_{_slug(c.label)}", c, ref, what, "T_l2", scale)
+    if not any(r["id"].endswith("_drops") for r in rows):
+        largest = max((_paper_clock(c, "T_l2") for c in with_l2), default=math.nan)
+        rows.append(row("l2_repairs_past_threshold", "direction", f"SGD+L2 spread past T_L2 {T_DROPS:g}", math.nan, scale,
+                        missing=f"no SGD+L2 configuration at T_L2 >= {T_DROPS:g} beside a reference without L2 or with a smaller L2 "
+                                f"at the same lr and b (largest T_L2 in the paper's arithmetic: {largest:.3g})"))
     return rows
 
 

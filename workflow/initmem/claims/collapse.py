@@ -20,7 +20,10 @@ the kept pairs join the configurations) are left out of the search: a curve that
 range with the others can be fitted on its own under any clock.
 
 **The interval** is a percentile interval of the estimate over :data:`DRAWS` resamples, at
-:data:`LEVEL` jointly (Bonferroni: each of two exponents at 1 - (1 - LEVEL) / 2). A seed bootstrap
+:data:`LEVEL` jointly (Bonferroni: each of two exponents at 1 - (1 - LEVEL) / 2). An end that reaches
+the limit of the clocks searched (where the curves stop overlapping, or the search box) is open
+(infinite): the data say only that the exponent lies at or beyond that limit, since a clock past it
+cannot be fitted by alignment at all. A seed bootstrap
 (seeds paired across configurations) needs :data:`MIN_SEEDS_PERCENTILE` seeds (with 3 seeds the 200
 draws are 10 distinct seed multisets); from :data:`MIN_SEEDS_MODEL` to fewer than that the resampling is model-based: each configuration's seed means plus
 its own residual runs' epoch paths with random signs (:func:`_wild_runs`), the curves recomputed from them.
@@ -391,6 +394,11 @@ def estimate_clock(cells: Sequence[Cell], prepare: Callable[[Cell], np.ndarray],
     level = "" if design.rank == 1 else f", each of the 2 exponents at {1 - 2 * tail:.1%} (jointly >= {LEVEL:.0%}, Bonferroni)"
     method += f", {100 * tail:.3g}-{100 * (1 - tail):.4g}% of the least-squares exponents{level}"
     edges = _grid_edges(grid, mask)
+    for k, (lo, hi) in enumerate(edges):  # censored at the limit of the clocks searched: open on that side
+        if low[k] <= lo + STEP / 2:
+            low[k] = -math.inf
+        if high[k] >= hi - STEP / 2:
+            high[k] = math.inf
     return ClockEstimate(design, design.exponents(s_hat), s_hat, low, high, method, n_seeds, "", edges)
 
 
@@ -419,7 +427,7 @@ def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
     only = f"tested on {design.parameter()} only ({untested})" if untested else ""
     if est.edges is not None:
         for k, (lo, hi) in enumerate(est.edges):
-            if est.low[k] <= lo + STEP / 2 or est.high[k] >= hi - STEP / 2:
+            if not (np.isfinite(est.low[k]) and np.isfinite(est.high[k])):
                 return INCONCLUSIVE, "; ".join(n for n in (
                     f"the interval reaches the limit of the clocks searched ({lo:+.2g} to {hi:+.2g} from {NAMES[clock]} in its coordinate "
                     "where the curves still overlap, or the search box): a clock beyond it fits the curves separately, not aligned", only) if n)

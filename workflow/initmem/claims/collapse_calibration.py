@@ -13,7 +13,7 @@ truth (:func:`calibration_rows`); the chance of a decision at a design, seeds an
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -196,6 +196,25 @@ def power(configs: Sequence[tuple[float, int, int]], seeds: int, noise: float, o
     truth = C.CLOCKS[clock] if truth is None else truth
     v = _rates(d, truth, what, n_sims, np.random.default_rng(rng_seed), draws)["verdicts"]
     return float(np.mean((v == REPRODUCED) | (v == NOT_REPRODUCED)))
+
+
+# A collapse row's "would decide": fewer simulations and resamples than the calibration (each simulation is a whole
+# clock fit), enough to place the seeds within a factor of ~1.5; the search stops at ROW_MAX_SEEDS.
+ROW_POWER_SIMS, ROW_POWER_DRAWS, ROW_MAX_SEEDS = 20, 40, 64
+
+
+def row_rate(cells: Sequence[Cell], what: str, clock: str, theta: Sequence[float] | None, n_train: int) -> Callable[[int], float]:
+    """The chance of a decision at n seeds of a collapse row, simulated at its own configurations
+    (lr, b, epochs), sigma_w grid and per-run noise (the median over configuration, epoch and sigma_w
+    of the seeds' sd) under its measured exponents ``theta`` (the paper's clock where none were
+    measured), with the calibration's curve shape (the module docstring)."""
+    configs = tuple((float(c.config["lr"]), int(c.config["batch_size"]), len(c.epochs)) for c in cells)
+    with np.errstate(invalid="ignore"):
+        noise = float(np.nanmedian(np.concatenate([np.nanstd(c.values, axis=-1, ddof=1).ravel() for c in cells])))
+    optimizer = "sgd" if clock == "T_sgd" else "adam"
+    truth = None if theta is None else (float(theta[0]), float(theta[1]))
+    return lambda n: power(configs, n, noise, optimizer, ROW_POWER_SIMS, tuple(cells[0].sigmas), n_train, what, truth,
+                           draws=ROW_POWER_DRAWS)
 
 
 def with_seeds(design: SimDesign, seeds: int) -> SimDesign:

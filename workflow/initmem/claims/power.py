@@ -17,6 +17,7 @@ differences within a seed). Fixed RNG seeds: the same numbers on every re-analys
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -147,14 +148,15 @@ def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = 
     return None
 
 
-def would_decide(rate: Callable[[int], float] | None, n_seeds: int) -> str:
+def would_decide(rate: Callable[[int], float] | None, n_seeds: int, max_seeds: int = MAX_SEEDS,
+                 source: str = "simulated from the row's fitted means and noise") -> str:
     """'~N seeds for a 50% chance of a decision, ~M for 80%' for an undecided row with ``n_seeds``
     (never <= its own seeds), or why no number is given."""
     if rate is None:
         return ""
-    need = [seeds_to_reach(rate, n_seeds + 1, t) for t in TARGETS]
+    rate = functools.cache(rate)  # both targets search the same seed counts
+    need = [seeds_to_reach(rate, n_seeds + 1, t, max_seeds) for t in TARGETS]
     if not math.isfinite(need[0]):
-        return f"more than {MAX_SEEDS} seeds for a 50% chance of a decision (simulated from the row's fitted means and noise)"
-    eighty = f"~{need[1]:.0f}" if math.isfinite(need[1]) else f"more than {MAX_SEEDS}"
-    return (f"~{need[0]:.0f} seeds per configuration for a 50% chance of a decision, {eighty} for 80% "
-            "(simulated from the row's fitted means and noise)")
+        return f"more than {max_seeds} seeds for a 50% chance of a decision ({source})"
+    eighty = f"~{need[1]:.0f}" if math.isfinite(need[1]) else f"more than {max_seeds}"
+    return f"~{need[0]:.0f} seeds per configuration for a 50% chance of a decision, {eighty} for 80% ({source})"

@@ -44,7 +44,9 @@ def _fmt(v, spec: str = ".3g") -> str:
 
 
 def _interval(lo: float, hi: float) -> str:
-    return f"[{_fmt(lo)}, {_fmt(hi)}]" if np.isfinite(lo) and np.isfinite(hi) else ""
+    if np.isnan(lo) or np.isnan(hi):
+        return ""
+    return f"{'(' if np.isinf(lo) else '['}{_fmt(lo)}, {_fmt(hi)}{')' if np.isinf(hi) else ']'}"  # an infinite end is open
 
 
 def _share(v: float) -> str:
