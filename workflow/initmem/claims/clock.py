@@ -42,8 +42,9 @@ from initmem.engine.clocks import paper_constant_lr_clocks
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
 # The paper's points on either side of its threshold (Sec. 4.2, initmem.paper.Q_CLOCK and Q_L2), in its constant-lr
-# arithmetic: the spread is still there at T_L2 0.94 (17.4 pp; T_SGD 7.3e-4 and 1.2e-2 keep ~26 pp) and it drops at
-# 4.7 (T_SGD: "drops sharply"; T_L2: "below 1 pp"). Between the two the paper states nothing, so no row reads there.
+# arithmetic: the spread is still there at T_RETAINS (its largest T_L2 that "still leaves 17.4 pp"; its smaller T_SGD
+# values keep ~26 pp) and it drops at T_DROPS (T_SGD: "drops sharply"; T_L2: "below 1 pp"). Between the two the paper
+# states nothing, so no row reads there.
 T_RETAINS = published.clock("T_l2", lr=1e-2, batch_size=128, l2=1e-3)
 T_DROPS = published.clock("T_sgd", lr=1e-2, batch_size=16)
 # "Adam ... decay by 1-2 orders of magnitude" (Fig. 6) is stated for the paper's Adam runs, which end at T_adapt
