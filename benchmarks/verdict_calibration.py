@@ -18,17 +18,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import multiprocessing
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
-DESIGNS = ("small-tier", "clocks-tier", "paper")
+DESIGNS = ("small-tier", "clocks-tier", "decisive-tier", "paper")
 # rule rows (module:function) -> (designs it is calibrated at, simulations per truth in the full run)
 RULES = {
     "initmem.claims.calibration:spread_rows": (DESIGNS, 4000),
     "initmem.claims.calibration:shape_rows": (DESIGNS, 200),
-    "initmem.claims.collapse_calibration:calibration_rows": (("clocks-tier", "paper"), 20),  # ~1 min a simulation at the paper design
+    "initmem.claims.collapse_calibration:calibration_rows": (("clocks-tier", "decisive-tier", "paper"), 20),  # ~1 min a simulation at the paper design
 }
 QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:shape_rows": 12,
               "initmem.claims.collapse_calibration:calibration_rows": 10}
@@ -41,15 +43,22 @@ def margin(rate_bar: float, n: int) -> float:
     return 2 * math.sqrt(rate_bar * (1 - rate_bar) / max(n, 1))
 
 
-def collect(quick: bool = False, modules: dict | None = None) -> pd.DataFrame:
-    """Every rule entry's rows at each of its designs."""
-    rows = []
-    for name, (designs, n_sims) in (modules or RULES).items():
-        module, _, function = name.partition(":")
-        calibrate = getattr(importlib.import_module(module), function)
-        for design in designs:
-            rows += calibrate(design, QUICK_SIMS[name] if quick else n_sims, RNG_SEED)
-    return pd.DataFrame(rows)
+def _calibrate(name: str, design: str, n_sims: int) -> list[dict]:
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)(design, n_sims, RNG_SEED)
+
+
+def collect(quick: bool = False, modules: dict | None = None, jobs: int = 1) -> pd.DataFrame:
+    """Every rule entry's rows at each of its designs (``jobs`` processes; the rows and their random
+    numbers are the same for any number: each (rule, design) starts from RNG_SEED)."""
+    tasks = [(name, design, QUICK_SIMS[name] if quick else n_sims) for name, (designs, n_sims) in (modules or RULES).items()
+             for design in designs]
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            parts = list(pool.map(_calibrate, *zip(*tasks, strict=True)))
+    else:
+        parts = [_calibrate(*t) for t in tasks]
+    return pd.DataFrame([row for part in parts for row in part])
 
 
 def failures(table: pd.DataFrame) -> pd.DataFrame:
@@ -64,9 +73,10 @@ def _pct(v: float) -> str:
     return "" if pd.isna(v) else f"{100 * v:.1f}%"
 
 
-def markdown(table: pd.DataFrame, seconds: float, command: str, left_out: list[str] = ()) -> str:
+def markdown(table: pd.DataFrame, seconds: float, command: str, left_out: list[str] = (), jobs: int = 1) -> str:
+    cores = "one core" if jobs == 1 else f"{jobs} processes"
     out = ["# Verdict calibration\n",
-           f"`{command}` ({seconds:.0f} s on one core). Known truths simulated at each design and read by the claims table's "
+           f"`{command}` ({seconds:.0f} s wall, {cores}). Known truths simulated at each design and read by the claims table's "
            "own rules (`initmem.claims.calibration`, and the collapse rule's `initmem.claims.collapse_calibration.calibration_rows`). "
            "`false reproduced`: share of `reproduced` where the truth is against the claim; `false not reproduced`: share "
            "of `not reproduced` where it is for it; `coverage`: share of stated 95% intervals holding the true value (blank: "
@@ -92,12 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few simulations per truth (the tests' subset)")
     parser.add_argument("--rules", nargs="+", choices=list(RULES), default=list(RULES), help="rule entries to calibrate (default: all)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes (default 1); the table is the same for any number")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    table = collect(quick=args.quick, modules={k: RULES[k] for k in args.rules})
+    table = collect(quick=args.quick, modules={k: RULES[k] for k in args.rules}, jobs=args.jobs)
     command = ("PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py" + (" --quick" if args.quick else "")
+               + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
                + ("" if args.rules == list(RULES) else " --rules " + " ".join(args.rules)))
-    sys.stdout.write(markdown(table, time.perf_counter() - start, command, [m for m in RULES if m not in args.rules]))
+    sys.stdout.write(markdown(table, time.perf_counter() - start, command, [m for m in RULES if m not in args.rules], args.jobs))
     return 1 if not failures(table).empty else 0
 
 

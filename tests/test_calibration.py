@@ -29,7 +29,7 @@ def quick_table() -> pd.DataFrame:
 
 def test_every_rule_meets_its_bars_at_every_design(quick_table):
     b = _benchmark()
-    assert set(quick_table["design"].str.split(":").str[0]) == {"small-tier", "clocks-tier", "paper"}
+    assert set(quick_table["design"].str.split(":").str[0]) == {"small-tier", "clocks-tier", "decisive-tier", "paper"}
     assert {"spread_nonzero", "spread_below_1pp", "spread_contrast", "accuracy_contrast", "beta_flat", "beta_decay"} <= set(quick_table["rule"])
     assert list(quick_table.columns) == list(C.ROW_KEYS)
     bad = b.failures(quick_table)

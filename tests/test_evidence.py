@@ -169,3 +169,18 @@ def test_the_front_page_shows_a_split_claims_halves_together():
     assert "**undecided**" in split and "level: reproduced" in split and "range: inconclusive" in split
     both = table.assign(verdict="reproduced")
     assert any("**reproduced** (its halves" in line for line in R.decided_lines("small", both))
+
+
+def test_the_decisive_tiers_design_outcome_is_what_its_tables_give():
+    """design_outcome.md (the designed claims beside their verdicts, quoted in the tier's README) is
+    the script's output on the committed tables: a re-analysis that changes a verdict shows here."""
+    import importlib.util
+
+    folder = ROOT / "evidence" / "jpeg-cifar10-decisive"
+    spec = importlib.util.spec_from_file_location("design_outcome", folder / "design_outcome.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = module.outcome(folder)
+    assert (folder / "design_outcome.md").read_text() == text
+    assert text in (folder / "README.md").read_text()
+    assert "| `sgd_gt_adam_b32` | 99% | inconclusive |" in text  # the one designed row the statistic left open

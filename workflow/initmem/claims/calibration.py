@@ -32,7 +32,7 @@ from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, betw
 
 ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate")
 EVIDENCE = Path(__file__).resolve().parents[3] / "evidence"
-TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks"}
+TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks", "decisive-tier": "jpeg-cifar10-decisive"}
 PAPER_SIGMAS = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
 PAPER_SEEDS, PAPER_EPOCHS, PAPER_NOISE = 10, 300, 0.005
 SEED_SD = 0.05   # the seed effect shared by every sigma_w of a seed (every rule must cancel it)
@@ -66,7 +66,7 @@ def _tier(name: str) -> list[Design]:
 
 
 def designs(name: str) -> list[Design]:
-    """The designs of ``name``: 'small-tier', 'clocks-tier' (read from the committed tier) or 'paper'."""
+    """The designs of ``name``: a committed tier's (:data:`TIERS`, read from its runs) or 'paper'."""
     if name == "paper":
         return [Design(f"paper: 25 sigma_w x {PAPER_SEEDS} seeds, noise {100 * PAPER_NOISE:g} pp (assumed)", PAPER_SIGMAS, PAPER_SEEDS,
                        PAPER_NOISE, PAPER_EPOCHS)]

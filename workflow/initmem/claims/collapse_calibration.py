@@ -24,7 +24,9 @@ from initmem.claims.verdicts import INCONCLUSIVE, NOT_IDENTIFIABLE, NOT_REPRODUC
 
 ALPHA = 0.01  # the cosine schedule's floor (paper and tiers)
 PAPER_NOISE = 0.01  # per-run sd of accuracy at the paper's scale (10,000 validation images and seed noise): an assumption
-CLOCK_TIER = Path(__file__).resolve().parents[3] / "evidence" / "jpeg-cifar10-clocks"
+EVIDENCE = Path(__file__).resolve().parents[3] / "evidence"
+CLOCK_TIER = EVIDENCE / "jpeg-cifar10-clocks"
+TIERS = {"clocks-tier": CLOCK_TIER, "decisive-tier": EVIDENCE / "jpeg-cifar10-decisive"}
 P_GRID = (0.0, 0.5, 1.0, 1.5, 2.0)
 Q_GRID = (-1.0, -0.5, 0.0, 0.5, 1.0)
 
@@ -92,21 +94,23 @@ def _tier_noise(folder: Path) -> float:
 
 
 def designs(name: str) -> list[SimDesign]:
-    """The collapse designs of ``name``: 'clocks-tier' (read from the committed clock tier) or
-    'paper' (Fig. 6f: Adam at five b and lr 1e-3; Fig. 6e: SGD likewise; the lr x b ablation of SGD)."""
-    if name == "clocks-tier":
+    """The collapse designs of ``name``: a committed tier's (:data:`TIERS`: its plain configurations of each
+    optimizer, the fewest seeds any of them has, its per-run noise) or 'paper' (Fig. 6f: Adam at five
+    b and lr 1e-3; Fig. 6e: SGD likewise; the lr x b ablation of SGD)."""
+    if name in TIERS:
         import pandas as pd
 
-        runs = pd.read_csv(CLOCK_TIER / "tables" / "runs.csv")
+        folder = TIERS[name]
+        runs = pd.read_csv(folder / "tables" / "runs.csv")
         plain = runs[(runs["l2"].fillna(0) == 0) & (runs["weight_decay"].fillna(0) == 0 if "weight_decay" in runs else True)]
-        noise = _tier_noise(CLOCK_TIER)
+        noise = _tier_noise(folder)
         n_train = int(runs["n_train"].iloc[0]) if "n_train" in runs else 1000
         out = []
         for opt, clock in (("adam", "T_adapt"), ("sgd", "T_sgd")):
             g = plain[plain["optimizer"] == opt]
             configs = tuple(sorted({(float(r.lr), int(r.batch_size), int(r.epochs)) for r in g.itertuples()}))
-            out.append(SimDesign(f"clocks-tier {opt}", opt, clock, configs, tuple(sorted(set(g["sigma_w"]))), int(g["seed"].nunique()),
-                                 noise, n_train))
+            seeds = int(g.groupby(["lr", "batch_size", "epochs"])["seed"].nunique().min())
+            out.append(SimDesign(f"{name} {opt}", opt, clock, configs, tuple(sorted(set(g["sigma_w"]))), seeds, noise, n_train))
         return out
     if name == "paper":
         sig = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
@@ -115,7 +119,7 @@ def designs(name: str) -> list[SimDesign]:
                 SimDesign("paper Fig. 6e (SGD, lr 1e-3)", "sgd", "T_sgd", tuple((1e-3, b, 300) for b in bs), sig, 10, PAPER_NOISE, 40000),
                 SimDesign("paper lr x b ablation (SGD, 10 seeds assumed)", "sgd", "T_sgd",
                           tuple((lr, b, 300) for lr in (1e-3, 1e-2, 1e-1) for b in (16, 128)), (0.1, 0.5, 1.0, 1.8, 2.5), 10, PAPER_NOISE, 40000)]
-    raise ValueError(f"unknown calibration design {name!r}: expected 'clocks-tier' or 'paper'")
+    raise ValueError(f"unknown calibration design {name!r}: expected one of {', '.join([*TIERS, 'paper'])}")
 
 
 def probe(design: SimDesign) -> C.Design:
