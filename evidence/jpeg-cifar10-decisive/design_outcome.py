@@ -70,7 +70,8 @@ def outcome(folder: Path = HERE) -> str:
         r = _spread_row(spreads, *where) if isinstance(where, tuple) else _claims_row(claims, where)
         designed = "dropped" not in claim
         hits += designed and r["statistic"] in DECIDED
-        out.append(f"| {claim} | {r['row']} | {planned} | {r['statistic']} | {r['verdict']} | {r['measured']} | {r['fit']} | {r['would']} |")
+        cells = (claim, r["row"], planned, r["statistic"], r["verdict"], r["measured"], r["fit"], r["would"])
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")  # a literal | would end the cell
     n = sum("dropped" not in c for c, *_ in DESIGNED)
     out += ["", f"The statistic decides {hits} of the {n} designed rows (reproduced or not reproduced)."]
     return "\n".join(out) + "\n"
