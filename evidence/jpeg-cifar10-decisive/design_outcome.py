@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from initmem.claims.report import _fmt, _interval  # the READMEs' number and interval format
+
 HERE = Path(__file__).resolve().parent
 DECIDED = ("reproduced", "not reproduced")
 # (claim, claims-table row or spreads.csv configuration, P(decision) of the design, DESIGN.md's table)
@@ -31,14 +33,6 @@ DESIGNED = (
     ("d. same (spread curves)", "collapse_spread_adam_T_adapt", "99%"),
     ("e. a larger lr lowers SGD's spread (lr 1e-3 vs 1e-1, b=16)", "lr_reduces_sgd_b16_0.001_to_0.1", "100%"),
 )
-
-
-def _fmt(v: float) -> str:
-    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3g}"
-
-
-def _interval(lo: float, hi: float) -> str:
-    return "" if math.isnan(lo) or math.isnan(hi) else f"[{_fmt(lo)}, {_fmt(hi)}]"
 
 
 def _spread_row(spreads: pd.DataFrame, optimizer: str, lr: float, b: int) -> dict:
