@@ -20,11 +20,12 @@ def verdict_of(design: K.SimDesign, truth, what: str = "beta", seed: int = 0, dr
 
 @pytest.mark.parametrize("what", ("beta", "spread"))
 def test_figure_6f_at_paper_scale_decides_the_batch_exponent(what):
-    """Adam at five batch sizes and one lr: q is measured, p is not; a T_adapt truth is reproduced,
-    an epoch-clock truth is not."""
+    """Adam at five batch sizes and one lr: q is measured, p is not; a T_adapt truth is partly tested
+    (reproduced on q: the row's statistic, never the bare word for the whole clock), an epoch-clock truth
+    is not reproduced."""
     v, why, est = verdict_of(FIG6F, C.CLOCKS["T_adapt"], what)
     assert est.design.parameter() == "q" and "p not identifiable" in why
-    assert v == "reproduced", why
+    assert v == "partly tested" and C.collapse_decision(est).tested == "reproduced", why
     lo, hi = est.interval_of(1)
     assert lo <= 0 <= hi and hi - lo < 0.5
     v, why, est = verdict_of(FIG6F, "epoch-only", what, seed=1)
@@ -83,15 +84,18 @@ def test_calibration_meets_the_bars_at_adam_with_five_batch_sizes_and_one_lr():
     `reproduced` under wrong clocks, coverage of the stated interval, rare false `not reproduced`."""
     d = K.SimDesign("Fig. 6f small", "adam", "T_adapt", tuple((1e-3, b, 40) for b in (16, 32, 64, 128, 256)), (0.1, 0.5, 1.2, 2.5), 4,
                     0.025, 1000)
-    names = ("paper", "K eta^1 b^-0.5", "K eta^1 b^0.5", "epoch-only")
+    names = ("paper", "paper + 1 in q", "paper - 1 in q", "K eta^0 (raw steps)", "paper + 0.3 in q", "epoch-only")
     rows = K.design_rows(d, n_sims=10, rng=np.random.default_rng(3), draws=40, rules=("beta",), truth_names=names)
     assert {r["truth"] for r in rows} == set(names)
+    kinds = {r["truth"]: r["kind"] for r in rows}
+    assert kinds == {"paper": "paper", "paper + 1 in q": "against", "paper - 1 in q": "against", "K eta^0 (raw steps)": "unseen",
+                     "paper + 0.3 in q": "within", "epoch-only": "against"}
     for r in rows:
         assert set(r) >= {"rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate"}
-        if r["truth"] == "paper":
+        if r["kind"] in ("paper", "within"):
             assert r["false_not_reproduced"] <= 0.1 and r["coverage"] >= 0.9, r
         else:
-            assert r["false_reproduced"] == 0, r
+            assert r["false_reproduced"] == 0, r  # against: neither word of agreement; unseen: never the bare `reproduced`
             assert math.isnan(r["coverage"]) or r["coverage"] >= 0.9, r
 
 
@@ -109,7 +113,7 @@ def test_the_clock_tier_rows_state_what_they_measure():
     t = clock_table(cells, lambda T: -0.1 / (1 + T["T_adapt"] / 0.3))
     for what in ("beta", "spread"):
         r = t.loc[f"collapse_{what}_adam_T_adapt"]
-        assert r["verdict"] == "reproduced", r["note"]
+        assert r["verdict"] == "partly tested" and r["statistic_verdict"] == "reproduced", r["note"]
         assert "K eta^p b^q" in r["quantity"] and "p not identifiable" in r["note"] and r["paper"] == 0
     epoch = lambda T: T["steps"] * T["lr"] * T["T_adapt"] / T["T_sgd"] / 1024
     t = clock_table(cells, lambda T: -0.1 / (1 + epoch(T) / 4))
@@ -133,8 +137,8 @@ def test_a_clock_past_the_overlap_limit_gets_an_open_interval_and_is_never_decid
     d = next(x for x in K.designs("paper") if "ablation" in x.name)
     _, _, est = verdict_of(d, (2.0, 1.0), what="beta")
     assert not np.isfinite(est.high).all() and C._inside(est, (2.0, 1.0)) and not K._searchable(est, (2.0, 1.0))
-    (r,) = K.calibration_rows("paper", 4, 35, draws=40, rules=("beta",), truth_names=("K eta^2 b^1",), designs_of=("ablation",))
-    assert math.isnan(r["coverage"]) and r["decision_rate"] == 0.0 and r["false_reproduced"] == 0.0, r
+    r = K._rates(d, (2.0, 1.0), "beta", 4, np.random.default_rng(35), 40)
+    assert math.isnan(r["coverage"]) and set(r["verdicts"]) <= {"inconclusive", "not identifiable"}, r
 
 
 def test_an_undecided_collapse_row_says_how_many_seeds_would_decide_it():
@@ -146,3 +150,53 @@ def test_an_undecided_collapse_row_says_how_many_seeds_would_decide_it():
     r = t.loc["collapse_beta_adam_T_adapt"]
     assert r["verdict"] == "inconclusive", r["note"]
     assert "seeds" in r["would_decide"] and "measured exponents" in r["would_decide"], r["would_decide"]
+
+
+DECISIVE_ADAM = K.designs("decisive-tier")[0]  # Adam: lr 1e-3 at b 16/32, lr 2.5e-2 at b 16/32/64; 24 epochs, 16 seeds
+
+
+def _words(design: K.SimDesign, truth, n: int, what: str = "beta") -> list[C.Decision]:
+    rng = np.random.default_rng(41)
+    return [C.collapse_decision(K.judge(design, K.simulate(design, truth, rng), what, 60)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("truth", ((2.0, 0.0), (0.0, 0.0)), ids=("K eta^2", "raw steps"))
+def test_a_clock_the_decisive_design_cannot_see_is_never_reproduced(truth):
+    """The decisive Adam design identifies q only: K eta^2 and raw steps have T_adapt's q = 0, so the
+    row can be at most `partly tested`, never the bare `reproduced` of the whole clock (the old rule said
+    `reproduced` 72-78% and 99-100% of the time)."""
+    words = [d.verdict for d in _words(DECISIVE_ADAM, truth, 12)]
+    assert "reproduced" not in words and "not reproduced" not in words, words
+    assert "partly tested" in words, words
+
+
+def test_a_clock_inside_the_margin_is_not_read_as_not_reproduced():
+    """A true q = 0.3 lies inside the +-0.5 margin around T_adapt's q = 0: `not reproduced` needs the
+    whole interval outside the margin (equivalence both ways), so it stays within the calibrated 5%
+    (the old rule said `not reproduced` 92-93% of the time)."""
+    words = [d.verdict for d in _words(DECISIVE_ADAM, (1.0, 0.3), 20)]
+    assert words.count("not reproduced") <= 1, words
+
+
+def test_groups_that_follow_different_clocks_are_not_pooled_into_one():
+    """The lr x b ablation's two groups (b 16 at one lr with b 128 at the next) each identify the
+    same direction; under a truth where one group follows T_SGD and the other a clock 1 away in q, the
+    row's interval is the hull of the groups' (each fitted alone), so it is never `reproduced`."""
+    d = next(x for x in K.designs("paper") if "ablation" in x.name)
+    truth = K.two_group_truth(d, 1.0)
+    for dec in _words(d, truth, 4):
+        assert dec.verdict != "reproduced", dec.why
+
+
+def test_the_margin_rule_reads_both_ways():
+    """Equivalence both ways: inside the margin is `reproduced` even where the paper's value is outside
+    the interval; `not reproduced` only wholly outside; across an end `inconclusive`."""
+    from initmem.claims.verdicts import between, margin_verdict
+
+    m = between(-0.5, 0.5)
+    assert margin_verdict(0.057, 0.313, m, paper=0.0)[0] == "reproduced"
+    assert "within the margin" in margin_verdict(0.057, 0.313, m, paper=0.0)[1]
+    assert margin_verdict(0.2, 0.53, m)[0] == "inconclusive"
+    assert margin_verdict(0.51, 0.9, m)[0] == "not reproduced"
+    assert margin_verdict(-0.9, -0.6, m)[0] == "not reproduced"
+    assert margin_verdict(-math.inf, 0.2, m)[0] == "inconclusive"

@@ -211,10 +211,10 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         est = V.Estimate(math.nan, math.nan, math.nan, "none: 1 seed", n_runs, n_seeds, np.array([math.nan]))
         return row(cid, "direction", quantity, math.nan, scale, est, decided=(V.ONE_SEED, ""), cells=curves, read_at=CURVE, note=how)
     fit = C.estimate_clock(curves, prepare, clock, lrs, batches)
-    verdict, why = C.collapse_verdict(fit)
+    decision = C.collapse_decision(fit)
     design = fit.design
     groups = "; ".join(", ".join(design.labels[i] for i in np.flatnonzero(design.groups == g)) for g in np.unique(design.groups))
-    k = 0 if design.rank and design.basis[0][0] != 0 else 1  # the exponent the row's interval states: p where measured, else q
+    k = C.shown_exponent(fit)  # the exponent the row's interval states (and its verdict reads)
     paper = C.CLOCKS[clock][k]
     if fit.theta is None:
         est = V.Estimate(math.nan, math.nan, math.nan, "none: not identifiable", n_runs, n_seeds, np.array([math.nan]))
@@ -225,21 +225,27 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         measured = (f"measured {design.parameter()}: p = {fit.theta[0]:.3g} [{fit.interval_of(0)[0]:.3g}, {fit.interval_of(0)[1]:.3g}], "
                     f"q = {fit.theta[1]:.3g} [{fit.interval_of(1)[0]:.3g}, {fit.interval_of(1)[1]:.3g}] (an exponent the design does not "
                     "identify stays at the paper's, interval nan); the row's interval is "
-                    f"{'p' if k == 0 else 'q'}'s")
+                    f"{'pq'[k]}'s")
+        per_group = "; ".join(f"{label}: {'pq'[k]} = {g.theta[k]:.3g} [{g.interval_of(k)[0]:.3g}, {g.interval_of(k)[1]:.3g}]"
+                              for label, g in fit.groups)
+        measured += f"; fitted per group: {per_group}" if per_group else ""
     note = "; ".join(n for n in (
         how, measured,
         f"configurations whose curves overlap under every clock within {C.EQUIVALENCE:g} of {CLOCK_NAMES[clock]} share a curve: {groups}",
-        f"reproduced when {CLOCK_NAMES[clock]} is inside the interval, the interval within {C.EQUIVALENCE:g} of it and the epoch clock and "
-        f"{CLOCK_NAMES[C.OTHER_CLOCK[clock]]} outside; not reproduced when {CLOCK_NAMES[clock]} is outside",
+        f"reproduced when the interval lies within {C.EQUIVALENCE:g} of {CLOCK_NAMES[clock]} in every exponent (and the epoch clock and "
+        f"{CLOCK_NAMES[C.OTHER_CLOCK[clock]]} are outside it), partly tested when so in the exponents the design identifies only; "
+        f"not reproduced when the whole interval is further than {C.EQUIVALENCE:g} from {CLOCK_NAMES[clock]}",
         _signs(curves) if what == "beta" else "") if n)
     side = V.between(paper - C.EQUIVALENCE, paper + C.EQUIVALENCE)
     power = ""
-    if verdict == V.INCONCLUSIVE and n_seeds >= C.MIN_SEEDS_MODEL:
+    if decision.verdict == V.INCONCLUSIVE and n_seeds >= C.MIN_SEEDS_MODEL:
         rate = CC.row_rate(curves, what, clock, fit.theta, int(group[0].runs["n_train"].iloc[0]))
         power = P.would_decide(rate, n_seeds, CC.ROW_MAX_SEEDS, "simulated at the row's configurations and per-run noise under its "
-                               f"measured exponents, the calibration's curve shape, {CC.ROW_POWER_SIMS} simulations per seed count")
-    return row(cid, "direction", quantity, paper, scale, est, side=side, decided=(verdict, why), cells=curves, read_at=CURVE, note=note,
-               power=power)
+                               f"measured exponents, if the true clock equals the estimate; the calibration's curve shape, "
+                               f"{CC.ROW_POWER_SIMS} simulations per seed count")
+    r = row(cid, "direction", quantity, paper, scale, est, side=side, decided=(decision.verdict, decision.why), cells=curves,
+            read_at=CURVE, note=note, power=power)
+    return r | {"statistic_verdict": decision.tested}
 
 
 # --- the spread on either side of the paper's threshold points ----------------------------------

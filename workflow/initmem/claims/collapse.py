@@ -50,7 +50,19 @@ import numpy as np
 
 from initmem.claims.shapes import log_abs_beta, noise_floor
 from initmem.claims.spreads import spread_pp
-from initmem.claims.verdicts import INCONCLUSIVE, LEVEL, NOT_IDENTIFIABLE, NOT_REPRODUCED, NULL_RNG_SEED, REPRODUCED, Cell, seeds_of
+from initmem.claims.verdicts import (
+    INCONCLUSIVE,
+    LEVEL,
+    NOT_IDENTIFIABLE,
+    NOT_REPRODUCED,
+    NULL_RNG_SEED,
+    PARTLY_TESTED,
+    REPRODUCED,
+    Cell,
+    between,
+    margin_verdict,
+    seeds_of,
+)
 
 CLOCKS = {"T_adapt": (1.0, 0.0), "T_sgd": (2.0, -1.0), "epoch": (0.0, 1.0)}  # (p, q) of K eta^p b^q
 OTHER_CLOCK = {"T_adapt": "T_sgd", "T_sgd": "T_adapt"}
@@ -300,7 +312,10 @@ def fit_exponents(design: Design, y: np.ndarray, grid: np.ndarray, mask: np.ndar
 @dataclass
 class ClockEstimate:
     """The measured clock: ``theta`` (p, q; the unidentified part at the paper's), the identifiable
-    coordinates' interval ``low``/``high`` (r,), how it was made, and what the design identifies."""
+    coordinates' interval ``low``/``high`` (r,), how it was made, and what the design identifies.
+    ``groups``: where two or more groups of configurations (curves that share no clock range) each
+    identify the same direction, each group's own estimate (label, :class:`ClockEstimate`), and the
+    interval is the hull of theirs."""
 
     design: Design
     theta: np.ndarray | None
@@ -311,45 +326,130 @@ class ClockEstimate:
     n_seeds: int
     why: str = ""                        # set where nothing could be estimated
     edges: tuple | None = None           # (r,) lowest and highest coordinates searched (the overlap's limits) along each axis
+    groups: list = field(default_factory=list)
+    untested: list = field(default_factory=list)   # groups whose own interval is open: no alignment of their own
 
     def interval_of(self, k: int) -> tuple[float, float]:
-        """Exponent ``k`` (0: p, 1: q) interval where the design identifies it alone (else NaN)."""
+        """Exponent ``k`` (0: p, 1: q) interval: both exponents where the design identifies two; along
+        the one direction it identifies, exponent ``k``'s share of that direction (the exponent itself
+        when the direction is an axis); NaN where the direction does not move it."""
         if self.low is None or self.design.rank == 0:
             return math.nan, math.nan
         if self.design.rank == 2:
             return float(self.design.paper[k] + self.low[k]), float(self.design.paper[k] + self.high[k])
         d = self.design.basis[0]
-        if d[k] != 0 and d[1 - k] == 0:
+        if d[k] == 0:
+            return math.nan, math.nan
+        with np.errstate(invalid="ignore"):
             ends = sorted((self.design.paper[k] + d[k] * self.low[0], self.design.paper[k] + d[k] * self.high[0]))
-            return float(ends[0]), float(ends[1])
-        return math.nan, math.nan
+        return float(ends[0]), float(ends[1])
+
+    def disagreement(self) -> str:
+        """Where the groups' intervals are disjoint in a coordinate: which groups, with their intervals."""
+        if len(self.groups) < 2:
+            return ""
+        for k in range(self.design.rank):
+            lows = [g.low[k] for _, g in self.groups]
+            highs = [g.high[k] for _, g in self.groups]
+            if max(lows) > min(highs):
+                e = shown_exponent(self)
+                parts = [f"{label}: {'pq'[e]} = {g.theta[e]:.3g} [{g.interval_of(e)[0]:.3g}, {g.interval_of(e)[1]:.3g}]" for label, g in self.groups]
+                return "no single clock aligns these curves (the groups' intervals are disjoint): " + "; ".join(parts)
+        return ""
 
 
-def _wild_runs(c: Cell, rng: np.random.Generator) -> Cell:
-    """One model-based draw of a cell: its seed means plus, in every (sigma_w, seed) slot, the whole
-    epoch path of a residual run (a run minus its seed mean, scaled by sqrt(n / (n - 1))) drawn from
-    the cell's own, with a random sign (a wild bootstrap: a run's deviation keeps its course over
-    the epochs, and the noise its size at each epoch)."""
+def shown_exponent(est: ClockEstimate) -> int:
+    """The exponent a row states (its interval is this exponent's): along one identified direction the
+    exponent it moves most; with two, p, unless only q's interval lies wholly outside the margin (then
+    q: the row's interval is the one its verdict reads)."""
+    design = est.design
+    if design.rank == 1:
+        return int(np.argmax(np.abs(design.basis[0])))
+    if design.rank == 2 and est.low is not None:
+        outside = [b < -EQUIVALENCE or a > EQUIVALENCE for a, b in zip(est.low, est.high, strict=True)]
+        return 1 if outside[1] and not outside[0] else 0
+    return 0
+
+
+def _wild_values(c: Cell, rng: np.random.Generator, draws: int) -> np.ndarray:
+    """(draws, epoch, sigma, seed) model-based draws of a cell: its seed means plus, in every
+    (sigma_w, seed) slot, the whole epoch path of a residual run (a run minus its seed mean, scaled by
+    sqrt(n / (n - 1))) drawn from the cell's own, with a random sign (a wild bootstrap: a run's
+    deviation keeps its course over the epochs, and the noise its size at each epoch)."""
     n = c.n_seeds
     mean = np.nanmean(c.values, axis=-1, keepdims=True)
     resid = (c.values - mean) * math.sqrt(n / (n - 1))
     paths = resid.reshape(resid.shape[0], -1)                                   # (epoch, sigma x seed)
     paths = paths[:, np.isfinite(paths).any(axis=0)]
-    pick = rng.integers(0, paths.shape[1], size=c.values.shape[1:])
-    sign = rng.choice((-1.0, 1.0), size=c.values.shape[1:])
-    values = mean + paths[:, pick] * sign
-    values = np.where(np.isfinite(c.values), values, np.nan)
-    return Cell(c.key, c.sigmas, c.seeds, values, c.epochs, c.clocks, c.fit, c.label, c.config)
+    pick = rng.integers(0, paths.shape[1], size=(draws, *c.values.shape[1:]))
+    sign = rng.choice((-1.0, 1.0), size=(draws, *c.values.shape[1:]))
+    values = mean[None] + np.moveaxis(paths[:, pick], 0, 1) * sign[:, None]
+    return np.where(np.isfinite(c.values)[None], values, np.nan)
+
+
+def _seed_values(cells: Sequence[Cell], rng: np.random.Generator, draws: int) -> list[np.ndarray]:
+    """Per cell (draws, epoch, sigma, seed) seed-bootstrap draws, seeds resampled jointly across the
+    cells (a seed's runs share their init draws in every configuration); a cell without a drawn seed
+    keeps the drawn seeds it has (all of its own where it has none)."""
+    seeds = seeds_of(cells)
+    pick = rng.choice(len(seeds), (draws, len(seeds)), replace=True)
+    out = []
+    for c in cells:
+        where = np.array([int(np.flatnonzero(c.seeds == s)[0]) if np.any(c.seeds == s) else -1 for s in seeds])
+        idx = where[pick]
+        if (idx >= 0).all():
+            out.append(np.moveaxis(c.values[..., idx], -2, 0))
+            continue
+        drawn = [c.values[..., [i for i in row if i >= 0] or list(range(c.n_seeds))] for row in idx]
+        width = max(d.shape[-1] for d in drawn)
+        pad = [np.concatenate([d, np.full((*d.shape[:-1], width - d.shape[-1]), np.nan)], axis=-1) for d in drawn]
+        out.append(np.stack(pad))
+    return out
+
+
+def _at_fitted(design: Design, cells: Sequence[Cell]) -> list[Cell]:
+    """The cells at their fitted epochs only (each curve's value at an epoch reads that epoch's runs
+    alone, so the resampling needs no other epoch)."""
+    return [Cell(c.key, c.sigmas, c.seeds, c.values[p], c.epochs[p], {}, c.fit, c.label, c.config) for c, p in zip(cells, design.pick, strict=True)]
+
+
+def _curves(cells: Sequence[Cell], values: Sequence[np.ndarray], prepare: Callable[[Cell], np.ndarray]) -> np.ndarray:
+    """(draws, N) the stacked curves of ``cells`` (at their fitted epochs) from per-cell (draws, epoch, sigma, seed) values."""
+    ys = []
+    for c, v in zip(cells, values, strict=True):
+        cell = Cell(c.key, c.sigmas, np.arange(v.shape[-1]), v, c.epochs, {}, c.fit, c.label, c.config)
+        ys.append(np.asarray(prepare(cell), float).reshape(v.shape[0], v.shape[1]))
+    return np.concatenate(ys, axis=1)
 
 
 def _stack(design: Design, curves: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.asarray(y, float)[p] for y, p in zip(curves, design.pick, strict=True)])[None, :]
 
 
+def comparable_groups(design: Design, cells: Sequence[Cell], curves: Sequence[np.ndarray], lrs: Sequence[float],
+                      batches: Sequence[float]) -> list[np.ndarray]:
+    """The design's groups (configurations whose curves share clock range) of two or more
+    configurations that identify, on their own, the same direction(s) as the whole design: each can
+    be fitted alone, and the fits compared."""
+    out = []
+    for g in np.unique(design.groups):
+        idx = np.flatnonzero(design.groups == g)
+        if len(idx) < 2:
+            continue
+        sub = design_of([cells[i] for i in idx], [curves[i] for i in idx], design.clock, [lrs[i] for i in idx], [batches[i] for i in idx])
+        if sub.rank == design.rank and sub.rank and np.allclose(np.abs(sub.basis), np.abs(design.basis), atol=1e-6):
+            out.append(idx)
+    return out
+
+
 def estimate_clock(cells: Sequence[Cell], prepare: Callable[[Cell], np.ndarray], clock: str, lrs: Sequence[float],
-                   batches: Sequence[float], draws: int = DRAWS, rng_seed: int = NULL_RNG_SEED) -> ClockEstimate:
+                   batches: Sequence[float], draws: int = DRAWS, rng_seed: int = NULL_RNG_SEED, level: float = LEVEL,
+                   by_group: bool = True) -> ClockEstimate:
     """The clock exponents under which ``prepare(cell)`` (one curve per epoch) of the ``cells`` align,
-    with their interval (see the module docstring)."""
+    with their interval at ``level`` (see the module docstring). ``by_group``: where two or more groups
+    each identify the design's direction(s), each group is fitted alone (Bonferroni over the groups) and
+    the interval is the hull of theirs, so a disagreement between them widens it instead of being
+    pooled away."""
     curves = [np.asarray(prepare(c), float) for c in cells]
     design = design_of(cells, curves, clock, lrs, batches)
     n_seeds = min(c.n_seeds for c in cells)
@@ -362,25 +462,20 @@ def estimate_clock(cells: Sequence[Cell], prepare: Callable[[Cell], np.ndarray],
     mask = connected(design, grid)
     if not mask.any():
         return ClockEstimate(design, None, None, None, None, "", n_seeds, "the curves overlap in clock under none of the exponents searched")
-    y = _stack(design, curves)
-    s_hat = fit_exponents(design, y, grid, mask)[0]
-    rng = np.random.default_rng(rng_seed)
+    s_hat = fit_exponents(design, _stack(design, curves), grid, mask)[0]
+    edges = _grid_edges(grid, mask)
+    groups = comparable_groups(design, cells, curves, lrs, batches) if by_group else []
+    if len(groups) >= 2:
+        return _hull_of_groups(design, s_hat, edges, groups, cells, prepare, lrs, batches, draws, rng_seed, level, n_seeds)
+    rng, fitted = np.random.default_rng(rng_seed), _at_fitted(design, cells)
     if n_seeds >= MIN_SEEDS_PERCENTILE:
-        seeds = seeds_of(cells)
-        ys = []
-        for _ in range(draws):
-            pick = rng.choice(len(seeds), len(seeds), replace=True)
-            drawn = []
-            for c in cells:
-                idx = [int(np.flatnonzero(c.seeds == seeds[i])[0]) for i in pick if np.any(c.seeds == seeds[i])] or list(range(c.n_seeds))
-                drawn.append(prepare(Cell(c.key, c.sigmas, c.seeds[idx], c.values[..., idx], c.epochs, c.clocks, c.fit, c.label, c.config)))
-            ys.append(_stack(design, drawn)[0])
-        ystar = np.array(ys)
+        values = _seed_values(fitted, rng, draws)
         method = f"seed bootstrap, {draws} draws paired across configurations"
     else:
-        ystar = np.array([_stack(design, [prepare(_wild_runs(c, rng)) for c in cells])[0] for _ in range(draws)])
+        values = [_wild_values(c, rng, draws) for c in fitted]
         method = (f"model-based bootstrap, {draws} draws: each configuration's seed means plus its own residual runs' epoch paths, "
                   f"resampled with random signs (fewer than {MIN_SEEDS_PERCENTILE} seeds: no seed percentile interval)")
+    ystar = _curves(fitted, values, prepare)
     # the draws searched around the estimate (the whole box where a draw lands on the window's edge)
     local = _grid(design, s_hat, 1.5)
     fits = fit_exponents(design, ystar, local, connected(design, local))
@@ -389,17 +484,42 @@ def estimate_clock(cells: Sequence[Cell], prepare: Callable[[Cell], np.ndarray],
                   | (fits >= span[:, 1] - STEP / 2) & (span[:, 1] < grid.max(axis=0) - 1e-9), axis=1)
     if edge.any():
         fits[edge] = fit_exponents(design, ystar[edge], grid, mask)
-    tail = (1 - LEVEL) / (2 * design.rank)  # Bonferroni over the identifiable coordinates
+    tail = (1 - level) / (2 * design.rank)  # Bonferroni over the identifiable coordinates
     low, high = np.quantile(fits, tail, axis=0), np.quantile(fits, 1 - tail, axis=0)
-    level = "" if design.rank == 1 else f", each of the 2 exponents at {1 - 2 * tail:.1%} (jointly >= {LEVEL:.0%}, Bonferroni)"
-    method += f", {100 * tail:.3g}-{100 * (1 - tail):.4g}% of the least-squares exponents{level}"
-    edges = _grid_edges(grid, mask)
+    joint = "" if design.rank == 1 else f", each of the 2 exponents at {1 - 2 * tail:.1%} (jointly >= {level:.0%}, Bonferroni)"
+    method += f", {100 * tail:.3g}-{100 * (1 - tail):.4g}% of the least-squares exponents{joint}"
     for k, (lo, hi) in enumerate(edges):  # censored at the limit of the clocks searched: open on that side
         if low[k] <= lo + STEP / 2:
             low[k] = -math.inf
         if high[k] >= hi - STEP / 2:
             high[k] = math.inf
     return ClockEstimate(design, design.exponents(s_hat), s_hat, low, high, method, n_seeds, "", edges)
+
+
+def _hull_of_groups(design: Design, s_hat: np.ndarray, edges: tuple, groups: list[np.ndarray], cells: Sequence[Cell],
+                    prepare: Callable[[Cell], np.ndarray], lrs: Sequence[float], batches: Sequence[float], draws: int, rng_seed: int,
+                    level: float, n_seeds: int) -> ClockEstimate:
+    """The estimate of a design whose groups each identify its direction(s): each group fitted alone at
+    ``1 - (1 - level) / groups`` (Bonferroni), the interval the hull of the closed intervals among
+    them (it holds every such group's exponent jointly at ``level``), the point estimate the pooled
+    fit's. A group whose interval reaches the limit of the clocks searched carries no alignment of
+    its own: it is named in ``untested`` and the row is about the other groups only."""
+    each = 1 - (1 - level) / len(groups)
+    parts, untested = [], []
+    for k, idx in enumerate(groups):
+        sub = estimate_clock([cells[i] for i in idx], prepare, design.clock, [lrs[i] for i in idx], [batches[i] for i in idx],
+                             draws, rng_seed + k, each, by_group=False)
+        label = ", ".join(design.labels[i] for i in idx)
+        closed = sub.low is not None and np.isfinite(sub.low).all() and np.isfinite(sub.high).all()
+        (parts if closed else untested).append((label, sub))
+    method = (f"each of {len(groups)} groups fitted alone ({(parts or untested)[0][1].method.split(',')[0]}, {each:.1%} each, "
+              f"Bonferroni), the interval the hull of the closed ones (jointly >= {level:.0%}); the point estimate the pooled fit's")
+    if not parts:
+        inf = np.full(design.rank, math.inf)
+        return ClockEstimate(design, design.exponents(s_hat), s_hat, -inf, inf, method, n_seeds, "", edges, groups=untested)
+    lows, highs = np.array([sub.low for _, sub in parts]), np.array([sub.high for _, sub in parts])  # the same normed basis
+    return ClockEstimate(design, design.exponents(s_hat), s_hat, lows.min(axis=0), highs.max(axis=0), method, n_seeds, "", edges,
+                         groups=parts, untested=[label for label, _ in untested])
 
 
 # --- the verdict ------------------------------------------------------------------------------
@@ -413,34 +533,65 @@ def _fmt(theta: Sequence[float]) -> str:
     return f"p = {theta[0]:.3g}, q = {theta[1]:.3g}"
 
 
-def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
-    """Verdict and its reason for a :class:`ClockEstimate` (see the module docstring)."""
+@dataclass(frozen=True)
+class Decision:
+    """A collapse row's verdict, the verdict of the part its design tests (the row's statistic_verdict:
+    the same word where the design identifies every exponent) and why."""
+
+    verdict: str
+    tested: str
+    why: str
+
+
+def collapse_decision(est: ClockEstimate) -> Decision:
+    """The verdict of a :class:`ClockEstimate` (see the module docstring): equivalence both ways in
+    every identified coordinate, against the margin :data:`EQUIVALENCE` around the paper's clock."""
     design, clock = est.design, est.design.clock
     untested = "; ".join(design.dropped)
-    if est.theta is None:
-        return (INCONCLUSIVE if 1 < est.n_seeds < MIN_SEEDS_MODEL else NOT_IDENTIFIABLE), est.why
+    join = lambda *parts: "; ".join(p for p in parts if p)
+    if est.theta is None or est.low is None:
+        word = INCONCLUSIVE if 1 < est.n_seeds < MIN_SEEDS_MODEL or est.theta is not None else NOT_IDENTIFIABLE
+        return Decision(word, word, est.why)
     paper, epoch, other = (np.asarray(CLOCKS[k]) for k in (clock, "epoch", OTHER_CLOCK[clock]))
-    s_paper = design.coordinates(paper)
-    if np.allclose(design.coordinates(epoch), s_paper, atol=1e-9):
-        return NOT_IDENTIFIABLE, "; ".join(n for n in (f"this design moves only {design.parameter()}, under which {NAMES[clock]} "
-                                                       f"({_fmt(paper)}) and the epoch clock ({_fmt(epoch)}) are the same clock", untested) if n)
+    if np.allclose(design.coordinates(epoch), design.coordinates(paper), atol=1e-9):
+        why = join(f"this design moves only {design.parameter()}, under which {NAMES[clock]} ({_fmt(paper)}) and the epoch clock "
+                   f"({_fmt(epoch)}) are the same clock", untested)
+        return Decision(NOT_IDENTIFIABLE, NOT_IDENTIFIABLE, why)
+    if est.untested:
+        untested = join(untested, "the groups " + " and ".join(f"({g})" for g in est.untested) + " are not tested: their own "
+                        "interval reaches the limit of the clocks searched (no alignment within them)")
     only = f"tested on {design.parameter()} only ({untested})" if untested else ""
-    if est.edges is not None:
-        for k, (lo, hi) in enumerate(est.edges):
-            if not (np.isfinite(est.low[k]) and np.isfinite(est.high[k])):
-                return INCONCLUSIVE, "; ".join(n for n in (
-                    f"the interval reaches the limit of the clocks searched ({lo:+.2g} to {hi:+.2g} from {NAMES[clock]} in its coordinate "
-                    "where the curves still overlap, or the search box): a clock beyond it fits the curves separately, not aligned", only) if n)
-    if not _inside(est, paper):
-        return NOT_REPRODUCED, "; ".join(n for n in (f"{NAMES[clock]} ({_fmt(paper)}) is outside the interval", only) if n)
-    if np.any(est.low < s_paper - EQUIVALENCE) or np.any(est.high > s_paper + EQUIVALENCE):
-        return INCONCLUSIVE, "; ".join(n for n in (f"the interval reaches further than {EQUIVALENCE:g} from {NAMES[clock]}: nearby clocks "
-                                                   "are not told apart", only) if n)
-    for name, theta in (("epoch", epoch), (OTHER_CLOCK[clock], other)):
-        if not np.allclose(design.coordinates(theta), s_paper, atol=1e-9) and _inside(est, theta):
-            return INCONCLUSIVE, "; ".join(n for n in (f"{NAMES[name]} ({_fmt(theta)}) is inside the interval too", only) if n)
-    return REPRODUCED, "; ".join(n for n in (f"{NAMES[clock]} inside the interval, which lies within {EQUIVALENCE:g} of it; the epoch "
-                                             "clock outside", only) if n)
+    split = est.disagreement()
+    if not (np.isfinite(est.low).all() and np.isfinite(est.high).all()):
+        lo, hi = next(e for e, a, b in zip(est.edges, est.low, est.high, strict=True) if not (np.isfinite(a) and np.isfinite(b)))
+        return Decision(INCONCLUSIVE, INCONCLUSIVE, join(
+            f"the interval reaches the limit of the clocks searched ({lo:+.2g} to {hi:+.2g} from {NAMES[clock]} in its coordinate "
+            "where the curves still overlap, or the search box): a clock beyond it fits the curves separately, not aligned", split, only))
+    margin = between(-EQUIVALENCE, EQUIVALENCE)  # in the identified coordinates, relative to the paper's clock
+    words = [margin_verdict(float(a), float(b), margin)[0] for a, b in zip(est.low, est.high, strict=True)]
+    if NOT_REPRODUCED in words:
+        tested = NOT_REPRODUCED
+        why = f"{NAMES[clock]} ({_fmt(paper)}) is further than {EQUIVALENCE:g} from the whole interval"
+    elif all(w == REPRODUCED for w in words):
+        near = [NAMES[n] for n, t in (("epoch", epoch), (OTHER_CLOCK[clock], other))
+                if not np.allclose(design.coordinates(t), design.coordinates(paper), atol=1e-9) and _inside(est, t)]
+        tested = INCONCLUSIVE if near else REPRODUCED
+        why = (f"{' and '.join(near)} inside the interval too" if near else
+               f"the interval lies within {EQUIVALENCE:g} of {NAMES[clock]} in {design.parameter()}; the epoch clock outside"
+               + ("" if _inside(est, paper) else f" ({NAMES[clock]} itself just outside it: a difference smaller than the margin)"))
+    else:
+        tested = INCONCLUSIVE
+        why = f"the interval reaches further than {EQUIVALENCE:g} from {NAMES[clock]} and holds clocks within it: neither side"
+    if tested == REPRODUCED and untested:
+        return Decision(PARTLY_TESTED, REPRODUCED, join(f"partly tested ({design.parameter()} only): reproduced on "
+                                                        f"{design.parameter()}, {why}", untested))
+    return Decision(tested, tested, join(why, split, only))
+
+
+def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
+    """(verdict, reason) of :func:`collapse_decision`."""
+    d = collapse_decision(est)
+    return d.verdict, d.why
 
 
 def _grid_edges(grid: np.ndarray, mask: np.ndarray) -> tuple:

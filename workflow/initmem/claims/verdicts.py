@@ -20,7 +20,10 @@ percentile bootstrap: with 3 seeds each single-seed resample has probability 1/2
 
 **Verdict words** (:data:`VERDICTS`), against the paper's side of a claim (:class:`Side`):
 ``reproduced`` (interval entirely on the paper's side), ``not reproduced`` (entirely on the other),
-``inconclusive`` (across the boundary), ``cannot be decided above the noise floor`` (a |beta| shape
+``inconclusive`` (across the boundary); for a side with a margin (``in [a, b]``) both ways, as two
+one-sided tests (TOST, :func:`margin_verdict`): ``reproduced`` only with the interval inside the
+margin, ``not reproduced`` only with it wholly outside; ``partly tested`` (a claim with parts whose
+design identifies only some, which agree with the paper: :data:`PARTLY_TESTED`), ``cannot be decided above the noise floor`` (a |beta| shape
 the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
 states: :func:`initmem.claims.registry.regime_check`), ``not testable with one seed`` and ``not
 measured`` (the config lacks what the claim needs).
@@ -43,7 +46,10 @@ OUTSIDE_REGIME = "outside the paper's regime"
 ONE_SEED = "not testable with one seed"
 NOT_MEASURED = "not measured"
 NOT_IDENTIFIABLE = "not identifiable"  # the design cannot tell the paper's clock from the alternatives (initmem.claims.collapse)
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_IDENTIFIABLE, NOT_MEASURED)
+# A claim with parts (a clock's p and q) whose design identifies only some: the tested parts agree with the paper (their
+# verdict, ``reproduced``, is the row's statistic_verdict); the rest is untested, so the whole claim is not reproduced.
+PARTLY_TESTED = "partly tested"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PARTLY_TESTED, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_IDENTIFIABLE, NOT_MEASURED)
 
 # --- the reading of the paper's words ----------------------------------------------------------
 NULL_RNG_SEED = 20260  # the fixed RNG seed of resampling rules: the same draws on every re-analysis
@@ -80,14 +86,30 @@ def between(lo: float, hi: float) -> Side:
 
 
 def verdict(ci_low: float, ci_high: float, side: Side) -> str:
-    """``reproduced`` | ``not reproduced`` | ``inconclusive`` for an interval against ``side``."""
+    """``reproduced`` | ``not reproduced`` | ``inconclusive`` for an interval against ``side``
+    (a margin: :func:`margin_verdict`)."""
+    return margin_verdict(ci_low, ci_high, side)[0]
+
+
+def margin_verdict(ci_low: float, ci_high: float, side: Side, paper: float | None = None) -> tuple[str, str]:
+    """Verdict and reason of an interval against ``side``, the one rule of every claim: ``reproduced``
+    where the interval lies wholly on the paper's side (for a margin ``in [lo, hi]``: inside it, the
+    equivalence half of two one-sided tests, TOST), ``not reproduced`` only where it lies wholly on the
+    other (for a margin: wholly outside it, below ``lo`` or above ``hi``), else ``inconclusive``, saying
+    which end crosses. With the paper's own value ``paper`` inside the margin, an interval inside the
+    margin that excludes it is a difference smaller than the margin: ``reproduced``, said so."""
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
-        return INCONCLUSIVE
+        return INCONCLUSIVE, "the interval is open (or missing)"
     if ci_low > side.lo and ci_high < side.hi:
-        return REPRODUCED
+        why = f"the interval lies within {side.text()}" if side.op == "between" else f"the interval lies on the paper's side ({side.text()})"
+        if paper is not None and math.isfinite(paper) and not ci_low <= paper <= ci_high:
+            why += f" (reproduced within the margin: it excludes the paper's {paper:.3g} by less than the margin)"
+        return REPRODUCED, why
     if ci_high < side.lo or ci_low > side.hi:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
+        where = f"wholly outside {side.text()}" if side.op == "between" else f"wholly on the other side of the paper's ({side.text()})"
+        return NOT_REPRODUCED, f"the interval lies {where}"
+    ends = [t for t, hit in ((f"below {side.lo:.3g}", ci_low <= side.lo), (f"above {side.hi:.3g}", ci_high >= side.hi)) if hit]
+    return INCONCLUSIVE, f"the interval reaches {' and '.join(ends)}"
 
 
 # --- cells and their replicates ----------------------------------------------------------------
