@@ -184,3 +184,27 @@ def test_the_decisive_tiers_design_outcome_is_what_its_tables_give():
     assert (folder / "design_outcome.md").read_text() == text
     assert text in (folder / "README.md").read_text()
     assert "| `sgd_gt_adam_b32` | 99% | inconclusive |" in text  # the one designed row the statistic left open
+
+
+def _margin(side: str) -> tuple[float, float] | None:
+    import re
+
+    m = re.fullmatch(r"in \[(\S+), (\S+)\]", str(side))
+    return (float(m.group(1)), float(m.group(2))) if m else None
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
+def test_every_committed_margin_row_reads_both_ways(folder):
+    """Equivalence both ways on every committed row whose side is a margin "in [a, b]": the interval
+    alone (and the verdict) says `reproduced` only inside [a, b], `not reproduced` only wholly outside."""
+    t = _claims(folder)
+    rows = t[(t["kind"] == "direction") & t["paper_side"].map(lambda s: _margin(s) is not None)]
+    assert not rows.empty
+    for _, r in rows.iterrows():
+        a, b = _margin(r["paper_side"])
+        lo, hi = r["ci_low"], r["ci_high"]
+        for word in {r["verdict"], r["statistic_verdict"], r["verdict_holm"]}:
+            if word in ("reproduced", "partly tested"):
+                assert a < lo and hi < b, (r["id"], word, lo, hi)
+            if word == "not reproduced":
+                assert hi < a or lo > b, (r["id"], word, lo, hi)

@@ -51,6 +51,7 @@ T_DROPS = published.clock("T_sgd", lr=1e-2, batch_size=16)
 # 23.8 (b=256) to 379 (b=16) exact: the decay is read for adaptive configurations that end inside that range or past it.
 T_ADAPT_LARGE = published.ADAM_T_ADAPT_RANGE[0]
 GONE_PP = 1.0  # "collapses the spread below 1 pp" (Q_L2): a spread below it is gone
+RETAINED = V.greater(0, gone=GONE_PP)  # "still leaves a spread": above 0; not reproduced below GONE_PP
 COLLAPSES = (("adam", "T_adapt", ("epoch", "steps", "T_sgd")), ("sgd", "T_sgd", ("epoch", "steps", "T_adapt")))
 CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_adapt": "T_adapt", "T_wd": "T_wd"}
 
@@ -275,21 +276,21 @@ def _side_rows(cid: str, c: ClockCell, ref: ClockCell, what: str, clock: str, sc
         if est is not None and not est.one_seed:
             decided = retained_verdict(est)
             if decided[0] == V.INCONCLUSIVE:
-                power = P.would_decide(P.rate_for(est, V.greater(0), [cell]), est.n_seeds)
+                power = P.would_decide(P.rate_for(est, RETAINED, [cell]), est.n_seeds)
         return [row(f"{cid}_retains", "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)", math.nan, scale,
-                    est, side=V.greater(0), decided=decided, cells=[cell] if cell else [], note=note, power=power)]
+                    est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power)]
     return []
 
 
 def retained_verdict(est: V.Estimate) -> tuple[str, str]:
-    """"Still leaves a spread": ``reproduced`` where the spread's interval is above 0 (the calibrated
-    single-spread rule), ``not reproduced`` where it is below :data:`GONE_PP` (the calibrated
-    "below 1 pp" rule: the paper's words for a spread that collapsed), else ``inconclusive``."""
-    if est.low > 0:
-        return V.REPRODUCED, "the spread's interval is above 0"
-    if est.high < GONE_PP:
-        return V.NOT_REPRODUCED, f"the spread's interval is below {GONE_PP:g} pp: gone (the paper's 'collapses the spread below 1 pp')"
-    return V.INCONCLUSIVE, f"the spread's interval reaches 0 and {GONE_PP:g} pp"
+    """"Still leaves a spread": :data:`RETAINED` read by :func:`initmem.claims.verdicts.margin_verdict`:
+    ``reproduced`` where the spread's interval is above 0 (the calibrated single-spread rule), ``not
+    reproduced`` where it is below :data:`GONE_PP` (the calibrated "below 1 pp" rule: the paper's words
+    for a spread that collapsed), else ``inconclusive``."""
+    word, why = V.margin_verdict(est.low, est.high, RETAINED)
+    if word == V.NOT_REPRODUCED:
+        why = f"the spread's interval is below {GONE_PP:g} pp: gone (the paper's 'collapses the spread below 1 pp')"
+    return word, why
 
 
 def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:

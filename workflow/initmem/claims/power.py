@@ -39,7 +39,7 @@ def side_codes(low: np.ndarray, high: np.ndarray, side: Side) -> np.ndarray:
     low, high = np.asarray(low, float), np.asarray(high, float)
     ok = np.isfinite(low) & np.isfinite(high)
     rep = ok & (low > side.lo) & (high < side.hi)
-    nrep = ok & ((high < side.lo) | (low > side.hi))
+    nrep = ok & ((high < side.other_below) | (low > side.hi))
     return np.where(rep, 1, np.where(nrep, -1, 0))
 
 

@@ -6,14 +6,16 @@ A row of ``claims.csv`` belongs to the first :class:`Claim` whose ``ids`` patter
 row: :func:`initmem.claims.rows.row`). Regimes are what the paper's own sentence states:
 
 - ``fit``: :data:`FITS_LABELS` for the claims about trained networks: the paper's runs all reach
-  99.5% train accuracy at some epoch ("Low-learning-rate SGD can interpolate", Sec. 1; for Adam "at
-  small batches (b <= 64) the best-validation-loss checkpoint is reached before interpolation", Sec.
-  3.1: after it, its runs interpolate too). No sentence states more for a directional claim (the
-  ">= 99.5% at b=128 across the sweep" of Sec. 3.1 is the precondition of the b=128 spread, read as
-  the diagnostic row ``sgd_b*_interpolates``, never as a claim), so a configuration is outside the
-  paper's regime by fit only when *none* of its runs reached 99.5% train accuracy: every claim that
-  cites a sentence reads the same runs the same way. :data:`NO_FIT` for the claims about trainability
-  itself (depth, the recipe's accuracy).
+  99.5% train accuracy at some epoch ("Low-learning-rate SGD can interpolate", Sec. 1; "at b=128 it
+  exceeds 99.5% training accuracy across the entire sigma_w sweep", Sec. 3.1; for Adam "at small
+  batches (b <= 64) the best-validation-loss checkpoint is reached before interpolation": after it,
+  its runs interpolate too). A spread between networks that have not fit measures slow training at
+  large sigma_w, not memory of the initialization, so a configuration is in the paper's regime by fit
+  only when at least :attr:`Claim.fit_share` (:data:`FIT_SHARE`, one half, the rule the decisive
+  tier's design stated before its runs) of its runs reached 99.5% train accuracy; every claim that
+  cites a sentence reads the same runs the same way, and this list is the one place the rule lives
+  (the design files and docs quote :func:`Claim.regime_text`). :data:`NO_FIT` for the claims about
+  trainability itself (depth, the recipe's accuracy).
 - ``clock``: the range of one clock the paper's runs reached, where the sentence is about that range
   (e.g. Adam's |beta| decay: its runs end at T_adapt :data:`initmem.paper.ADAM_T_ADAPT_RANGE`); a configuration read outside
   it makes the row ``outside the paper's regime`` by clock, and the row says which.
@@ -27,9 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from initmem.paper import ADAM_T_ADAPT_RANGE as PAPER_ADAM_T
-from initmem.paper import Q_ADAM, Q_ALIGN, Q_CLOCK, Q_FIG6, Q_L2, Q_LR, Q_MOMENTUM, Q_RECIPE, clock
+from initmem.paper import Q_ADAM, Q_ALIGN, Q_CLOCK, Q_FIG6, Q_L2, Q_LR, Q_MOMENTUM, Q_RECIPE, Q_SGD, clock
 
 FITS_LABELS, NO_FIT = "fits_labels", "none"
+FIT_SHARE = 0.5  # the share of a configuration's runs that must reach 99.5% train accuracy (fits_labels claims)
 # the paper's points on either side of its clock threshold (Sec. 4.2; initmem.claims.clock reads them the same way)
 _RETAINS, _DROPS = clock("T_l2", lr=1e-2, batch_size=128, l2=1e-3), clock("T_sgd", lr=1e-2, batch_size=16)
 
@@ -47,10 +50,11 @@ class Claim:
     side: str
     fit: str = FITS_LABELS
     clock: tuple[str, float, float] | None = None   # (clock column, lowest, highest) the paper's runs reached
+    fit_share: float = FIT_SHARE
 
     def regime_text(self) -> str:
-        fit = ("some runs of every configuration reach 99.5% train accuracy (the paper's runs fit the labels)"
-               if self.fit == FITS_LABELS else "no fit condition (the paper states none)")
+        fit = (f"at least {self.fit_share:.0%} of the runs of every configuration reach 99.5% train accuracy (the paper's runs fit "
+               "the labels)" if self.fit == FITS_LABELS else "no fit condition (the paper states none)")
         if self.clock:
             name, lo, hi = self.clock
             fit += f"; {CLOCK_LABEL[name]} at the end of training in [{lo:.3g}, {hi:.3g}]"
@@ -60,6 +64,8 @@ class Claim:
 CLOCK_LABEL = {"T_sgd": "T_SGD", "T_adapt": "T_adapt", "T_l2": "T_L2"}
 
 REGISTRY: list[Claim] = [
+    Claim(r"sgd_keeps_spread_b\d+", "optimizers", Q_SGD, "Sec. 3.1", "the SGD spread (pp), max - min of seed means over sigma_w",
+          "main grid, lr 1e-3, each batch size", "> 0 (not reproduced below 1 pp)"),
     Claim(r"sgd_gt_(adam|adamw|muon|muon_full)_b\d+", "optimizers", Q_ADAM, "Sec. 3.1", "SGD spread minus the adaptive one (pp), paired seeds",
           "main grid, lr 1e-3, each batch size", "> 0"),
     Claim(r"momentum_lt_sgd_b\d+", "optimizers", Q_MOMENTUM, "Sec. 3.1", "SGD minus SGD-momentum spread (pp)", "main grid, lr 1e-3, b=16", "> 0"),
@@ -110,9 +116,9 @@ def regime_check(claim: Claim | None, cells: Sequence) -> tuple[bool | None, str
     why, reached = [], ""
     if claim.fit == FITS_LABELS:
         for c in cells:
-            if c.fit is not None and c.fit[0] > 0 and c.fit[1] == 0:
-                why.append(f"by fit: {c.label or 'a configuration'}: none of its {c.fit[0]} runs reached 99.5% train accuracy "
-                           "(the paper's runs fit the labels)")
+            if c.fit is not None and c.fit[0] > 0 and c.fit[1] < claim.fit_share * c.fit[0]:
+                why.append(f"by fit: {c.label or 'a configuration'}: {c.fit[1]} of its {c.fit[0]} runs reached 99.5% train accuracy, "
+                           f"fewer than {claim.fit_share:.0%} (the paper's runs fit the labels)")
     if claim.clock:
         name, lo, hi = claim.clock
         ends = [float(c.end_clocks[name]) for c in cells if name in (getattr(c, "end_clocks", None) or {})]

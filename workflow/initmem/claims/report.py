@@ -27,8 +27,11 @@ INTERVALS = (
     "configurations (one seed, the same init draws); compared configurations are matched on sigma_w values and seeds. "
     "No interval with one seed.")
 WORDS = (
-    "Verdicts: `reproduced` (interval entirely on the paper's side), `not reproduced` (entirely on the other side), "
-    "`inconclusive`; `cannot be decided above the noise floor` (a |beta| shape hidden by the OLS noise, 2 standard "
+    "Verdicts: `reproduced` (interval entirely on the paper's side; for a margin `in [a, b]`: inside it), `not reproduced` "
+    "(entirely on the other side; for a margin: wholly outside it), `inconclusive`; `partly tested` (a claim with parts, a "
+    "clock's p and q, whose design identifies only some: the tested part agrees with the paper, `statistic alone` says so); "
+    "`after Holm`: the verdict that stands after Holm's step-down adjustment of each row's one-sided p across the tier's "
+    "tested rows (the counts are these); `cannot be decided above the noise floor` (a |beta| shape hidden by the OLS noise, 2 standard "
     "errors); `outside the paper's regime` (read outside the regime the paper's sentence states, `regime`: a "
     "configuration none of whose runs reached 99.5% train accuracy, or a clock outside the range the paper's runs reached; "
     "`statistic alone` keeps what the interval says); `not testable with one seed`; `not measured` (the config lacks what the claim needs; counted apart).")
@@ -59,12 +62,20 @@ def directions(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return d[d["verdict"] != V.NOT_MEASURED], d[d["verdict"] == V.NOT_MEASURED]
 
 
+def _final(rows: pd.DataFrame) -> pd.Series:
+    """Each row's verdict after Holm's adjustment across its tier (:mod:`initmem.claims.multiplicity`)."""
+    return rows["verdict_holm"] if "verdict_holm" in rows else rows["verdict"]
+
+
 def counts_line(table: pd.DataFrame) -> str:
-    """'N directional claims measured: a reproduced, ...; m not measured.' (the one wording used everywhere)."""
+    """'N directional claims measured: a reproduced, ...; m not measured.' (the one wording used
+    everywhere), from the decisions that stand after Holm's adjustment across the tier's tested rows."""
     measured, missing = directions(table)
-    counts = measured["verdict"].value_counts()
+    counts = _final(measured).value_counts()
     words = [f"{counts.get(v, 0)} {v}" for v in V.VERDICTS if v != V.NOT_MEASURED and (counts.get(v, 0) or v in V.VERDICTS[:3])]
-    return (f"{len(measured)} directional claims measured: {', '.join(words)}; "
+    lost = int((_final(measured) != measured["verdict"]).sum())
+    holm = f" ({lost} decision{'s' if lost != 1 else ''} undone by Holm's adjustment across the tier)" if lost else ""
+    return (f"{len(measured)} directional claims measured, familywise after Holm: {', '.join(words)}{holm}; "
             f"{len(missing)} more not measured (the config lacks what they need).")
 
 
@@ -88,6 +99,8 @@ def verdict_table(table: pd.DataFrame, compact: bool = False) -> str:
         cols = {"claim": lambda r: r["quantity"], "read at": lambda r: r["read_at"], "measured": lambda r: r["reproduced"],
                 "interval": lambda r: _interval(r["ci_low"], r["ci_high"]), "paper's side": lambda r: r["paper_side"],
                 "statistic alone": lambda r: r["statistic_verdict"], "verdict": lambda r: f"**{r['verdict']}**",
+                "after Holm": lambda r: f"{r.get('verdict_holm', '')} (p {_fmt(r.get('p_holm', math.nan), '.2g')})"
+                if np.isfinite(r.get("p_holm", math.nan)) else "",
                 "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
                 "would decide": lambda r: r.get("would_decide", "")}
     methods = sorted(set(measured["ci_method"]) - {""})
@@ -221,7 +234,7 @@ def _family(cid: str) -> str:
 
 
 def _short_counts(rows: pd.DataFrame) -> str:
-    counts = rows["verdict"].value_counts()
+    counts = _final(rows).value_counts()
     return ", ".join(f"{counts[v]} {SHORT_WORD.get(v, v)}" for v in V.VERDICTS if counts.get(v, 0))
 
 
@@ -256,9 +269,11 @@ def decided_lines(name: str, table: pd.DataFrame) -> list[str]:
     for _, r in measured.iterrows():
         split = _split_key(r["id"])
         if split is None:
-            if r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED):
-                lines.append(f"- `{name}`: {r['quantity']}: **{r['verdict']}**, {_fmt(r['reproduced'])} "
-                             f"{_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']})")
+            if r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED, V.PARTLY_TESTED):
+                word = r["verdict"] + (f" (tested part: {r['statistic_verdict']})" if r["verdict"] == V.PARTLY_TESTED else "")
+                holm = "" if r.get("verdict_holm", r["verdict"]) == r["verdict"] else f"; **{r['verdict_holm']}** after Holm (p {_fmt(r['p_holm'], '.2g')})"
+                lines.append(f"- `{name}`: {r['quantity']}: **{word}**, {_fmt(r['reproduced'])} "
+                             f"{_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']}{holm})")
             continue
         key, text = split
         halves = measured[measured["id"].map(lambda c, key=key: (_split_key(c) or ("",))[0] == key)]

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pandas as pd
 
+from initmem.claims import multiplicity as M
 from initmem.claims import power as P
 from initmem.claims import shapes as Sh
 from initmem.claims import spreads as Sp
@@ -20,7 +21,7 @@ from initmem.spec import ADAPTIVE  # noqa: F401  (the optimizer files that say C
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
-           "null_mean", "p_null", "section", "regime", "would_decide"]
+           "null_mean", "p_null", "section", "regime", "would_decide", "p_decision", "p_holm", "verdict_holm"]
 LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
          "muon_full": "Muon (full)", "lion": "Lion", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
 PAPER_LR = 1e-3  # the main grid's learning rate (Table 1); main-study claims read only these runs
@@ -128,6 +129,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
         return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
                        "null_mean": math.nan, "p_null": math.nan, "section": "", "regime": "", "would_decide": "",
+                       "p_decision": math.nan, "p_holm": math.nan, "verdict_holm": v,
                        "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
     notes = [note]
     v = ""
@@ -155,6 +157,8 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
                    "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
                    "null_mean": est.null_mean, "p_null": est.p_null,
                    "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "", "would_decide": power,
+                   "p_decision": M.decision_p(est, side, stat_v) if kind == "direction" and side is not None else math.nan,
+                   "p_holm": math.nan, "verdict_holm": v,
                    "note": "; ".join(n for n in notes if n)}
 
 

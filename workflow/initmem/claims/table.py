@@ -22,11 +22,13 @@ import numpy as np
 import pandas as pd
 
 from initmem import paper as published
+from initmem.claims import multiplicity as M
+from initmem.claims import power as P
 from initmem.claims import shapes as Sh
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import carry_forward, l2_ablation, long_run_comparison, matched_long_runs, scale_label
-from initmem.claims.clock import clock_claims
+from initmem.claims.clock import GONE_PP, RETAINED, clock_claims, retained_verdict
 from initmem.claims.report import claims_markdown
 from initmem.claims.rows import (
     ADAPTIVE,
@@ -173,6 +175,14 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
     opt_runs = lambda o, b=None: select(main, None, optimizer=o, **({} if b is None else {"batch_size": b}))
     opts = set(main["optimizer"])
     for b in _batches(opt_runs("sgd")):
+        cell = to_cell(opt_runs("sgd", b))
+        est = Sp.spread_estimate(cell)
+        decided = retained_verdict(est) if not est.one_seed else None
+        power = P.would_decide(P.rate_for(est, RETAINED, [cell]), est.n_seeds) if decided and decided[0] == V.INCONCLUSIVE else ""
+        rows.append(row(f"sgd_keeps_spread_b{b}", "direction", f"SGD b={b}: sigma_w spread of the selected predictor (pp): SGD remembers "
+                        "where it started", _paper(PAPER_MAIN, "sgd", b), scale, est, side=RETAINED, decided=decided, cells=[cell],
+                        power=power, note=f"read with the calibrated single-spread rule: reproduced above 0, not reproduced below "
+                                          f"{GONE_PP:g} pp (the paper's words for a spread that is gone)"))
         for opt in [o for o in ADAPTIVE if o in opts]:
             paper = _paper(PAPER_MAIN, "sgd", b) - _paper(PAPER_MAIN, opt, b)
             rows.append(spread_gap(f"sgd_gt_{opt}_b{b}", f"SGD minus {LABEL[opt]} spread, b={b} (pp)", paper,
@@ -389,4 +399,4 @@ def claims(runs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFr
         rows += optimizer_claims(runs) + repair_claims(runs) + norm_aug_claims(runs) + recipe_depth_claims(runs)
         rows += beta_claims(runs, history) + clock_claims(runs, history)
     rows += timescale_claims()
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return M.holm(pd.DataFrame(rows, columns=COLUMNS))

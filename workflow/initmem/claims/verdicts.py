@@ -68,13 +68,20 @@ class Side:
     op: str
     lo: float = -math.inf
     hi: float = math.inf
+    gone: float | None = None  # op '>': where 'not reproduced' begins when not at lo ("a spread below 1 pp is gone")
 
     def text(self) -> str:
-        return {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
+        base = {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
+        return base + (f" (not reproduced below {self.gone:.3g})" if self.gone is not None else "")
+
+    @property
+    def other_below(self) -> float:
+        """'not reproduced' where the interval lies wholly below this (``gone`` where set, else ``lo``)."""
+        return self.lo if self.gone is None else self.gone
 
 
-def greater(x: float = 0.0) -> Side:
-    return Side(">", lo=x)
+def greater(x: float = 0.0, gone: float | None = None) -> Side:
+    return Side(">", lo=x, gone=gone)
 
 
 def less(x: float) -> Side:
@@ -105,7 +112,7 @@ def margin_verdict(ci_low: float, ci_high: float, side: Side, paper: float | Non
         if paper is not None and math.isfinite(paper) and not ci_low <= paper <= ci_high:
             why += f" (reproduced within the margin: it excludes the paper's {paper:.3g} by less than the margin)"
         return REPRODUCED, why
-    if ci_high < side.lo or ci_low > side.hi:
+    if ci_high < side.other_below or ci_low > side.hi:
         where = f"wholly outside {side.text()}" if side.op == "between" else f"wholly on the other side of the paper's ({side.text()})"
         return NOT_REPRODUCED, f"the interval lies {where}"
     ends = [t for t, hit in ((f"below {side.lo:.3g}", ci_low <= side.lo), (f"above {side.hi:.3g}", ci_high >= side.hi)) if hit]
