@@ -12,6 +12,7 @@ truth (:func:`calibration_rows`); the chance of a decision at a design, seeds an
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -43,14 +44,18 @@ class SimDesign:
     n_train: int
 
 
+@functools.cache
 def _schedule_sums(lr: float, b: int, epochs: int, n_train: int) -> dict:
-    """Per epoch: raw steps and the cosine schedule's cumulative sum of eta and of eta^2 / b."""
+    """Per epoch: raw steps and the cosine schedule's cumulative sum of eta and of eta^2 / b (cached: read only)."""
     per = math.ceil(n_train / b)
     K = per * epochs
     k = np.arange(K)
     eta = lr * (ALPHA + (1 - ALPHA) * 0.5 * (1 + np.cos(np.pi * k / K)))
     ends = per * np.arange(1, epochs + 1) - 1
-    return {"steps": (ends + 1).astype(float), "T_adapt": np.cumsum(eta)[ends], "T_sgd": np.cumsum(eta**2 / b)[ends]}
+    out = {"steps": (ends + 1).astype(float), "T_adapt": np.cumsum(eta)[ends], "T_sgd": np.cumsum(eta**2 / b)[ends]}
+    for v in out.values():
+        v.flags.writeable = False
+    return out
 
 
 def _per_config(design: SimDesign, truth) -> list:

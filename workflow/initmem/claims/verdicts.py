@@ -158,20 +158,19 @@ class Cell:
         present = np.isfinite(self.values)
         return int(present.reshape(-1, *present.shape[-2:]).any(axis=0).sum())
 
-    def weights(self, seeds: Sequence) -> np.ndarray:
-        """(1 + len(seeds), n_seeds) multiplicities: the full sample, then each of ``seeds`` left out."""
-        w = np.ones((1 + len(seeds), self.n_seeds))
-        for j, s in enumerate(seeds):
-            w[1 + j, self.seeds == s] = 0.0
-        return w
-
     def sums(self, seeds: Sequence, power: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """Per replicate: the weighted sum of value**power and the count of runs in each (..., sigma) cell."""
-        w = self.weights(seeds)
+        """Per replicate: the sum of value**power and the count of runs in each (..., sigma) cell
+        (replicates: the full sample, then each of ``seeds`` left out), summed along
+        the seed axis by numpy (pairwise, the same bits on every machine; a left-out seed subtracted)."""
         present = np.isfinite(self.values)
-        inner = self.values.shape[:-1]
-        flat = lambda a: (a.reshape(-1, self.n_seeds) @ w.T).T.reshape(len(w), *inner)
-        return flat(np.where(present, self.values, 0.0) ** power), flat(present.astype(float))
+        v = np.where(present, self.values, 0.0) ** power
+        c = present.astype(float)
+        total, count = [v.sum(-1)], [c.sum(-1)]
+        for s in seeds:
+            out = self.seeds == s
+            total.append(total[0] - v[..., out].sum(-1))
+            count.append(count[0] - c[..., out].sum(-1))
+        return np.stack(total), np.stack(count)
 
     def means(self, seeds: Sequence) -> np.ndarray:
         """(1 + n, ..., n_sigma) seed means; row 0 is the full sample."""
