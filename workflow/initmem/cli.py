@@ -136,14 +136,14 @@ def _read_tables(files: list[str]):
 
 def write_tables(runs_files: list[str], history_files: list[str], outputs: dict[str, str]) -> None:
     """runs.csv, history.csv.gz, spreads.csv, beta.csv, claims.csv/.md, paper_tables.md."""
-    from initmem.evidence import analysis_tables, write_table
+    from initmem.evidence import ANALYSIS_FLOAT, analysis_tables, write_table
 
     runs, history = _read_tables(list(runs_files)), _read_tables(list(history_files))
     keys = {"spreads.csv": "spreads", "beta.csv": "beta", "claims.csv": "claims", "claims.md": "claims_md",
             "paper_tables.md": "paper_tables_md"}  # file name -> the rule's output name
     tables = {"runs": runs, "history": history} | {keys[name]: t for name, t in analysis_tables(runs, history).items()}
     for key, content in tables.items():
-        write_table(content, Path(outputs[key]))
+        write_table(content, Path(outputs[key]), None if key in ("runs", "history") else ANALYSIS_FLOAT)
     print(f"tables: {len(runs)} runs, {len(tables['beta'])} beta rows", file=sys.stderr)
 
 

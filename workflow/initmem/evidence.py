@@ -67,11 +67,17 @@ def write_bytes(data: bytes, path: Path) -> bool:
     return True
 
 
-def write_table(content: pd.DataFrame | str, path: Path) -> None:
-    """One table (CSV, gzipped for a .gz path, with no timestamp in it) or text, atomically, only when it changed."""
+# Analysis tables are written to 10 significant digits: their last digits otherwise follow the machine's BLAS and
+# thread count (a re-analysis on another machine would move committed bytes), and no statistic here means more.
+ANALYSIS_FLOAT = "%.10g"
+
+
+def write_table(content: pd.DataFrame | str, path: Path, float_format: str | None = None) -> None:
+    """One table (CSV, gzipped for a .gz path, with no timestamp in it; floats as ``float_format``, full
+    precision by default) or text, atomically, only when it changed."""
     import gzip
 
-    data = content.encode() if isinstance(content, str) else content.to_csv(index=False).encode()
+    data = content.encode() if isinstance(content, str) else content.to_csv(index=False, float_format=float_format).encode()
     if str(path).endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     write_bytes(data, path)
@@ -81,7 +87,7 @@ def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> l
     """:func:`analysis_tables` written into ``tables``."""
     written = []
     for name, content in analysis_tables(runs, history).items():
-        write_table(content, tables / name)
+        write_table(content, tables / name, ANALYSIS_FLOAT)
         written.append(tables / name)
     return written
 
@@ -89,26 +95,33 @@ def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> l
 def write_theory(folder: Path) -> list[Path]:
     """``tables/clocks.csv`` from the folder's ``config.resolved.yaml`` (the calculator's table of its
     configurations) and ``tables/linear_check.csv`` (the deep-linear check of Figure 9, ~10 CPU seconds):
-    they depend on the config and the code, not on the runs, and are rewritten so they follow both."""
+    they depend on the config and the code, not on the runs. The linear check is recomputed only when
+    the code behind it changed (its version, :func:`initmem.pipeline.identity.analysis_version`, is kept
+    in ``tables/linear_check.version``): its training chains' last digits follow the machine's BLAS, so
+    a re-run of unchanged code would move committed bytes."""
     import tempfile
 
     import yaml
 
     from initmem.figures.linear import write_linear_check
     from initmem.pipeline.grid import expand_studies
+    from initmem.pipeline.identity import analysis_version
     from initmem.theory.calculator import write_clocks_table
 
     written = []
     resolved = folder / "config.resolved.yaml"
+    table, stamp = folder / "tables" / "linear_check.csv", folder / "tables" / "linear_check.version"
+    version = analysis_version("linear_check")
     with tempfile.TemporaryDirectory() as tmp:
         if resolved.is_file():
             write_clocks_table(expand_studies(yaml.safe_load(resolved.read_text())), f"{tmp}/clocks.csv")
             write_bytes(Path(f"{tmp}/clocks.csv").read_bytes(), folder / "tables" / "clocks.csv")
             written.append(folder / "tables" / "clocks.csv")
-        write_linear_check(f"{tmp}/fig9.pdf", f"{tmp}/fig9.png", f"{tmp}/linear_check.csv")
-        write_bytes(Path(f"{tmp}/linear_check.csv").read_bytes(), folder / "tables" / "linear_check.csv")
-    written.append(folder / "tables" / "linear_check.csv")
-    return written
+        if not (table.is_file() and stamp.is_file() and stamp.read_text().strip() == version):
+            write_linear_check(f"{tmp}/fig9.pdf", f"{tmp}/fig9.png", f"{tmp}/linear_check.csv")
+            write_bytes(Path(f"{tmp}/linear_check.csv").read_bytes(), table)
+            write_bytes(f"{version}\n".encode(), stamp)
+    return [*written, table, stamp]
 
 
 def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> list[Path]:
