@@ -33,6 +33,21 @@ multiplicity correction), exact whatever the variances. Its effect is min of the
 min of seed means is not used here: with 25 sigma_w its noise part grows with the run noise, so a
 configuration whose sigma_w changes only the noise had the "larger spread" 27% of the time.
 
+**The drop is a's spread only where a's sigma_w profile is monotone** (:func:`monotone_test`): then
+max - min of the means is |D|, the paper's spread. Where an interior sigma_w's mean lies above both
+ends (a peak) or below both (a dip), max - min exceeds |D| and the drop reads a smaller spread than
+the paper's (with D read on the end values, a peak of 22.8 pp against a 4.3 pp linear fall read "not
+reproduced" every time at 16 seeds). So each cell's profile is tested first: for every interior
+sigma_w i, an intersection-union of the two paired one-sided t-tests x_i - x_first and x_i - x_last
+(``scipy.stats.ttest_rel``'s statistic, NaN-aware: a pair uses the seeds both have; the IUT's p is
+the larger of the two), in each direction (above both ends; below both), Bonferroni over the
+2 (k - 2) tests, familywise :data:`MONOTONE_LEVEL` per cell (the combination is hand-written: no
+library test of monotonicity against an unknown profile). Under any monotone profile each of the
+2 (k - 2) tests has size <= its share, so a monotone cell is called non-monotone at most 5% of the
+time. A contrast with a cell detected non-monotone reads ``inconclusive`` (``Estimate.non_monotone``
+names the cell and sigma_w), never "reproduced" or "not reproduced"; its effect and interval stay the
+drops' (a grid of 2 sigma_w has no interior point: its profile is monotone by construction).
+
 The error rates of every rule here are measured by ``benchmarks/verdict_calibration.py``.
 """
 
@@ -47,6 +62,7 @@ from scipy import integrate, stats
 
 from initmem.claims.verdicts import LEVEL, Cell, Estimate
 
+MONOTONE_LEVEL = 1 - LEVEL  # familywise per cell: the chance a monotone profile is called non-monotone
 CONTRAST_METHOD = "paired t on the end sigma_w drops, intersection-union of D_a - D_b and D_a + D_b (df n - 1)"
 SPREAD_METHOD = ("paired t on the end sigma_w (lower, df n - 1), largest seed-paired difference + its t half-width "
                  "Bonferroni over the pairs (upper), floored at 0")
@@ -140,22 +156,77 @@ def contrast_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.minimum(mu, mv), np.minimum(lu, lv), np.minimum(hu, hv)
 
 
+def _paired_t(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(t, df) of the one-sample t-test of ``d`` over its last axis, NaN-aware (``scipy.stats.ttest_rel``'s
+    statistic on the seed-paired differences; df n - 1, NaN below 2 values)."""
+    ok = np.isfinite(d)
+    n = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, d, 0.0).sum(-1) / n
+        sd = np.sqrt(np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1) / (n - 1))
+        t = np.where(sd > 0, mean / (sd / np.sqrt(n)), np.sign(mean) * np.inf)
+    return np.where(n >= 2, t, np.nan), n - 1.0
+
+
+def monotone_test(values: np.ndarray) -> dict:
+    """Is a sigma_w profile non-monotone? ``values[..., sigma, seed]`` (any leading batch axes) in;
+    ``p`` (the Bonferroni-adjusted p over the 2 (k - 2) interior tests, 1 where k < 3), ``where`` (the
+    interior sigma_w index of the smallest p), ``above`` (True: its mean above both ends; False: below)
+    and ``detected`` (p < :data:`MONOTONE_LEVEL`). See the module docstring."""
+    values = np.asarray(values, float)
+    k, shape = values.shape[-2], values.shape[:-2]
+    if k < 3:
+        ones = np.ones(shape)
+        return {"p": ones, "where": np.zeros(shape, int), "above": np.ones(shape, bool), "detected": ones < 0}
+    inner = values[..., 1:-1, :]
+    t0, df0 = _paired_t(inner - values[..., :1, :])      # interior minus the first sigma_w, per interior point
+    t1, df1 = _paired_t(inner - values[..., -1:, :])     # ... minus the last
+    with np.errstate(invalid="ignore"):
+        up = np.maximum(stats.t.sf(t0, np.maximum(df0, 1)), stats.t.sf(t1, np.maximum(df1, 1)))      # above both ends (IUT)
+        down = np.maximum(stats.t.cdf(t0, np.maximum(df0, 1)), stats.t.cdf(t1, np.maximum(df1, 1)))  # below both ends
+    both = np.concatenate([np.nan_to_num(up, nan=1.0), np.nan_to_num(down, nan=1.0)], axis=-1)
+    best = np.argmin(both, axis=-1)
+    p = np.minimum(1.0, 2 * (k - 2) * np.take_along_axis(both, best[..., None], -1)[..., 0])
+    return {"p": p, "where": 1 + best % (k - 2), "above": best < (k - 2), "detected": p < MONOTONE_LEVEL}
+
+
+def monotone_note(values: np.ndarray, sigmas: np.ndarray, label: str) -> str:
+    """Why a contrast cannot read ``label``'s drop as its spread, or "" when its profile is not detected non-monotone."""
+    m = monotone_test(values)
+    if not bool(m["detected"]):
+        return ""
+    k = values.shape[-2]
+    return (f"{label}: its sigma_w profile is not monotone (sigma_w {float(sigmas[int(m['where'])]):g} lies "
+            f"{'above' if bool(m['above']) else 'below'} both ends, p = {float(m['p']):.2g}, paired one-sided t-tests, "
+            f"Bonferroni over {2 * (k - 2)}): the end-to-end drop is not its spread")
+
+
 def contrast_estimate(cells: list[Cell]) -> Estimate:
     """"spread(cells[0]) exceeds spread(cells[1])" on the seeds both have at the two end sigma_w
-    (:func:`contrast_arrays`; the cells matched on sigma_w and seeds). Fewer than 2 seeds: no interval."""
+    (:func:`contrast_arrays`; the cells matched on sigma_w and seeds), each cell's profile tested on the same seeds
+    (:func:`monotone_test`: ``non_monotone`` says which is not). Fewer than 2 seeds: no interval."""
     a, b = cells
-    ends = lambda c: c.values[[0, -1]] if c.values.ndim == 2 else c.values[-1][[0, -1]]
-    va, vb = ends(a), ends(b)
-    shared = sorted(set(a.seeds.tolist()) & set(b.seeds.tolist()))
-    ia = [int(np.flatnonzero(a.seeds == s)[0]) for s in shared]
-    ib = [int(np.flatnonzero(b.seeds == s)[0]) for s in shared]
-    va, vb = va[:, ia], vb[:, ib]
-    ok = np.isfinite(va).all(0) & np.isfinite(vb).all(0)
+    va, vb = paired_profiles(cells)
+    ends = lambda v: v[[0, -1]]
+    ok = np.isfinite(ends(va)).all(0) & np.isfinite(ends(vb)).all(0)
     n_runs, n = a.n_runs + b.n_runs, int(ok.sum())
     if n < 2:
         return Estimate(math.nan, math.nan, math.nan, "none: 1 seed", n_runs, n, np.array([math.nan]))
-    effect, low, high = contrast_arrays(va[:, ok], vb[:, ok])
-    return Estimate(float(effect), float(low), float(high), CONTRAST_METHOD, n_runs, n, np.array([float(effect)]))
+    effect, low, high = contrast_arrays(ends(va)[:, ok], ends(vb)[:, ok])
+    est = Estimate(float(effect), float(low), float(high), CONTRAST_METHOD, n_runs, n, np.array([float(effect)]))
+    notes = [monotone_note(v[:, ok], c.sigmas, c.label or name) for v, c, name in ((va, a, "the first cell"), (vb, b, "the second cell"))]
+    est.non_monotone = "; ".join(x for x in notes if x)
+    return est
+
+
+def paired_profiles(cells: list[Cell]) -> tuple[np.ndarray, np.ndarray]:
+    """The two cells' (sigma, seed) values (the last epoch of a curve cell) on the seeds both have, in one order."""
+    a, b = cells
+    last = lambda c: c.values if c.values.ndim == 2 else c.values[-1]
+    shared = sorted(set(a.seeds.tolist()) & set(b.seeds.tolist()))
+    ia = [int(np.flatnonzero(a.seeds == s)[0]) for s in shared]
+    ib = [int(np.flatnonzero(b.seeds == s)[0]) for s in shared]
+    return last(a)[:, ia], last(b)[:, ib]
 
 
 def spread_estimate(cell: Cell) -> Estimate:
