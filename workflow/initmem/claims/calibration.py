@@ -26,7 +26,7 @@ import pandas as pd
 
 from initmem import paper as published
 from initmem.claims import shapes as Sh
-from initmem.claims.power import contrast_codes, jackknife_arrays, side_codes, simulate
+from initmem.claims.power import jackknife_arrays, side_codes, simulate
 from initmem.claims.spreads import contrast_arrays, residual_sd, spread_arrays
 from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, between, greater, less
 
@@ -133,9 +133,8 @@ def _sd_rising(design: Design, factor: float) -> np.ndarray:
 def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
     """Rows for the single-spread rules (``spread_nonzero``: sigma_w matters, the spread rows' p;
     ``spread_below_1pp``: the "collapses below 1 pp" rows) and the seed-paired spread contrast
-    (``spread_contrast``: a's spread exceeds b's, read as the row reads it: :func:`initmem.claims.power.contrast_codes`,
-    ``inconclusive`` where a cell's profile is detected non-monotone; its truths include peaks and dips:
-    :func:`non_monotone_pairs`), and a contrast of accuracies (the paired t-interval of
+    (``spread_contrast``: a's spread exceeds b's, :func:`initmem.claims.spreads.contrast_arrays`, max - min
+    in both cells; its truths include peaks and dips: :func:`non_monotone_pairs`), and a contrast of accuracies (the paired t-interval of
     :func:`initmem.claims.verdicts.estimate`)."""
     rng = np.random.default_rng(rng_seed)
     out = []
@@ -168,10 +167,12 @@ def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
             b = _draw(linear(d, sb), d.noise, d.seeds, n_sims, rng)
             _, low, high = contrast_arrays(a, b)
             true = sa - sb
-            out.append(_row("spread_contrast", d, truth, true > 0, contrast_codes(a, b, greater(0)), (low <= true) & (true <= high)))
-        for truth, ma, mb, claim_true in non_monotone_pairs(d):   # no coverage: the interval is the drops', not the spreads'
+            out.append(_row("spread_contrast", d, truth, true > 0, side_codes(low, high, greater(0)), (low <= true) & (true <= high)))
+        for truth, ma, mb, claim_true in non_monotone_pairs(d):
             a, b = _draw(ma, d.noise, d.seeds, n_sims, rng), _draw(mb, d.noise, d.seeds, n_sims, rng)
-            out.append(_row("spread_contrast", d, truth, claim_true, contrast_codes(a, b, greater(0)), None))
+            _, low, high = contrast_arrays(a, b)
+            true = 100 * (np.ptp(ma) - np.ptp(mb))   # max - min of the true means: the paper's spreads
+            out.append(_row("spread_contrast", d, truth, claim_true, side_codes(low, high, greater(0)), (low <= true + 1e-9) & (true - 1e-9 <= high)))
         for truth, eff in (("null: equal accuracy", 0.0), ("0.3 pp", 0.3), ("1.6 pp", 1.6)):
             a = _draw(np.full(len(d.sigmas), 0.8), d.noise, d.seeds, n_sims, rng)
             b = _draw(np.full(len(d.sigmas), 0.8 - eff / 100), d.noise, d.seeds, n_sims, rng)

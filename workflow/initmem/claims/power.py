@@ -7,9 +7,8 @@ designs a new tier (assumed means per sigma_w, noise, seeds and grid in; P(decis
 - :func:`spread_decision_rate`: one configuration's spread against a side (e.g. "sigma_w matters":
   ``greater(0)``; "below 1 pp": ``less(1)``), through :func:`initmem.claims.spreads.spread_arrays`;
 - :func:`contrast_decision_rate` / :func:`paired_decision_rate`: "a's spread exceeds b's", seed-paired,
-  through :func:`contrast_codes` (the drops' interval of :func:`initmem.claims.spreads.contrast_arrays`
-  and the monotonicity check of :func:`initmem.claims.spreads.monotone_test`: what the claims table's
-  spread contrasts use);
+  through :func:`contrast_codes` (:func:`initmem.claims.spreads.contrast_arrays`: what the claims
+  table's spread contrasts use);
 - :func:`mean_decision_rate`: a contrast of seed means (a difference of accuracies), the paired t-interval.
 
 A *decision* is ``reproduced`` or ``not reproduced``. Every rate of a row is post-hoc: it assumes the
@@ -24,7 +23,7 @@ seed-blocked model) is right for within-configuration pairing where the seed's e
 every sigma_w; a seed x sigma_w interaction enters only through that residual sd, pooled over the
 sigma_w. Across two cells nothing cancels: the contrast's rate is simulated from the row's own
 per-seed vectors (:func:`paired_truth`): the within-cell differences from the first sigma_w of both
-cells (all the contrast rule reads: the drops and the monotonicity check), multivariate normal with
+cells (all the contrast rule reads: every seed-paired difference of sigma_w in each cell), multivariate normal with
 their mean over seeds and their sample covariance across seeds, shrunk towards the independent-noise
 model (each cell's residual sd, the two cells independent) with the Ledoit-Wolf / Schaefer-Strimmer
 intensity (:func:`shrinkage`, hand-written: the target is a structured one no library offers), so the
@@ -42,7 +41,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from initmem.claims.spreads import CONTRAST_METHOD, SPREAD_METHOD, contrast_arrays, monotone_test, paired_profiles, residual_sd, spread_arrays
+from initmem.claims.spreads import CONTRAST_METHOD, SPREAD_METHOD, contrast_arrays, paired_profiles, residual_sd, spread_arrays
 from initmem.claims.verdicts import LEVEL, Cell, Estimate, Side
 
 POWER_SIMS = 400          # simulations per number of seeds ("would decide": Monte Carlo error <= 2.5 pp)
@@ -103,12 +102,9 @@ def jackknife_arrays(full: np.ndarray, loo: np.ndarray) -> tuple[np.ndarray, np.
 
 def contrast_codes(a: np.ndarray, b: np.ndarray, side: Side) -> np.ndarray:
     """The verdict codes (:func:`side_codes`) of "a's spread exceeds b's" for ``a``, ``b`` of shape
-    (..., k, seeds), seed-paired: the drops' interval (:func:`initmem.claims.spreads.contrast_arrays`),
-    0 (inconclusive) where either cell's profile is detected non-monotone
-    (:func:`initmem.claims.spreads.monotone_test`), as :func:`initmem.claims.rows.row` reads it."""
+    (..., k, seeds), seed-paired (:func:`initmem.claims.spreads.contrast_arrays`, as the row reads it)."""
     _, low, high = contrast_arrays(a, b)
-    flagged = monotone_test(a)["detected"] | monotone_test(b)["detected"]
-    return np.where(flagged, 0, side_codes(low, high, side))
+    return side_codes(low, high, side)
 
 
 def centring(k: int) -> np.ndarray:
@@ -162,7 +158,7 @@ def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, 
     vals, vecs = np.linalg.eigh(np.asarray(cov, float))
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))
     out = []
-    for m in _blocks(n_sims, 2 * k * int(seeds)):
+    for m in _blocks(n_sims, 3 * k * k * int(seeds)):   # the rule reads every ordered pair of sigma_w
         y = np.asarray(mean, float) + rng.standard_normal((m, int(seeds), len(mean))) @ root.T
         y = np.swapaxes(y, -1, -2)                                  # (m, 2 (k - 1), seeds)
         zero = np.zeros((m, 1, int(seeds)))
