@@ -93,3 +93,13 @@ def test_the_row_names_the_non_monotone_cell():
     assert r["verdict"] != V.NOT_REPRODUCED
     assert "Adam b=16 lr=0.001: its sigma_w profile is not monotone (sigma_w 1.2 lies above both ends" in r["note"]
     assert "the end-to-end drop is not its spread" in r["note"]
+
+
+def test_a_missing_run_leaves_only_its_pairs_and_complete_values_give_the_same_bounds_either_way():
+    rng = np.random.default_rng(8)
+    a, b = (m[:, None] + NOISE * rng.standard_normal((4, 6)) for m in (_bump(8.0, True), _linear(4.3)))
+    fast, slow = Sp._moment_bounds(100 * a, 100 * b), Sp._pair_bounds(100 * a, 100 * b)
+    assert np.allclose(fast, slow, rtol=1e-10)
+    a[1, 2] = np.nan   # one interior run lost: the other pairs keep all six seeds
+    _, low, high = Sp.contrast_arrays(a, b)
+    assert np.isfinite([low, high]).all() and low < high

@@ -151,3 +151,12 @@ def test_a_design_can_state_the_correlation_of_its_seeds():
 
     assert abs(stated - _direct(decide, n_sims=1000, rng_seed=13)) <= 0.05
     assert P.contrast_decision_rate(ma, mb, sd, sd, 16, V.greater(0)) < stated - 0.05
+
+
+def test_the_paired_covariance_is_positive_definite_with_fewer_seeds_than_values():
+    """3 seeds, 2 x 25 sigma_w: the sample covariance has rank 2; shrunk towards the independent-noise model it is full rank."""
+    rng = np.random.default_rng(14)
+    grid = np.linspace(0.1, 2.5, 25)
+    cells = [V.Cell(k, grid, np.arange(3), 0.8 - 0.02 * grid[:, None] + 0.01 * rng.standard_normal((25, 3))) for k in "ab"]
+    mean, cov, k = P.paired_truth(cells)
+    assert k == 25 and mean.shape == (48,) and np.linalg.eigvalsh(cov).min() > 0

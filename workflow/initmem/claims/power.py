@@ -77,7 +77,9 @@ def _blocks(n_sims: int, per_sim: int) -> list[int]:
 
 def spread_decision_rate(means: Sequence[float], sd: float | Sequence[float], seeds: int, side: Side,
                          n_sims: int = POWER_SIMS, rng_seed: int = POWER_RNG_SEED) -> float:
-    """P(decision) of one configuration's spread against ``side`` at ``seeds`` seeds."""
+    """P(decision) of one configuration's spread against ``side`` at ``seeds`` seeds: independent run
+    noise is right for within-configuration pairing where a seed's effect is shared by every sigma_w
+    (it cancels in every statistic of the rule; see the module docstring)."""
     return float(np.mean(spread_codes(means, sd, seeds, side, n_sims, rng_seed) != 0))
 
 
