@@ -100,6 +100,30 @@ def hump(design: Design, spread_pp: float, base: float = 0.8) -> np.ndarray:
     return base - spread_pp / 100 * (1 - np.abs(2 * u - 1)) if len(s) > 2 else base - spread_pp / 100 * (s == s.max())
 
 
+def bump(design: Design, spread_pp: float, up: bool = True, base: float = 0.8) -> np.ndarray:
+    """Means equal at the grid's ends and highest (``up``: a peak) or lowest (a dip) at its middle, a
+    triangle scaled so that max - min over the grid is ``spread_pp`` (a spread the end values do not show)."""
+    s = np.asarray(design.sigmas, float)
+    tri = 1 - np.abs(2 * (s - s.min()) / max(np.ptp(s), 1e-12) - 1)
+    return base + (1 if up else -1) * spread_pp / 100 * tri / max(tri.max(), 1e-12)
+
+
+def non_monotone_pairs(design: Design) -> list[tuple[str, np.ndarray, np.ndarray, bool]]:
+    """Contrast truths whose a or b is a peak or a dip (max - min is the spread, the end values show
+    none of it), both directions of "a's spread exceeds b's": (truth, means a, means b, claim true?).
+    None on a grid of 2 sigma_w (no interior point: every profile over it is monotone)."""
+    if len(design.sigmas) < 3:
+        return []
+    big, small, least = _SGD16, _ADAM128, _ADAM16
+    out = []
+    for up, shape in ((True, "peak"), (False, "dip")):
+        out += [(f"{shape} {big:g} / linear {small:g} pp (ends equal: a's drop 0)", bump(design, big, up), linear(design, small), True),
+                (f"linear {small:g} / {shape} {big:g} pp (ends equal: b's drop 0)", linear(design, small), bump(design, big, up), False),
+                (f"{shape} {small:g} / linear {least:g} pp", bump(design, small, up), linear(design, least), True),
+                (f"linear {least:g} / {shape} {small:g} pp", linear(design, least), bump(design, small, up), False)]
+    return out
+
+
 def _sd_rising(design: Design, factor: float) -> np.ndarray:
     """Run noise growing linearly with sigma_w from the design's noise to ``factor`` x it (a noise-only effect)."""
     s = np.asarray(design.sigmas, float)
@@ -109,8 +133,9 @@ def _sd_rising(design: Design, factor: float) -> np.ndarray:
 def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
     """Rows for the single-spread rules (``spread_nonzero``: sigma_w matters, the spread rows' p;
     ``spread_below_1pp``: the "collapses below 1 pp" rows) and the seed-paired spread contrast
-    (``spread_contrast``: a's spread exceeds b's, :func:`initmem.claims.spreads.contrast_arrays`), and a
-    contrast of accuracies (the paired t-interval of :func:`initmem.claims.verdicts.estimate`)."""
+    (``spread_contrast``: a's spread exceeds b's, :func:`initmem.claims.spreads.contrast_arrays`, max - min
+    in both cells; its truths include peaks and dips: :func:`non_monotone_pairs`), and a contrast of accuracies (the paired t-interval of
+    :func:`initmem.claims.verdicts.estimate`)."""
     rng = np.random.default_rng(rng_seed)
     out = []
     for d in designs(design_name):
@@ -143,6 +168,11 @@ def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
             _, low, high = contrast_arrays(a, b)
             true = sa - sb
             out.append(_row("spread_contrast", d, truth, true > 0, side_codes(low, high, greater(0)), (low <= true) & (true <= high)))
+        for truth, ma, mb, claim_true in non_monotone_pairs(d):
+            a, b = _draw(ma, d.noise, d.seeds, n_sims, rng), _draw(mb, d.noise, d.seeds, n_sims, rng)
+            _, low, high = contrast_arrays(a, b)
+            true = 100 * (np.ptp(ma) - np.ptp(mb))   # max - min of the true means: the paper's spreads
+            out.append(_row("spread_contrast", d, truth, claim_true, side_codes(low, high, greater(0)), (low <= true + 1e-9) & (true - 1e-9 <= high)))
         for truth, eff in (("null: equal accuracy", 0.0), ("0.3 pp", 0.3), ("1.6 pp", 1.6)):
             a = _draw(np.full(len(d.sigmas), 0.8), d.noise, d.seeds, n_sims, rng)
             b = _draw(np.full(len(d.sigmas), 0.8 - eff / 100), d.noise, d.seeds, n_sims, rng)

@@ -6,13 +6,33 @@ designs a new tier (assumed means per sigma_w, noise, seeds and grid in; P(decis
 
 - :func:`spread_decision_rate`: one configuration's spread against a side (e.g. "sigma_w matters":
   ``greater(0)``; "below 1 pp": ``less(1)``), through :func:`initmem.claims.spreads.spread_arrays`;
-- :func:`contrast_decision_rate`: "a's spread exceeds b's", seed-paired, through
-  :func:`initmem.claims.spreads.contrast_arrays` (what the claims table's spread contrasts use);
+- :func:`contrast_decision_rate` / :func:`paired_decision_rate`: "a's spread exceeds b's", seed-paired,
+  through :func:`contrast_codes` (:func:`initmem.claims.spreads.contrast_arrays`: what the claims
+  table's spread contrasts use);
 - :func:`mean_decision_rate`: a contrast of seed means (a difference of accuracies), the paired t-interval.
 
-A *decision* is ``reproduced`` or ``not reproduced``. Simulated runs are the fitted means plus
-independent normal noise (seed effects cancel in every statistic here: each is built from
-differences within a seed). Fixed RNG seeds: the same numbers on every re-analysis.
+A *decision* is ``reproduced`` or ``not reproduced``. Every rate of a row is post-hoc: it assumes the
+true effect equals the row's estimate, and :func:`would_decide` says so.
+
+**Pairing.** One seed gives the same init draws and data order at every sigma_w *and in every
+configuration*, so a seed's runs correlate within a cell and across the two cells of a contrast
+(the committed tiers' per-seed drops D_a, D_b correlate 0.20-0.65). Within one cell a seed effect
+shared by every sigma_w cancels in every statistic (each is built from differences within a seed),
+so :func:`spread_decision_rate` (fitted means plus independent noise of the residual sd of the
+seed-blocked model) is right for within-configuration pairing where the seed's effect is shared by
+every sigma_w; a seed x sigma_w interaction enters only through that residual sd, pooled over the
+sigma_w. Across two cells nothing cancels: the contrast's rate is simulated from the row's own
+per-seed vectors (:func:`paired_truth`): the within-cell differences from the first sigma_w of both
+cells (all the contrast rule reads: every seed-paired difference of sigma_w in each cell), multivariate normal with
+their mean over seeds and their sample covariance across seeds, used as measured where it is full rank
+(seeds - 1 >= 2 (k - 1): the decisive tier's 16 seeds on 4 sigma_w) and, where it is not (3 seeds),
+shrunk towards the independent-noise model (each cell's residual sd, the two cells independent) with
+the Ledoit-Wolf / Schaefer-Strimmer intensity (:func:`shrinkage`, hand-written: the target is a
+structured one no library offers), which makes it positive definite. (Shrinking a full-rank one as
+well would undo the pairing: at 16 seeds the intensity is ~0.9 and the rate falls back to the
+independent one.) Designs pass means and sd with an assumed
+correlation ``corr`` of one seed's runs across the two configurations (:func:`contrast_decision_rate`).
+Fixed RNG seeds: the same numbers on every re-analysis.
 """
 
 from __future__ import annotations
@@ -24,13 +44,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from initmem.claims.spreads import CONTRAST_METHOD, SPREAD_METHOD, contrast_arrays, residual_sd, spread_arrays
+from initmem.claims.spreads import CONTRAST_METHOD, SPREAD_METHOD, contrast_arrays, paired_profiles, residual_sd, spread_arrays
 from initmem.claims.verdicts import LEVEL, Cell, Estimate, Side
 
 POWER_SIMS = 400          # simulations per number of seeds ("would decide": Monte Carlo error <= 2.5 pp)
 POWER_RNG_SEED = 35_000
 MAX_SEEDS = 1000          # beyond this a row reads "more than 1000 seeds"
 TARGETS = (0.5, 0.8)
+POST_HOC = "if the true effect equals the estimate"  # every would-decide rate is post-hoc power
 _CHUNK = 2_000_000        # floats per simulated block (bounds memory on 25-value grids)
 
 
@@ -59,7 +80,9 @@ def _blocks(n_sims: int, per_sim: int) -> list[int]:
 
 def spread_decision_rate(means: Sequence[float], sd: float | Sequence[float], seeds: int, side: Side,
                          n_sims: int = POWER_SIMS, rng_seed: int = POWER_RNG_SEED) -> float:
-    """P(decision) of one configuration's spread against ``side`` at ``seeds`` seeds."""
+    """P(decision) of one configuration's spread against ``side`` at ``seeds`` seeds: independent run
+    noise is right for within-configuration pairing where a seed's effect is shared by every sigma_w
+    (it cancels in every statistic of the rule; see the module docstring)."""
     return float(np.mean(spread_codes(means, sd, seeds, side, n_sims, rng_seed) != 0))
 
 
@@ -82,16 +105,89 @@ def jackknife_arrays(full: np.ndarray, loo: np.ndarray) -> tuple[np.ndarray, np.
     return full - half, full + half
 
 
+def contrast_codes(a: np.ndarray, b: np.ndarray, side: Side) -> np.ndarray:
+    """The verdict codes (:func:`side_codes`) of "a's spread exceeds b's" for ``a``, ``b`` of shape
+    (..., k, seeds), seed-paired (:func:`initmem.claims.spreads.contrast_arrays`, as the row reads it)."""
+    _, low, high = contrast_arrays(a, b)
+    return side_codes(low, high, side)
+
+
+def centring(k: int) -> np.ndarray:
+    """(2 (k - 1), 2 k): the two cells' profiles (a then b, k sigma_w each) to their differences from
+    their first sigma_w (a seed effect shared by a cell's sigma_w cancels; every contrast statistic reads these)."""
+    one = np.hstack([-np.ones((k - 1, 1)), np.eye(k - 1)])
+    out = np.zeros((2 * (k - 1), 2 * k))
+    out[: k - 1, :k], out[k - 1:, k:] = one, one
+    return out
+
+
+def shrinkage(y: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:
+    """The sample covariance of ``y`` (seeds, dims) shrunk towards ``target``: (1 - lambda) S + lambda T
+    with lambda = sum Var(s_ij) / sum (s_ij - t_ij)^2 clipped to [0, 1] (Ledoit and Wolf 2003; Schaefer
+    and Strimmer 2005, the target held fixed), and lambda."""
+    n = y.shape[0]
+    c = y - y.mean(0)
+    w = c[:, :, None] * c[:, None, :]
+    S = w.sum(0) / (n - 1)
+    var_s = n / (n - 1) ** 3 * ((w - w.mean(0)) ** 2).sum(0)
+    gap = float(((S - target) ** 2).sum())
+    lam = 1.0 if gap <= 0 else float(np.clip(var_s.sum() / gap, 0.0, 1.0))
+    return (1 - lam) * S + lam * target, lam
+
+
+def paired_truth(cells: Sequence[Cell]) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """A contrast row's fitted truth: (mean, covariance, k) of the per-seed differences from the first
+    sigma_w of both cells (:func:`centring`; the seeds complete in both): the sample covariance where it
+    is full rank (seeds - 1 >= 2 (k - 1)), shrunk towards the independent-noise model where it is not
+    (:func:`shrinkage`). None below 2 complete seeds or 2 sigma_w."""
+    va, vb = paired_profiles(list(cells))
+    if va.shape[0] != vb.shape[0] or va.shape[0] < 2:
+        return None
+    x = np.vstack([va, vb])
+    x = x[:, np.isfinite(x).all(0)]
+    k, n = va.shape[0], x.shape[1]
+    if n < 2:
+        return None
+    C = centring(k)
+    y = (C @ x).T
+    sd = [float(residual_sd(x[:k])), float(residual_sd(x[k:]))]
+    if n - 1 >= y.shape[1]:   # the sample covariance is full rank: used as measured
+        return y.mean(0), np.cov(y, rowvar=False), k
+    target = C @ np.diag(np.repeat(np.square(sd), k)) @ C.T
+    cov, _ = shrinkage(y, target)
+    return y.mean(0), cov, k
+
+
+def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, side: Side, n_sims: int = POWER_SIMS,
+                         rng_seed: int = POWER_RNG_SEED) -> float:
+    """P(decision) of "a's spread exceeds b's" (:func:`contrast_codes`) at ``seeds`` seeds, each seed's
+    within-cell differences (:func:`centring`) drawn from N(``mean``, ``cov``) (:func:`paired_truth`)."""
+    rng = np.random.default_rng(rng_seed)
+    vals, vecs = np.linalg.eigh(np.asarray(cov, float))
+    root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+    out = []
+    for m in _blocks(n_sims, 3 * k * k * int(seeds)):   # the rule reads every ordered pair of sigma_w
+        y = np.asarray(mean, float) + rng.standard_normal((m, int(seeds), len(mean))) @ root.T
+        y = np.swapaxes(y, -1, -2)                                  # (m, 2 (k - 1), seeds)
+        zero = np.zeros((m, 1, int(seeds)))
+        a, b = np.concatenate([zero, y[:, : k - 1]], 1), np.concatenate([zero, y[:, k - 1:]], 1)
+        out.append(contrast_codes(a, b, side))
+    return float(np.mean(np.concatenate(out) != 0))
+
+
 def contrast_decision_rate(means_a: Sequence[float], means_b: Sequence[float], sd_a: float | Sequence[float],
                            sd_b: float | Sequence[float], seeds: int, side: Side, n_sims: int = POWER_SIMS,
-                           rng_seed: int = POWER_RNG_SEED) -> float:
-    """P(decision) of "a's spread exceeds b's" against ``side`` at ``seeds`` seeds (the two paired by seed)."""
-    rng = np.random.default_rng(rng_seed)
-    ends = lambda m, s: (np.asarray(m, float)[[0, -1]], np.broadcast_to(np.asarray(s, float), np.shape(m))[[0, -1]])
-    a = simulate(*ends(means_a, sd_a), seeds, n_sims, rng)   # the rule reads the end sigma_w only
-    b = simulate(*ends(means_b, sd_b), seeds, n_sims, rng)
-    _, low, high = contrast_arrays(a, b)
-    return float(np.mean(side_codes(low, high, side) != 0))
+                           rng_seed: int = POWER_RNG_SEED, corr: float = 0.0) -> float:
+    """P(decision) of "a's spread exceeds b's" against ``side`` at ``seeds`` seeds (the two paired by
+    seed): means and run noise per sigma_w of each cell, and ``corr``, the correlation of one seed's
+    runs at one sigma_w across the two configurations (their drops then correlate by ``corr`` too)."""
+    ma, mb = np.asarray(means_a, float), np.asarray(means_b, float)
+    k = len(ma)
+    sa, sb = np.broadcast_to(np.asarray(sd_a, float), (k,)), np.broadcast_to(np.asarray(sd_b, float), (k,))
+    raw = np.diag(np.concatenate([sa, sb]) ** 2)
+    raw[np.arange(k), k + np.arange(k)] = raw[k + np.arange(k), np.arange(k)] = corr * sa * sb
+    C = centring(k)
+    return paired_decision_rate(C @ np.concatenate([ma, mb]), C @ raw @ C.T, k, seeds, side, n_sims, rng_seed)
 
 
 def mean_decision_rate(effect: float, sd: float, seeds: int, side: Side, n_sims: int = POWER_SIMS,
@@ -131,7 +227,8 @@ def fitted_truth(cell: Cell) -> tuple[np.ndarray, float]:
 
 def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = False) -> Callable[[int], float] | None:
     """The decision rate (a function of seeds) of a row's rule from its own fitted truth: a single
-    spread, a spread contrast (``contrast``: :func:`initmem.claims.spreads.contrast_estimate`) or, for a jackknife
+    spread, a spread contrast (``contrast``: :func:`initmem.claims.spreads.contrast_estimate`, simulated from
+    the seeds' own pairing across the two cells: :func:`paired_truth`) or, for a jackknife
     t-interval, a contrast of seed means at the measured effect and per-seed noise. None where the
     row has no noise to simulate."""
     if est.n_seeds < 2 or not (np.isfinite(est.low) and np.isfinite(est.high)):
@@ -140,8 +237,11 @@ def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = 
         means, sd = fitted_truth(cells[0])
         return (lambda n: spread_decision_rate(means, sd, n, side)) if np.isfinite(sd) else None
     if (contrast or est.method == CONTRAST_METHOD) and len(cells) == 2:
-        (ma, sa), (mb, sb) = fitted_truth(cells[0]), fitted_truth(cells[1])
-        return (lambda n: contrast_decision_rate(ma, mb, sa, sb, n, side)) if np.isfinite(sa + sb) else None
+        truth = paired_truth(cells)
+        if truth is None or not np.isfinite(truth[1]).all():
+            return None
+        mean, cov, k = truth
+        return lambda n: paired_decision_rate(mean, cov, k, n, side)
     if est.method.startswith("t,"):
         sd = (est.high - est.low) / (2 * float(stats.t.ppf(0.5 + LEVEL / 2, est.n_seeds - 1))) * math.sqrt(est.n_seeds)
         return (lambda n: mean_decision_rate(est.effect, sd, n, side)) if sd > 0 else None
@@ -149,12 +249,13 @@ def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = 
 
 
 def would_decide(rate: Callable[[int], float] | None, n_seeds: int, max_seeds: int = MAX_SEEDS,
-                 source: str = "simulated from the row's fitted means and noise") -> str:
+                 source: str = "simulated from the row's fitted means and seed-paired noise") -> str:
     """'~N seeds for a 50% chance of a decision, ~M for 80%' for an undecided row with ``n_seeds``
-    (never <= its own seeds), or why no number is given."""
+    (never <= its own seeds), or why no number is given; every text says it is post-hoc (:data:`POST_HOC`)."""
     if rate is None:
         return ""
     rate = functools.cache(rate)  # both targets search the same seed counts
+    source = f"{POST_HOC}, {source}"
     need = [seeds_to_reach(rate, n_seeds + 1, t, max_seeds) for t in TARGETS]
     if not math.isfinite(need[0]):
         return f"more than {max_seeds} seeds for a 50% chance of a decision ({source})"

@@ -133,6 +133,8 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
                        "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
     notes = [note]
     v = ""
+    if est.non_monotone:  # a spread contrast: say which cell's end-to-end drop is not its spread
+        notes.append(est.non_monotone)
     if kind == "direction":
         if decided is not None:
             v, why = decided
@@ -170,7 +172,8 @@ def difference(stat):
 def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.DataFrame, side: Side, scale: str,
                note: str = "", missing: str = "", fitted: bool = True) -> dict:
     """Directional claim "a's spread exceeds b's" on the paper's ``side`` (:func:`initmem.claims.spreads.contrast_estimate`:
-    the drops from the smallest to the largest sigma_w, seed-paired), the two run sets matched on sigma_w and seeds (:func:`matched`)."""
+    max - min in both cells, bounded by seed-paired t over every pair of sigma_w), the two run sets matched on sigma_w and seeds (:func:`matched`);
+    the note says where a cell's sigma_w profile is not monotone (:func:`initmem.claims.spreads.monotone_test`)."""
     if a.empty or b.empty:
         return row(cid, "direction", quantity, paper, scale, side=side, missing=missing or "not in this config")
     a, b, match = matched(a, b)

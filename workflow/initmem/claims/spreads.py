@@ -24,14 +24,43 @@ plus noise: a *paired* difference, whatever the noise at each sigma_w. Hence (:f
   d2(k) the expected range of k standard normals.
 
 **A contrast of two spreads** ("a's spread exceeds b's", seed-paired: :func:`contrast_arrays`) reads
-the paper's own spread, the range of test accuracy from sigma_w=0.1 down to sigma_w=2.5
-(:data:`initmem.paper.Q_SGD`, Sec. 3.1): the drop D from the grid's smallest to its largest sigma_w. "a's spread
-exceeds b's" is D_a > |D_b|, i.e. both D_a - D_b > 0 and D_a + D_b > 0: an intersection-union test of
-two paired t-tests on the per-seed values (each at one-sided 2.5%; the intersection needs no
-multiplicity correction), exact whatever the variances. Its effect is min of the two means
-(= mean D_a - |mean D_b|), its interval [min of the lower bounds, min of the upper bounds]. The max -
-min of seed means is not used here: with 25 sigma_w its noise part grows with the run noise, so a
-configuration whose sigma_w changes only the noise had the "larger spread" 27% of the time.
+the paper's spread in both cells, max - min of the seed means over the sweep (the same quantity as a
+single spread): its effect is spread(a) - spread(b) of the seed means, and its interval brackets the
+true spread(a) - spread(b) for any sigma_w profile, monotone or not, the way a single spread's does:
+
+- lower: spread(a) >= D_a (a's drop from the grid's smallest to its largest sigma_w, fixed before
+  seeing the data: the paper's accuracy falls with sigma_w) and spread(b) = max over the ordered pairs
+  (l, m) of b's sigma_w of the mean of b_l - b_m, so spread(a) - spread(b) >= min over (l, m) of
+  mean(D_a - (b_l - b_m)); its bound is the smallest of the paired t lower bounds (one-sided 2.5% each)
+  of the per-seed D_a - (b_l - b_m): an intersection-union test, no multiplicity correction;
+- upper: spread(a) = max over a's ordered pairs (i, j) of mean(a_i - a_j) and spread(b) >= |D_b| >= s D_b
+  for either sign s, so spread(a) - spread(b) <= min over s of max over (i, j) of mean((a_i - a_j) - s D_b);
+  its bound is the same with each mean replaced by its paired t upper bound (one-sided 2.5% each; the
+  minimum over the two signs misses with probability <= 5% in the worst case, as the drops' rule did).
+
+So "reproduced" (lower > 0) needs a's drop above every seed-paired difference of b, and "not
+reproduced" (upper < 0) every seed-paired difference of a below b's drop: neither can be read off
+a peak or a dip the end values do not show (a contrast on the end drops alone, D_a against |D_b|,
+inverted there: a peak of 22.8 pp against a 4.3 pp linear fall read "not reproduced" every time at
+16 seeds). With 2 sigma_w the pairs are the ends: the lower bound is the drops' IUT of D_a - D_b and
+D_a + D_b; the upper reads |D_a| (a rising a has the spread |D_a|). Paired t (df n - 1, a pair uses the
+seeds both cells have) is exact whatever the variances under normal seed noise. The max - min of seed
+means is not tested directly: with 25 sigma_w its noise part grows with the run noise, so a
+configuration whose sigma_w changes only the noise had the "larger spread" 27% of the time. The
+price of reading every pair: a monotone contrast needs more seeds than the drops alone did (at the
+decisive tier's grid and noise, 16 seeds, 5.3 against 1.6 pp: decided 46% of the time instead of 62%).
+For complete values the bounds come from the seed means and covariance of the 2 k values (each pair's
+mean and variance are linear in them); with a missing value, from the pairs themselves: the same numbers.
+
+**Non-monotone profiles are said** (:func:`monotone_test`): a cell whose interior sigma_w mean lies
+above both ends (a peak) or below both (a dip) has a spread its end-to-end drop does not show. For
+every interior sigma_w i, an intersection-union of the two paired one-sided t-tests x_i - x_first and
+x_i - x_last (``scipy.stats.ttest_rel``'s statistic, NaN-aware; the IUT's p is the larger of the two),
+in each direction, Bonferroni over the 2 (k - 2) tests, familywise :data:`MONOTONE_LEVEL` per cell (the
+combination is hand-written: no library tests monotonicity against an unknown profile). A contrast's
+``Estimate.non_monotone`` names such a cell and its sigma_w, and the row prints it. The verdict does not
+need it (the bounds above hold for any profile), but a reader does: such a row is decided only where
+a's drop alone exceeds every difference of b, or every difference of a stays below b's drop.
 
 The error rates of every rule here are measured by ``benchmarks/verdict_calibration.py``.
 """
@@ -47,7 +76,9 @@ from scipy import integrate, stats
 
 from initmem.claims.verdicts import LEVEL, Cell, Estimate
 
-CONTRAST_METHOD = "paired t on the end sigma_w drops, intersection-union of D_a - D_b and D_a + D_b (df n - 1)"
+MONOTONE_LEVEL = 1 - LEVEL  # familywise per cell: the chance a monotone profile is called non-monotone
+CONTRAST_METHOD = ("max - min in both cells: paired t, a's end drop minus each difference of b (lower, intersection-union), "
+                   "each difference of a minus b's end drop (upper), df n - 1")
 SPREAD_METHOD = ("paired t on the end sigma_w (lower, df n - 1), largest seed-paired difference + its t half-width "
                  "Bonferroni over the pairs (upper), floored at 0")
 
@@ -124,38 +155,150 @@ def spread_arrays(values: np.ndarray) -> dict:
 
 
 def _t_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, low, high) of the t-interval at :data:`LEVEL` over the last axis (df n - 1)."""
-    n = x.shape[-1]
-    mean = x.mean(-1)
-    half = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * x.std(-1, ddof=1) / math.sqrt(n)
+    """(mean, low, high) of the t-interval at :data:`LEVEL` over the last axis (df n - 1, NaN-aware:
+    the values present; NaN below 2)."""
+    ok = np.isfinite(x)
+    n = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, x, 0.0).sum(-1) / n
+        sd = np.sqrt(np.where(ok, (x - mean[..., None]) ** 2, 0.0).sum(-1) / (n - 1))
+        half = stats.t.ppf(0.5 + LEVEL / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
+    half = np.where(n >= 2, half, np.nan)
     return mean, mean - half, mean + half
 
 
+def _pairs(v: np.ndarray) -> np.ndarray:
+    """(..., k (k - 1), n): v_i - v_j per seed for every ordered pair i != j of ``v[..., k, n]``."""
+    k = v.shape[-2]
+    i, j = np.nonzero(~np.eye(k, dtype=bool))
+    return v[..., i, :] - v[..., j, :]
+
+
+def _pair_bounds(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of :func:`contrast_arrays` from the per-seed pairs themselves (NaN-aware: a pair uses the seeds it has)."""
+    da, db = a[..., 0, :] - a[..., -1, :], b[..., 0, :] - b[..., -1, :]
+    _, low, _ = _t_bounds(da[..., None, :] - _pairs(b))
+    pa = _pairs(a)
+    high = np.minimum(*(np.max(_t_bounds(pa - sign * db[..., None, :])[2], axis=-1) for sign in (1.0, -1.0)))
+    return np.min(low, axis=-1), high
+
+
+def _moment_bounds(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same (low, high) for complete values, from the seed means and covariance of the 2 k values
+    (each pair's mean and variance are linear in them: O(k^2) per replicate instead of O(k^2 n))."""
+    n, k = a.shape[-1], a.shape[-2]
+    x = np.concatenate([a, b], axis=-2)
+    mu = x.mean(-1)
+    xc = x - mu[..., None]
+    C = xc @ np.swapaxes(xc, -1, -2) / (n - 1)
+    caa, cbb, cab = C[..., :k, :k], C[..., k:, k:], C[..., :k, k:]
+    ma, mb = mu[..., :k], mu[..., k:]
+    dia, dib = np.diagonal(caa, 0, -2, -1), np.diagonal(cbb, 0, -2, -1)
+    m_da, m_db = ma[..., 0] - ma[..., -1], mb[..., 0] - mb[..., -1]
+    v_da = caa[..., 0, 0] + caa[..., -1, -1] - 2 * caa[..., 0, -1]
+    v_db = cbb[..., 0, 0] + cbb[..., -1, -1] - 2 * cbb[..., 0, -1]
+    g = cab[..., 0, :] - cab[..., -1, :]            # cov(D_a, b_l)
+    h = cab[..., :, 0] - cab[..., :, -1]            # cov(a_i, D_b)
+    pair_var = lambda d, c: d[..., :, None] + d[..., None, :] - 2 * c   # var(v_i - v_j)
+    off = ~np.eye(k, dtype=bool)
+    t = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) / np.sqrt(n)
+    # lower: D_a - (b_l - b_m) over the ordered pairs (l, m)
+    mean = m_da[..., None, None] - (mb[..., :, None] - mb[..., None, :])
+    var = v_da[..., None, None] + pair_var(dib, cbb) - 2 * (g[..., :, None] - g[..., None, :])
+    low = np.min(np.where(off, mean - t * np.sqrt(np.maximum(var, 0.0)), np.inf), axis=(-2, -1))
+    # upper: (a_i - a_j) - s D_b over the ordered pairs (i, j), the smaller over the two signs s
+    highs = []
+    for sign in (1.0, -1.0):
+        mean = (ma[..., :, None] - ma[..., None, :]) - sign * m_db[..., None, None]
+        var = pair_var(dia, caa) + v_db[..., None, None] - 2 * sign * (h[..., :, None] - h[..., None, :])
+        highs.append(np.max(np.where(off, mean + t * np.sqrt(np.maximum(var, 0.0)), -np.inf), axis=(-2, -1)))
+    return low, np.minimum(*highs)
+
+
 def contrast_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(effect, low, high) in pp of "a's spread exceeds b's" for ``a``, ``b`` of shape (..., k, n) with
-    seed j of ``a`` paired with seed j of ``b`` (complete seeds only): see the module docstring."""
-    da, db = 100 * (a[..., 0, :] - a[..., -1, :]), 100 * (b[..., 0, :] - b[..., -1, :])
-    mu, lu, hu = _t_bounds(da - db)
-    mv, lv, hv = _t_bounds(da + db)
-    return np.minimum(mu, mv), np.minimum(lu, lv), np.minimum(hu, hv)
+    """(effect, low, high) in pp of spread(a) - spread(b) (max - min of the seed means, the paper's
+    spread) for ``a``, ``b`` of shape (..., k, n) with seed j of ``a`` paired with seed j of ``b``:
+    see the module docstring."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        effect = spread_pp(np.nanmean(a, -1)) - spread_pp(np.nanmean(b, -1))
+    a, b = 100 * np.asarray(a, float), 100 * np.asarray(b, float)
+    complete = np.isfinite(a).all() and np.isfinite(b).all() and a.shape[-1] >= 2
+    low, high = _moment_bounds(a, b) if complete else _pair_bounds(a, b)
+    return effect, low, high
+
+
+def _paired_t(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(t, df) of the one-sample t-test of ``d`` over its last axis, NaN-aware (``scipy.stats.ttest_rel``'s
+    statistic on the seed-paired differences; df n - 1, NaN below 2 values)."""
+    ok = np.isfinite(d)
+    n = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, d, 0.0).sum(-1) / n
+        sd = np.sqrt(np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1) / (n - 1))
+        t = np.where(sd > 0, mean / (sd / np.sqrt(n)), np.sign(mean) * np.inf)
+    return np.where(n >= 2, t, np.nan), n - 1.0
+
+
+def monotone_test(values: np.ndarray) -> dict:
+    """Is a sigma_w profile non-monotone? ``values[..., sigma, seed]`` (any leading batch axes) in;
+    ``p`` (the Bonferroni-adjusted p over the 2 (k - 2) interior tests, 1 where k < 3), ``where`` (the
+    interior sigma_w index of the smallest p), ``above`` (True: its mean above both ends; False: below)
+    and ``detected`` (p < :data:`MONOTONE_LEVEL`). See the module docstring."""
+    values = np.asarray(values, float)
+    k, shape = values.shape[-2], values.shape[:-2]
+    if k < 3:
+        ones = np.ones(shape)
+        return {"p": ones, "where": np.zeros(shape, int), "above": np.ones(shape, bool), "detected": ones < 0}
+    inner = values[..., 1:-1, :]
+    t0, df0 = _paired_t(inner - values[..., :1, :])      # interior minus the first sigma_w, per interior point
+    t1, df1 = _paired_t(inner - values[..., -1:, :])     # ... minus the last
+    with np.errstate(invalid="ignore"):
+        up = np.maximum(stats.t.sf(t0, np.maximum(df0, 1)), stats.t.sf(t1, np.maximum(df1, 1)))      # above both ends (IUT)
+        down = np.maximum(stats.t.cdf(t0, np.maximum(df0, 1)), stats.t.cdf(t1, np.maximum(df1, 1)))  # below both ends
+    both = np.concatenate([np.nan_to_num(up, nan=1.0), np.nan_to_num(down, nan=1.0)], axis=-1)
+    best = np.argmin(both, axis=-1)
+    p = np.minimum(1.0, 2 * (k - 2) * np.take_along_axis(both, best[..., None], -1)[..., 0])
+    return {"p": p, "where": 1 + best % (k - 2), "above": best < (k - 2), "detected": p < MONOTONE_LEVEL}
+
+
+def monotone_note(values: np.ndarray, sigmas: np.ndarray, label: str) -> str:
+    """Why a contrast cannot read ``label``'s drop as its spread, or "" when its profile is not detected non-monotone."""
+    m = monotone_test(values)
+    if not bool(m["detected"]):
+        return ""
+    k = values.shape[-2]
+    return (f"{label}: its sigma_w profile is not monotone (sigma_w {float(sigmas[int(m['where'])]):g} lies "
+            f"{'above' if bool(m['above']) else 'below'} both ends, p = {float(m['p']):.2g}, paired one-sided t-tests, "
+            f"Bonferroni over {2 * (k - 2)}): the end-to-end drop is not its spread, the contrast reads every pair")
 
 
 def contrast_estimate(cells: list[Cell]) -> Estimate:
-    """"spread(cells[0]) exceeds spread(cells[1])" on the seeds both have at the two end sigma_w
-    (:func:`contrast_arrays`; the cells matched on sigma_w and seeds). Fewer than 2 seeds: no interval."""
+    """"spread(cells[0]) exceeds spread(cells[1])" on the seeds both have (:func:`contrast_arrays`; the
+    cells matched on sigma_w and seeds; a seed enters where it has both end values in both cells), each
+    cell's profile tested on the same seeds (:func:`monotone_test`: ``non_monotone`` says which is not).
+    Fewer than 2 seeds: no interval."""
     a, b = cells
-    ends = lambda c: c.values[[0, -1]] if c.values.ndim == 2 else c.values[-1][[0, -1]]
-    va, vb = ends(a), ends(b)
-    shared = sorted(set(a.seeds.tolist()) & set(b.seeds.tolist()))
-    ia = [int(np.flatnonzero(a.seeds == s)[0]) for s in shared]
-    ib = [int(np.flatnonzero(b.seeds == s)[0]) for s in shared]
-    va, vb = va[:, ia], vb[:, ib]
-    ok = np.isfinite(va).all(0) & np.isfinite(vb).all(0)
+    va, vb = paired_profiles(cells)
+    ok = np.isfinite(va[[0, -1]]).all(0) & np.isfinite(vb[[0, -1]]).all(0)
     n_runs, n = a.n_runs + b.n_runs, int(ok.sum())
     if n < 2:
         return Estimate(math.nan, math.nan, math.nan, "none: 1 seed", n_runs, n, np.array([math.nan]))
     effect, low, high = contrast_arrays(va[:, ok], vb[:, ok])
-    return Estimate(float(effect), float(low), float(high), CONTRAST_METHOD, n_runs, n, np.array([float(effect)]))
+    est = Estimate(float(effect), float(low), float(high), CONTRAST_METHOD, n_runs, n, np.array([float(effect)]))
+    notes = [monotone_note(v[:, ok], c.sigmas, c.label or name) for v, c, name in ((va, a, "the first cell"), (vb, b, "the second cell"))]
+    est.non_monotone = "; ".join(x for x in notes if x)
+    return est
+
+
+def paired_profiles(cells: list[Cell]) -> tuple[np.ndarray, np.ndarray]:
+    """The two cells' (sigma, seed) values (the last epoch of a curve cell) on the seeds both have, in one order."""
+    a, b = cells
+    last = lambda c: c.values if c.values.ndim == 2 else c.values[-1]
+    shared = sorted(set(a.seeds.tolist()) & set(b.seeds.tolist()))
+    ia = [int(np.flatnonzero(a.seeds == s)[0]) for s in shared]
+    ib = [int(np.flatnonzero(b.seeds == s)[0]) for s in shared]
+    return last(a)[:, ia], last(b)[:, ib]
 
 
 def spread_estimate(cell: Cell) -> Estimate:

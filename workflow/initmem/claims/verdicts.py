@@ -264,6 +264,7 @@ class Estimate:
     replicates: np.ndarray
     null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (spreads.spread_estimate)
     p_null: float = math.nan      # ... the p-value of "sigma_w does nothing" (paired t-test of the end sigma_w)
+    non_monotone: str = ""        # a spread contrast: which cell's sigma_w profile is not monotone (spreads.contrast_estimate)
 
     @property
     def one_seed(self) -> bool:
