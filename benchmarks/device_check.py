@@ -1,9 +1,10 @@
 """The device check: what a first GPU session must measure, in the order it matters, within a lent
 15-minute window (the plan is <= 7 minutes on an H200 with its own compiles, leaving time for the
 machine's start and one rerun). Needs only a Python with torch >= 2.6 and numpy: the library is
-imported from this checkout; the planner's shapes come from ``config/paper.yaml`` where PyYAML is
-installed, else from ``benchmarks/device_check_shapes.json`` (the planner's output, kept equal to it
-by ``tests/test_device_check.py``; ``--write-shapes`` regenerates it).
+imported from this checkout; the planner's shapes come from ``config/paper.yaml`` where the planner
+runs (PyYAML and jsonschema installed), else from ``benchmarks/device_check_shapes.json`` (the
+planner's output, kept equal to it by ``tests/test_device_check.py``; ``--write-shapes`` regenerates
+it); the table's header says which.
 
 Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
 
@@ -31,9 +32,10 @@ leaves everything measured so far): ``device_check.md`` (the table) and ``rates.
 arch, width, batch size, optimizer family, pack, precision and compile; the slowest optimizer of a
 family counts): what ``compute.rate_table`` reads (``initmem/pipeline/rates.py``).
 
-usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budget SECONDS]
+usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budget SECONDS] [--only GROUPS]
   --plan    print the rows, in order, with their expected seconds on an H200 (no torch needed)
   --quick   CPU, tiny models, seconds (tests/test_device_check.py runs it so it cannot rot)
+  --only    measure only some row groups (train, resume, ...: --help lists them), the others noted as not selected
 """
 
 from __future__ import annotations
@@ -78,15 +80,17 @@ QUICK = {"width": 4, "pack": 2, "batch": 16, "steps": 2, "warm": 1, "rate": 400.
 
 def planner_shapes() -> tuple[dict, str]:
     """{"shapes": the planner's job shapes of config/paper.yaml (most GPU-hours first), "data": its
-    split sizes}, and where they came from."""
+    split sizes}, and where they came from: the planner where its packages import (PyYAML, jsonschema),
+    else the stored file, saying which package is missing."""
     try:
-        import yaml  # noqa: F401
-    except ImportError:
-        return json.loads(SHAPES_FILE.read_text()), f"{SHAPES_FILE.relative_to(ROOT)} (the planner's output; no PyYAML here)"
-    from initmem.pipeline.configfiles import load_config
-    from initmem.pipeline.estimate import planned_shapes
+        from initmem.pipeline.configfiles import load_config
+        from initmem.pipeline.estimate import planned_shapes
 
-    config = load_config([PAPER_CONFIG])
+        config = load_config([PAPER_CONFIG])
+    except ImportError as exc:  # a bare GPU machine: torch and numpy only
+        missing = exc.name or str(exc)
+        return json.loads(SHAPES_FILE.read_text()), (f"{SHAPES_FILE.relative_to(ROOT)} (the planner's output; "
+                                                     f"the planner cannot run here: no {missing})")
     data = {k: int(config["data"][k]) for k in ("n_train", "n_val", "n_test")}
     return {"shapes": planned_shapes(config), "data": data}, "the planner (initmem.pipeline.estimate.planned_shapes, config/paper.yaml)"
 
@@ -182,10 +186,10 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     by_b = {r["b"]: r for r in reversed(packs) if r["arch"] == "resnet9"}  # the first planned shape of each batch size
     two = [by_b[b] for b in sorted(by_b)]
     two = two[:1] + two[1:][-1:]  # the smallest and the largest batch
-    rows += [{**r, "cudnn": "benchmark", "prime": True, "jobs": None, "hours": None} for r in two]
+    rows += [{**r, "cudnn": "benchmark", "prime": True, "jobs": None, "hours": None, "group": "autotune"} for r in two]
     rows += [dict(kind="channels_last", arch="resnet9", width=width, b=b, opt="adam", pack=1, precision=precision)
              for b in ((16, 128) if not quick else (16,))]
-    rows += [{**r, "precision": "bf16", "jobs": None, "hours": None} for r in top]
+    rows += [{**r, "precision": "bf16", "jobs": None, "hours": None, "group": "bf16"} for r in top]
     epoch = max((r for r in packs if r["arch"] == "resnet9"), key=lambda r: r.get("jobs") or 0, default=None)
     if epoch is not None:
         n = {"n_train": 48, "n_val": 16, "n_test": 16} if quick else data
@@ -193,10 +197,18 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     rows += [dict(kind="resume"), dict(kind="tf32")]
     rows += [dict(kind="peer", arch="resnet9", width=width, b=b, opt=o, pack=1, precision=precision)
              for b in ((16, 128) if not quick else (16,)) for o in ("adam", "sgd")]
-    rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step")]
+    rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step", group="compile")]
     for r in rows:
         r["expected_s"] = round(expected_seconds(r, quick), 1)
     return rows, left_out
+
+
+ROW_GROUPS = ("versions", "matmul", "train", "autotune", "channels_last", "bf16", "epoch", "resume", "tf32", "peer", "compile")
+
+
+def row_group(r: dict) -> str:
+    """The row's group for ``--only``: its kind, or what a training row compares (autotune, bf16, compile)."""
+    return r.get("group") or r["kind"]
 
 
 def describe_row(r: dict) -> str:
@@ -540,7 +552,9 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         elapsed = time.perf_counter() - STARTED
         slowdown = spent_actual / spent_expected if spent_expected else 1.0
-        if not fits(row["expected_s"], elapsed, budget, slowdown):
+        if args.only and row_group(row) not in args.only:
+            row["note"] = "not selected (--only)"
+        elif not fits(row["expected_s"], elapsed, budget, slowdown):
             row["note"] = f"skipped: budget (~{row['expected_s'] * max(1.0, slowdown):.0f} s expected, {budget - elapsed:.0f} s left)"
         else:
             start = time.perf_counter()
@@ -564,15 +578,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CPU, tiny models, seconds: the CI check of this script")
     parser.add_argument("--out", default=str(HERE / "device_check"))
     parser.add_argument("--budget", type=float, help=f"seconds for the whole check (default {BUDGET_S}; quick: 300)")
-    parser.add_argument("--write-shapes", action="store_true", help=f"write {SHAPES_FILE.name} from the planner (needs PyYAML)")
+    parser.add_argument("--only", type=lambda v: set(v.split(",")), metavar="GROUPS",
+                        help=f"measure only these row groups, comma-separated: {', '.join(ROW_GROUPS)} (e.g. to rerun one that failed)")
+    parser.add_argument("--write-shapes", action="store_true", help=f"write {SHAPES_FILE.name} from the planner (needs PyYAML and jsonschema)")
     parser.add_argument("--resume-child", choices=("stop", "resume"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.only and args.only - set(ROW_GROUPS):
+        parser.error(f"--only: unknown row group(s) {', '.join(sorted(args.only - set(ROW_GROUPS)))}; choose from {', '.join(ROW_GROUPS)}")
     if args.resume_child:
         return resume_child(args.resume_child, Path(args.out), args.quick)
     if args.write_shapes:
         from initmem.io import write_json
 
-        write_json(SHAPES_FILE, planner_shapes()[0])
+        source, where = planner_shapes()
+        if where.startswith(str(SHAPES_FILE.relative_to(ROOT))):
+            print(f"device_check: --write-shapes needs the planner; {where}", file=sys.stderr)
+            return 2
+        write_json(SHAPES_FILE, source)
         print(f"wrote {SHAPES_FILE}")
         return 0
     if args.plan:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import yaml
 from conftest import ROOT
 
@@ -64,6 +65,45 @@ def test_the_plan_reads_the_shapes_from_the_planner_and_its_fallback_equals_the_
     assert any(f"{top['arch']} w{top['width']} b{top['batch_size']} {top['optimizer']} x{top['pack']} ({top['jobs']} jobs" in line
                for line in lines)
     assert yaml  # the planner path is the one taken here
+
+
+def _blocking(tmp_path, module: str) -> dict:
+    """An environment whose Pythons (the check and its child processes) cannot import ``module``,
+    as on a GPU machine that lacks it."""
+    folder = tmp_path / f"no_{module}"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(f"import sys\nsys.modules[{module!r}] = None\n")
+    return ENV | {"PYTHONPATH": str(folder)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["jsonschema", "yaml"])
+def test_the_check_runs_where_the_planner_cannot(tmp_path, module):
+    """A bare GPU machine (torch and numpy, no jsonschema or no PyYAML): --plan lists the same rows
+    from the stored shapes and says so; --quick measures its rows (all but the slow compile row)."""
+    env = _blocking(tmp_path, module)
+    proc = subprocess.run([sys.executable, SCRIPT, "--plan"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"device_check_shapes.json (the planner's output; the planner cannot run here: no {module})" in proc.stdout
+    assert _plan_lines(proc.stdout) == _plan_lines(_check("--plan").stdout)
+    groups = "versions,matmul,train,autotune,channels_last,bf16,epoch,resume,tf32,peer"
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(out), "--budget", "100000", "--only", groups],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    table = (out / "device_check.md").read_text()
+    assert f"the planner cannot run here: no {module}" in table
+    body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert [line for line in body if "not selected" in line] == [line for line in body if "compile step" in line]
+    assert "failed" not in table and "skipped" not in table and "not run yet" not in table, table
+    assert "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
+    rows = list(csv.DictReader(open(out / "rates.csv")))
+    assert {r["arch"] for r in rows} == {"resnet9", "resnet56"} and all(float(r["images_per_s"]) > 0 for r in rows)
+
+
+def test_only_names_the_row_groups_it_knows():
+    proc = _check("--quick", "--only", "train,warp")
+    assert proc.returncode == 2 and "unknown row group(s) warp" in proc.stderr
 
 
 def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path):
