@@ -9,9 +9,9 @@ clocks, its history, early stopping (Keras ``EarlyStopping(monitor="val_loss", m
 schedule unchanged) and divergence (a non-finite loss ends it as ``diverged``, read once per epoch),
 and the checkpoint. A member that stops is masked, not removed (:meth:`Trainee.mask`).
 
-Checkpoints: saved every ``checkpoint_every`` epochs, at the end of an epoch ``checkpoint_minutes``
-after the last save, at a stop request (SIGTERM or SIGINT, :func:`install_stop_handlers`: then
-:class:`Preempted` is raised) and once more, without the models, when training ends, so that a run
+Checkpoints: saved every ``checkpoint_every`` epochs, at the first step ``checkpoint_minutes`` after
+the last save (in the middle of an epoch too), at a stop request (SIGTERM or SIGINT,
+:func:`install_stop_handlers`: then :class:`Preempted` is raised) and once more, without the models, when training ends, so that a run
 or pack that finished is never trained again, whatever happens before its metrics are written.
 Resuming is bit-identical, also in the middle of an epoch, on whichever device: every restored
 tensor goes to the device its consumer needs (generator states are bytes, the CPU's; model,
@@ -247,6 +247,11 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
                                     "with no checkpoint configured: a restart trains from scratch")
                 save_training()
                 raise Preempted(f"[{name}] {StopRequest.reason}: checkpoint saved at epoch {state.epoch} step {state.step}")
+            if checkpoint is not None and schedule.due_by_time():
+                took = time.perf_counter()
+                save_training()
+                schedule.saved()
+                say(f"checkpoint saved at epoch {state.epoch} step {state.step} ({time.perf_counter() - took:.1f} s)")
         last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
         state.clocks = schedule_clocks(spec, epochs * steps, (state.epoch + 1) * steps, trainee.weight_decay)  # closed form, as the calculator
         recorded = _end_epoch(state, trainee.end_epoch(data, state.seen), last_lr, patience, started)

@@ -154,8 +154,8 @@ def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.d
     trainer; :func:`initmem.engine.packed.train_packed` trains many at once with the same semantics.
 
     With ``checkpoint`` set, resumes from it (on ``device``, whichever device wrote it) when present and
-    saves it every ``checkpoint_every`` epochs, at the end of any epoch ``checkpoint_minutes`` after
-    the last save, on SIGTERM or SIGINT (then raises :class:`Preempted`) and when the run ends (a
+    saves it every ``checkpoint_every`` epochs, at the first step ``checkpoint_minutes`` after the
+    last save, on SIGTERM or SIGINT (then raises :class:`Preempted`) and when the run ends (a
     finished run is never trained again). ``compile``: ``True`` compiles the forward pass
     (:func:`compile_forward`), ``"step"`` the whole training step (:func:`compile_step`) and the evaluation's forward.
     """
