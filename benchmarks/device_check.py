@@ -12,8 +12,9 @@ Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
 2. single ResNet-9 runs at b = 16/32/64/128/256 (Adam; SGD at 16 and 128);
 3. the ResNet-9 pack shapes ``config/paper.yaml`` plans, most GPU-hours first, then its ResNet-56
    and ResNet-110 shapes (as many as their share of the plan allows: ``--plan`` lists those left out);
-4. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms, and channels_last,
-   for two shapes each; bf16 for the three shapes with the most GPU-hours;
+4. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms for two shapes;
+   ``compute.memory_format: channels_last`` and bf16, each for the three pack shapes with the most
+   GPU-hours (each row says its speed-up over the same shape's row of step 3);
 5. one real pack epoch with evaluation (the paper's data sizes): its wall time against the step rate;
 6. resume bit-identity on the device (a pack with augmentation stopped by SIGTERM mid-epoch 2 in one
    process and resumed in another equals an uninterrupted one); the TF32 self-check (a conv and a matmul);
@@ -124,15 +125,13 @@ def expected_seconds(row: dict, quick: bool) -> float:
         return 1.0
     if kind == "resume":
         return 12.0 if quick else 25.0  # two child processes (torch import, CUDA context) and a reference
-    if kind in ("train", "peer", "channels_last", "epoch"):
+    if kind in ("train", "peer", "epoch"):
         warm = QUICK["warm"] if quick else WARM_STEPS
         steps = row.get("steps") or timed_steps(row, quick)
         step_s = row["pack"] * row["b"] / job_rate(row, quick)
         call = (0.2 if quick else CALL_S) + row["pack"] * BUILD_S[row["arch"]] * (0.2 if quick else 1.0)
         if kind == "peer":
             return call + (warm + steps) * step_s
-        if kind == "channels_last":
-            return 2 * (call + (warm + steps) * step_s)
         if kind == "epoch":
             n = row["data"]
             return call + row["pack"] * (n["n_train"] + (n["n_val"] + n["n_test"]) / 3) / job_rate(row, quick)
@@ -187,8 +186,7 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     two = [by_b[b] for b in sorted(by_b)]
     two = two[:1] + two[1:][-1:]  # the smallest and the largest batch
     rows += [{**r, "cudnn": "benchmark", "prime": True, "jobs": None, "hours": None, "group": "autotune"} for r in two]
-    rows += [dict(kind="channels_last", arch="resnet9", width=width, b=b, opt="adam", pack=1, precision=precision)
-             for b in ((16, 128) if not quick else (16,))]
+    rows += [{**r, "memory_format": "channels_last", "jobs": None, "hours": None, "group": "channels_last"} for r in top]
     rows += [{**r, "precision": "bf16", "jobs": None, "hours": None, "group": "bf16"} for r in top]
     epoch = max((r for r in packs if r["arch"] == "resnet9"), key=lambda r: r.get("jobs") or 0, default=None)
     if epoch is not None:
@@ -221,9 +219,10 @@ def describe_row(r: dict) -> str:
     if kind in ("resume", "tf32"):
         return {"resume": "resume bit-identity (SIGTERM mid-epoch, another process resumes)", "tf32": "TF32 self-check (conv, matmul)"}[kind]
     shape = f"{r['arch']} w{r['width']} b{r['b']} {r['opt']} x{r['pack']}"
-    what = {"train": "pack" if r["pack"] > 1 else "single run", "peer": "plain PyTorch peer", "channels_last": "channels_last vs NCHW",
+    what = {"train": "pack" if r["pack"] > 1 else "single run", "peer": "plain PyTorch peer",
             "epoch": "one real pack epoch + evaluation"}[kind]
     extra = [x for x in (r.get("cudnn") and "cuDNN autotuned", r.get("compile") and f"compile {r['compile']}",
+                         r.get("memory_format") and r["memory_format"],
                          r.get("jobs") and f"{r['jobs']} jobs, {r['hours']:,.0f} h planned") if x]
     return f"{what}: {shape}" + (f" ({', '.join(extra)})" if extra else "")
 
@@ -273,7 +272,15 @@ def matmul_peak(device, precision: str, quick: bool) -> dict:
     return {"result": f"{2 * n ** 3 * reps / seconds / 1e12:,.1f} TFLOP/s ({n}x{n}x{n})"}
 
 
-def measure_train(row: dict, device, quick: bool, pool) -> dict:
+def baseline(row: dict, rows: list[dict]) -> dict | None:
+    """The measured row of the same shape as ``row`` in the trainer's default settings (no row group),
+    which an autotune, channels_last, bf16 or compile row is compared with."""
+    keys = ("arch", "width", "b", "opt", "pack")
+    return next((r for r in rows if r["kind"] == "train" and not r.get("group") and r.get("images_per_s")
+                 and all(r[k] == row[k] for k in keys)), None)
+
+
+def measure_train(row: dict, device, quick: bool, pool, rows: list[dict]) -> dict:
     import torch
     from peer import compiled_images_per_second, engine_images_per_second
 
@@ -286,15 +293,19 @@ def measure_train(row: dict, device, quick: bool, pool) -> dict:
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         shape = (row["arch"], row["width"], row["b"], row["opt"], row["pack"], steps, device)
+        layout = row.get("memory_format", "contiguous")
         if row["compile"]:  # each training compiles anew: time the second of two epochs in one training
-            ips = compiled_images_per_second(*shape, precision=row["precision"], compile=row["compile"], pool=pool)
+            ips = compiled_images_per_second(*shape, precision=row["precision"], compile=row["compile"], pool=pool, memory_format=layout)
         else:
-            ips, _ = engine_images_per_second(*shape, warm=warm, precision=row["precision"], pool=pool, prime=bool(row.get("prime")))
+            ips, _ = engine_images_per_second(*shape, warm=warm, precision=row["precision"], pool=pool, prime=bool(row.get("prime")),
+                                              memory_format=layout)
     finally:
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = flags
     out = {"images_per_s": ips, "result": f"{steps} steps timed"}
     if device.type == "cuda":
         out["result"] += f", peak {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB"
+    if row.get("group") and (base := baseline(row, rows)):
+        out["result"] += f"; {ips / base['images_per_s']:.2f}x the default row ({base['precision']}, NCHW, deterministic)"
     return out
 
 
@@ -306,7 +317,7 @@ def measure_epoch(row: dict, device, rows: list[dict], pool) -> dict:
     steps = math.ceil(n["n_train"] / row["b"])
     wall = engine_train_seconds(row["arch"], row["width"], row["b"], row["opt"], row["pack"], steps, device,
                                 precision=row["precision"], pool=pool, n_eval=n["n_val"])
-    same = next((r for r in rows if r["kind"] == "train" and r.get("images_per_s") and not r.get("cudnn") and not r["compile"]
+    same = next((r for r in rows if r["kind"] == "train" and r.get("images_per_s") and not r.get("group")
                  and all(r[k] == row[k] for k in ("arch", "width", "b", "opt", "pack", "precision"))), None)
     result = f"epoch of {steps * row['b']:,} training + {2 * n['n_val']:,} evaluated images per run: {wall:.1f} s"
     if same:
@@ -317,42 +328,13 @@ def measure_epoch(row: dict, device, rows: list[dict], pool) -> dict:
     return {"result": result}
 
 
-def measure_channels_last(row: dict, device, quick: bool) -> dict:
-    """images/s of the engine's model and optimizer (``build_model``, ``KerasOptimizer``) in a plain
-    step loop, NCHW against channels_last."""
-    import torch
-    import torch.nn.functional as F
-    from peer import LR, random_data, steady_rate
-
-    from initmem.engine.models import build_model
-    from initmem.engine.optim import KerasOptimizer
-
-    steps, warm, b = timed_steps(row, quick), (QUICK["warm"] if quick else WARM_STEPS), row["b"]
-    x, y = random_data(b * (warm + steps), device)
-    rates = {}
-    for layout in (torch.contiguous_format, torch.channels_last):
-        model = build_model(row["arch"], row["width"]).to(device).to(memory_format=layout).train()
-        opt = KerasOptimizer(row["opt"], list(model.parameters()))
-        xs = x.contiguous(memory_format=layout)
-
-        def step(i: int, model=model, xs=xs, opt=opt) -> None:
-            loss = F.cross_entropy(model(xs[i * b:(i + 1) * b]), y[i * b:(i + 1) * b])
-            for p in opt.params:
-                p.grad = None
-            loss.backward()
-            opt.step(LR[row["opt"]])
-        rates[layout] = steady_rate(step, warm, steps, b, device)
-    nchw, last = rates[torch.contiguous_format], rates[torch.channels_last]
-    return {"result": f"NCHW {nchw:,.0f} images/s, channels_last {last:,.0f}: {last / nchw:.2f}x"}
-
-
 def measure_peer(row: dict, device, quick: bool, rows: list[dict]) -> dict:
     from peer import peer_images_per_second
 
     ips = peer_images_per_second(row["width"], row["b"], row["opt"], device, timed_steps(row, quick),
                                  warm=QUICK["warm"] if quick else WARM_STEPS)
-    engine = next((r for r in rows if r["kind"] == "train" and r["pack"] == 1 and r.get("images_per_s") and not r["compile"]
-                   and not r.get("cudnn") and (r["b"], r["opt"], r["precision"]) == (row["b"], row["opt"], row["precision"])), None)
+    engine = next((r for r in rows if r["kind"] == "train" and r["pack"] == 1 and r.get("images_per_s") and not r.get("group")
+                   and (r["b"], r["opt"], r["precision"]) == (row["b"], row["opt"], row["precision"])), None)
     result = f"plain PyTorch {ips:,.0f} images/s"
     if engine:
         result += f"; the engine {engine['images_per_s']:,.0f} (its single-run row): engine / PyTorch {engine['images_per_s'] / ips:.2f}"
@@ -451,11 +433,9 @@ def measure(row: dict, device, quick: bool, rows: list[dict], pool) -> dict:
     if kind == "matmul":
         return matmul_peak(device, row["precision"], quick)
     if kind == "train":
-        return measure_train(row, device, quick, pool)
+        return measure_train(row, device, quick, pool, rows)
     if kind == "epoch":
         return measure_epoch(row, device, rows, pool)
-    if kind == "channels_last":
-        return measure_channels_last(row, device, quick)
     if kind == "peer":
         return measure_peer(row, device, quick, rows)
     if kind == "resume":
@@ -483,12 +463,13 @@ def table_text(rows: list[dict], header: str, quick: bool) -> str:
 
 
 def rates_text(rows: list[dict], device_name: str) -> str:
-    """rates.csv: per key the slowest optimizer of a family; the trainer's settings only (deterministic cuDNN)."""
+    """rates.csv: per key the slowest optimizer of a family; the trainer's default settings only
+    (deterministic cuDNN, NCHW)."""
     from initmem.pipeline.rates import COLUMNS, COMPILE_LABELS, family
 
     slowest: dict[tuple, float] = {}
     for r in rows:
-        if r["kind"] != "train" or not r.get("images_per_s") or r.get("cudnn"):
+        if r["kind"] != "train" or not r.get("images_per_s") or r.get("cudnn") or r.get("memory_format"):
             continue
         key = (r["arch"], r["width"], r["b"], family(r["opt"]), r["pack"], r["precision"], COMPILE_LABELS[r["compile"]])
         slowest[key] = min(slowest.get(key, math.inf), r["images_per_s"])
