@@ -17,7 +17,9 @@ Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
    GPU-hours (each row says its speed-up over the same shape's row of step 3);
 5. one real pack epoch with evaluation (the paper's data sizes): its wall time against the step rate;
 6. resume bit-identity on the device (a pack with augmentation stopped by SIGTERM mid-epoch 2 in one
-   process and resumed in another equals an uninterrupted one); the TF32 self-check (a conv and a matmul);
+   process and resumed in another equals an uninterrupted one), every process under
+   ``torch.use_deterministic_algorithms(True, warn_only=True)``, naming each op that has no
+   deterministic implementation there; the TF32 self-check (a conv and a matmul);
 7. peer rows: the same ResNet-9 in plain PyTorch (``benchmarks/peer.py``) at b=16 and b=128, against
    the engine's single-run rows of step 2;
 8. ``compile: step`` (the whole step as CUDA graphs), if time remains.
@@ -42,6 +44,7 @@ usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budge
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -53,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -354,9 +358,39 @@ def strip_records(records: list[dict]) -> str:
     return json.dumps([{k: v for k, v in r.items() if k not in ("wall_seconds", "env")} for r in records], sort_keys=True)
 
 
+REFUSED = "does not have a deterministic implementation"  # torch's warning for such an op under warn_only
+
+
+@contextlib.contextmanager
+def deterministic_ops(refused: set[str]):
+    """Run the block under ``torch.use_deterministic_algorithms(True, warn_only=True)``: an op with
+    no deterministic implementation on this device warns instead of failing, and its name (the
+    warning's first words) goes into ``refused``, so one run names every such op."""
+    import torch
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        torch.use_deterministic_algorithms(False)
+        refused.update(str(w.message).split(REFUSED)[0].strip() for w in caught if REFUSED in str(w.message))
+
+
 def resume_child(mode: str, folder: Path, quick: bool) -> int:
-    """One process of the resume check: ``stop`` trains until SIGTERM mid-epoch 2 (the trainer's own
-    handler saves the checkpoint); ``resume`` resumes from it and writes its records."""
+    """One process of the resume check, under :func:`deterministic_ops` (the ops that refused go to
+    ``refused-<mode>.json``): ``stop`` trains until SIGTERM mid-epoch 2 (the trainer's own handler
+    saves the checkpoint); ``resume`` resumes from it and writes its records."""
+    refused: set[str] = set()
+    try:
+        with deterministic_ops(refused):
+            return _resume_child(mode, folder, quick)
+    finally:
+        (folder / f"refused-{mode}.json").write_text(json.dumps(sorted(refused)))
+
+
+def _resume_child(mode: str, folder: Path, quick: bool) -> int:
     import torch
 
     from initmem.engine.packed import train_packed
@@ -388,20 +422,28 @@ def resume_child(mode: str, folder: Path, quick: bool) -> int:
 
 
 def measure_resume(device, quick: bool) -> dict:
+    """Resume bit-identity, every process under :func:`deterministic_ops`, and the ops that refused."""
     from initmem.engine.packed import train_packed
 
     runs, data, _ = resume_setup(device, quick)
-    reference = strip_records(train_packed(runs, data, device=device, log=None))
+    refused: set[str] = set()
+    with deterministic_ops(refused):
+        reference = strip_records(train_packed(runs, data, device=device, log=None))
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("stop", "resume"):
             args = [sys.executable, __file__, "--resume-child", mode, "--out", tmp] + (["--quick"] if quick else [])
             proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            if (Path(tmp) / f"refused-{mode}.json").exists():
+                refused.update(json.loads((Path(tmp) / f"refused-{mode}.json").read_text()))
             if proc.returncode != 0:
                 tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:160]
-                return {"result": f"FAILED: the {mode} process exited {proc.returncode}: {tail}"}
+                return {"result": f"FAILED: the {mode} process exited {proc.returncode}: {tail}", "refused": sorted(refused)}
         same = (Path(tmp) / "resumed.json").read_text() == reference
+    ops = (f"ops with no deterministic implementation on {device.type}: {', '.join(sorted(refused))}" if refused
+           else "no op refused")
     return {"result": f"resume on {device.type}: a pack stopped by SIGTERM mid-epoch 2 and resumed in another process is "
-                      f"{'bit-identical' if same else 'NOT bit-identical'} to an uninterrupted one"}
+                      f"{'bit-identical' if same else 'NOT bit-identical'} to an uninterrupted one; under "
+                      f"torch.use_deterministic_algorithms(True): {ops}", "refused": sorted(refused)}
 
 
 def measure_tf32(device) -> dict:

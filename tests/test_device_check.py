@@ -112,6 +112,7 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
     table = (tmp_path / "device_check.md").read_text()
     assert "skipped" not in table and "failed" not in table, table
     assert "TF32 off works" in table and "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
+    assert "under torch.use_deterministic_algorithms(True): no op refused" in table
     assert "engine / PyTorch" in table and "channels_last" in table and "wall / model" in table
     rows = list(csv.DictReader(open(tmp_path / "rates.csv")))
     keys = {(r["arch"], r["batch_size"], r["family"], r["pack"], r["precision"], r["compile"]) for r in rows}
@@ -147,11 +148,7 @@ def test_a_killed_check_leaves_every_row_measured_so_far(tmp_path):
 
 
 def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("device_check", ROOT / SCRIPT)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = _script()
     assert check.fits(10, 100, 120, 1.0) and not check.fits(10, 115, 120, 1.0)
     assert not check.fits(10, 100, 120, 2.5)  # rows so far ran 2.5x slower than expected: 25 s do not fit in 20
     assert check.fits(10, 100, 120, 0.5)  # never trusts rows to run faster than expected
@@ -161,3 +158,32 @@ def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note(tmp_path):
     body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
     assert body and all("skipped: budget" in line for line in body)
     assert (tmp_path / "rates.csv").read_text().startswith("arch,width,batch_size,family,pack,precision,images_per_s")
+
+
+def _script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("device_check", ROOT / SCRIPT)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    return check
+
+
+def test_the_resume_row_names_every_op_that_refuses_determinism():
+    """Under use_deterministic_algorithms(True, warn_only=True) an op with no deterministic
+    implementation warns and goes on: each one's name is collected (here two such warnings, as torch
+    words them), the setting is off again afterwards, and other warnings are no refusal."""
+    import warnings
+
+    import torch
+
+    check = _script()
+    refused: set[str] = set()
+    with check.deterministic_ops(refused):
+        assert torch.are_deterministic_algorithms_enabled()
+        for op in ("scatter_add_cuda_kernel", "index_add_cuda_", "scatter_add_cuda_kernel"):
+            warnings.warn(f"{op} does not have a deterministic implementation, but you set "
+                          "'torch.use_deterministic_algorithms(True, warn_only=True)'.", UserWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    assert refused == {"scatter_add_cuda_kernel", "index_add_cuda_"}
+    assert not torch.are_deterministic_algorithms_enabled()
