@@ -10,8 +10,9 @@ Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
 
 1. versions; matmul peaks in bf16, tf32 and float32;
 2. single ResNet-9 runs at b = 16/32/64/128/256 (Adam; SGD at 16 and 128);
-3. the ResNet-9 pack shapes ``config/paper.yaml`` plans, most GPU-hours first, then its ResNet-56
-   and ResNet-110 shapes (as many as their share of the plan allows: ``--plan`` lists those left out);
+3. the pack shapes ``config/paper.yaml`` plans, ResNet-9 first, then ResNet-56 and ResNet-110, most
+   GPU-hours first: the largest shape of every rate kind (architecture, batch size, optimizer family,
+   precision), then as many more as their share of the plan allows (``--plan`` lists those left out);
 4. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms for two shapes;
    ``compute.memory_format: channels_last`` and bf16, each for the three pack shapes with the most
    GPU-hours (each row says its speed-up over the same shape's row of step 3);
@@ -146,6 +147,13 @@ def expected_seconds(row: dict, quick: bool) -> float:
     raise ValueError(f"unknown row kind {kind!r}")
 
 
+def rate_kind(shape: dict) -> tuple:
+    """What a rate is kept per, pack sizes aside (``rates.csv``): architecture, batch size, optimizer family, precision."""
+    from initmem.pipeline.rates import family
+
+    return shape["arch"], shape["batch_size"], family(shape["optimizer"]), shape["precision"]
+
+
 def train_row(arch: str, width: int, b: int, opt: str, pack: int, precision: str, **extra) -> dict:
     return {"kind": "train", "arch": arch, "width": width, "b": b, "opt": opt, "pack": pack, "precision": precision,
             "compile": False} | extra
@@ -164,7 +172,7 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     if quick:
         singles = [(16, "adam"), (16, "sgd")]
     rows += [train_row("resnet9", width, b, opt, 1, precision) for b, opt in singles]
-    left_out = []
+    left_out, covered = [], set()
     for group, archs in (("resnet9", ("resnet9",)), ("deep", ("resnet56", "resnet110"))):
         spent, taken = 0.0, 0
         members = [s for s in shapes if s["arch"] in archs]
@@ -177,12 +185,14 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
             cost = expected_seconds(row, quick)
             if quick:
                 skip = shape["pack"] == 1 or taken >= (2 if group == "resnet9" else 1)
-            else:
-                skip = shape["pack"] == 1 or shape["hours"] < floor or spent + cost > PACK_SHARE_S[group]
+            else:  # the first (most hours) shape of every rate kind, then the others by hours within the group's share
+                skip = rate_kind(shape) in covered and (shape["pack"] == 1 or shape["hours"] < floor
+                                                        or spent + cost > PACK_SHARE_S[group])
             if skip:
                 left_out.append(shape)
                 continue
             rows.append(row)
+            covered.add(rate_kind(shape))
             spent, taken = spent + cost, taken + 1
     packs = [r for r in rows if r["kind"] == "train" and r["pack"] > 1]
     top = packs[:3]
@@ -239,9 +249,12 @@ def print_plan(rows: list[dict], left_out: list[dict], where: str) -> None:
     hours = sum(s["hours"] for s in left_out)
     every = hours + sum(r.get("hours") or 0 for r in rows)
     print(f"total ~{total:.0f} s ({total / 60:.1f} min) with {STARTUP_S} s start-up; budget {BUDGET_S} s")
+    kinds = {rate_kind(s) for s in left_out} | {rate_kind({**r, "batch_size": r["b"], "optimizer": r["opt"]}) for r in rows if r.get("hours")}
+    measured = {rate_kind({**r, "batch_size": r["b"], "optimizer": r["opt"]}) for r in rows if r.get("hours")}
+    print(f"planned rate kinds (architecture, batch size, optimizer family, precision) with a measured row: {len(measured)} of {len(kinds)}")
     if left_out:
         print(f"planned shapes not measured: {len(left_out)} ({hours:,.0f} of {every:,.0f} planned GPU-hours; the rate model "
-              "reads them off the measured packs around them, never faster than the nearest larger one)")
+              "reads them off the measured packs of their kind, never faster than the nearest larger one)")
 
 
 # --- measurement ------------------------------------------------------------------------------

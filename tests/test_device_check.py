@@ -187,3 +187,20 @@ def test_the_resume_row_names_every_op_that_refuses_determinism():
         warnings.warn("something else", UserWarning, stacklevel=1)
     assert refused == {"scatter_add_cuda_kernel", "index_add_cuda_"}
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_the_plan_measures_every_rate_kind_the_paper_plans():
+    """Every (architecture, batch size, optimizer family, precision) that config/paper.yaml plans has
+    a measured pack row (Muon's b=16 and b=32 ResNet-9 packs included), so no planned hour rests on the
+    defaults for want of a row of its kind."""
+    from initmem.pipeline.rates import family
+
+    check = _script()
+    source = json.loads((ROOT / "benchmarks" / "device_check_shapes.json").read_text())
+    rows, _ = check.plan_rows(False, source)
+    planned = {(s["arch"], s["batch_size"], s["family"], s["precision"]) for s in source["shapes"]}
+    measured = {(r["arch"], r["b"], family(r["opt"]), r["precision"]) for r in rows if r["kind"] == "train" and r.get("hours")}
+    assert planned == measured and len(planned) == 27
+    assert {("resnet9", 16, "muon", "tf32"), ("resnet9", 32, "muon", "tf32")} <= measured
+    plan = _check("--plan").stdout
+    assert "with a measured row: 27 of 27" in plan
