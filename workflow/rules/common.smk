@@ -93,6 +93,7 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
     checkpoint_every=config["checkpoint"]["every_epochs"],
     checkpoint_minutes=config["checkpoint"].get("every_minutes", 0),
     keep_checkpoints=config["checkpoint"]["keep"],
+    attempts=config["compute"].get("attempts", 1),
 ))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -16,7 +17,8 @@ from typing import TextIO
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
 from initmem.engine.device import device_environment, pick_device
-from initmem.engine.train import Preempted, Tensors, install_stop_handlers, train_run
+from initmem.engine.train import Preempted, StopRequest, Tensors, install_stop_handlers, train_run
+from initmem.pipeline.continuation import continue_after_stop
 from initmem.pipeline.planning import read_plan
 from initmem.pipeline.records import write_pack
 
@@ -81,7 +83,9 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
 
     ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
     memory_format, max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
-    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume).
+    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume);
+    a Slurm job stopped at its time limit first requeues itself (:mod:`initmem.pipeline.continuation`,
+    up to ``attempts`` - 1 times).
     """
     import torch
 
@@ -102,6 +106,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
                              memory_format=settings.get("memory_format", "contiguous"), log=sys.stderr)  # read now: the job's log may have replaced it
     except Preempted as exc:
         print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
+        print(continue_after_stop(StopRequest.reason, int(settings.get("attempts", 1)), os.environ), file=sys.stderr, flush=True)
         sys.exit(PREEMPTED_EXIT)
     for member, record in zip(members, records, strict=True):
         record["key"] = member["key"]
