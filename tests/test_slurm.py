@@ -130,7 +130,7 @@ def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
 # One run long enough to be stopped in the middle (300 short epochs); its runtime request comes out
 # at 8 minutes (3 from the rate, 1.5x margin, + 5), so the profile's own signal comes 3 minutes in.
 SLURM_LONG = tiny_config({"main": {"grid": {"sigma_w": [1.0], "seed": [0]}}}, epochs=300)
-SLURM_LONG["compute"]["images_per_second"] = 250
+SLURM_LONG["compute"].update(images_per_second=250, attempts=3)  # attempts as in paper.yaml: 2 continuations
 
 
 @pytest.mark.slow
