@@ -2,7 +2,8 @@
 training job reaches, over its state, for a paper-sized pack (default: 8 x ResNet-9 width 64 with
 Adam state, 602 MiB). Each measurement runs in a fresh subprocess and reads its peak RSS
 (``VmHWM``, reset to the current RSS just before): ``base`` after building the state, ``save`` after ``save_checkpoint``, ``load`` in
-another process after ``load_checkpoint`` (without building the state first, as a resumed job does).
+another process after ``load_checkpoint`` (without building the state first, as a resumed job does);
+and the seconds of each call (the save: off the device, hashed, written and fsync'ed).
 
 usage: python benchmarks/checkpoint_memory.py [--pack 8] [--width 64] [--optimizer adam] [--device cpu|cuda]
 Needs only torch and numpy (imports initmem from workflow/). Target: save and load peaks over the
@@ -17,6 +18,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 WORKFLOW = str(Path(__file__).resolve().parents[1] / "workflow")
@@ -84,15 +86,19 @@ def child(args: argparse.Namespace) -> None:
         if args.device == "cuda":
             torch.cuda.synchronize()
         base = _reset_peak()
+        start = time.perf_counter()
         save_checkpoint(Path(args.file), spec, payload)
-        print(json.dumps({"state_mib": state_mib, "base_mib": base, "peak_mib": _peak_mib()}))
+        seconds = time.perf_counter() - start
+        print(json.dumps({"state_mib": state_mib, "base_mib": base, "peak_mib": _peak_mib(), "seconds": seconds}))
     else:
         import torch
 
         base = _reset_peak()
+        start = time.perf_counter()
         obj = load_checkpoint(Path(args.file), spec, map_location=args.device)
+        seconds = time.perf_counter() - start
         assert obj is not None
-        print(json.dumps({"base_mib": base, "peak_mib": _peak_mib()}))
+        print(json.dumps({"base_mib": base, "peak_mib": _peak_mib(), "seconds": seconds}))
 
 
 def measure(pack: int = 8, width: int = 64, optimizer: str = "adam", device: str = "cpu") -> dict:
@@ -105,16 +111,18 @@ def measure(pack: int = 8, width: int = 64, optimizer: str = "adam", device: str
         load = json.loads(subprocess.run(common + ["--child", "load"], check=True, capture_output=True, text=True).stdout)
         size = Path(file).stat().st_size / 2**20
     return {"state_mib": save["state_mib"], "file_mib": size, "save_mib": save["peak_mib"] - save["base_mib"],
-            "load_mib": load["peak_mib"] - load["base_mib"]}
+            "load_mib": load["peak_mib"] - load["base_mib"], "save_s": save["seconds"], "load_s": load["seconds"]}
 
 
 def table(pack: int, width: int, optimizer: str, device: str) -> str:
     """The benchmark's markdown table."""
     m = measure(pack, width, optimizer, device)
-    return ("| pack | state MiB | file MiB | save: host peak over base MiB | x state | load: host peak over base MiB | x state |\n"
-            "|---|---:|---:|---:|---:|---:|---:|\n"
+    return ("| pack | state MiB | file MiB | save: host peak over base MiB | x state | load: host peak over base MiB | x state "
+            "| save s | load s |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
             f"| {pack} x ResNet-9 w{width} + {optimizer} ({device}) | {m['state_mib']:.0f} | {m['file_mib']:.0f} | "
-            f"{m['save_mib']:.0f} | {m['save_mib'] / m['state_mib']:.2f} | {m['load_mib']:.0f} | {m['load_mib'] / m['state_mib']:.2f} |")
+            f"{m['save_mib']:.0f} | {m['save_mib'] / m['state_mib']:.2f} | {m['load_mib']:.0f} | {m['load_mib'] / m['state_mib']:.2f} "
+            f"| {m['save_s']:.1f} | {m['load_s']:.1f} |")
 
 
 def main() -> None:

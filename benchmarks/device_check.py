@@ -1,21 +1,26 @@
 """The device check: what a first GPU session must measure, in the order it matters, within a lent
 15-minute window (the plan is <= 7 minutes on an H200 with its own compiles, leaving time for the
 machine's start and one rerun). Needs only a Python with torch >= 2.6 and numpy: the library is
-imported from this checkout; the planner's shapes come from ``config/paper.yaml`` where PyYAML is
-installed, else from ``benchmarks/device_check_shapes.json`` (the planner's output, kept equal to it
-by ``tests/test_device_check.py``; ``--write-shapes`` regenerates it).
+imported from this checkout; the planner's shapes come from ``config/paper.yaml`` where the planner
+runs (PyYAML and jsonschema installed), else from ``benchmarks/device_check_shapes.json`` (the
+planner's output, kept equal to it by ``tests/test_device_check.py``; ``--write-shapes`` regenerates
+it); the table's header says which.
 
 Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
 
 1. versions; matmul peaks in bf16, tf32 and float32;
 2. single ResNet-9 runs at b = 16/32/64/128/256 (Adam; SGD at 16 and 128);
-3. the ResNet-9 pack shapes ``config/paper.yaml`` plans, most GPU-hours first, then its ResNet-56
-   and ResNet-110 shapes (as many as their share of the plan allows: ``--plan`` lists those left out);
-4. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms, and channels_last,
-   for two shapes each; bf16 for the three shapes with the most GPU-hours;
+3. the pack shapes ``config/paper.yaml`` plans, ResNet-9 first, then ResNet-56 and ResNet-110, most
+   GPU-hours first: the largest shape of every rate kind (architecture, batch size, optimizer family,
+   precision), then as many more as their share of the plan allows (``--plan`` lists those left out);
+4. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms for two shapes;
+   ``compute.memory_format: channels_last`` and bf16, each for the three pack shapes with the most
+   GPU-hours (each row says its speed-up over the same shape's row of step 3);
 5. one real pack epoch with evaluation (the paper's data sizes): its wall time against the step rate;
 6. resume bit-identity on the device (a pack with augmentation stopped by SIGTERM mid-epoch 2 in one
-   process and resumed in another equals an uninterrupted one); the TF32 self-check (a conv and a matmul);
+   process and resumed in another equals an uninterrupted one), every process under
+   ``torch.use_deterministic_algorithms(True, warn_only=True)``, naming each op that has no
+   deterministic implementation there; the TF32 self-check (a conv and a matmul);
 7. peer rows: the same ResNet-9 in plain PyTorch (``benchmarks/peer.py``) at b=16 and b=128, against
    the engine's single-run rows of step 2;
 8. ``compile: step`` (the whole step as CUDA graphs), if time remains.
@@ -31,14 +36,16 @@ leaves everything measured so far): ``device_check.md`` (the table) and ``rates.
 arch, width, batch size, optimizer family, pack, precision and compile; the slowest optimizer of a
 family counts): what ``compute.rate_table`` reads (``initmem/pipeline/rates.py``).
 
-usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budget SECONDS]
+usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budget SECONDS] [--only GROUPS]
   --plan    print the rows, in order, with their expected seconds on an H200 (no torch needed)
   --quick   CPU, tiny models, seconds (tests/test_device_check.py runs it so it cannot rot)
+  --only    measure only some row groups (train, resume, ...: --help lists them), the others noted as not selected
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -50,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -78,15 +86,17 @@ QUICK = {"width": 4, "pack": 2, "batch": 16, "steps": 2, "warm": 1, "rate": 400.
 
 def planner_shapes() -> tuple[dict, str]:
     """{"shapes": the planner's job shapes of config/paper.yaml (most GPU-hours first), "data": its
-    split sizes}, and where they came from."""
+    split sizes}, and where they came from: the planner where its packages import (PyYAML, jsonschema),
+    else the stored file, saying which package is missing."""
     try:
-        import yaml  # noqa: F401
-    except ImportError:
-        return json.loads(SHAPES_FILE.read_text()), f"{SHAPES_FILE.relative_to(ROOT)} (the planner's output; no PyYAML here)"
-    from initmem.pipeline.configfiles import load_config
-    from initmem.pipeline.estimate import planned_shapes
+        from initmem.pipeline.configfiles import load_config
+        from initmem.pipeline.estimate import planned_shapes
 
-    config = load_config([PAPER_CONFIG])
+        config = load_config([PAPER_CONFIG])
+    except ImportError as exc:  # a bare GPU machine: torch and numpy only
+        missing = exc.name or str(exc)
+        return json.loads(SHAPES_FILE.read_text()), (f"{SHAPES_FILE.relative_to(ROOT)} (the planner's output; "
+                                                     f"the planner cannot run here: no {missing})")
     data = {k: int(config["data"][k]) for k in ("n_train", "n_val", "n_test")}
     return {"shapes": planned_shapes(config), "data": data}, "the planner (initmem.pipeline.estimate.planned_shapes, config/paper.yaml)"
 
@@ -120,15 +130,13 @@ def expected_seconds(row: dict, quick: bool) -> float:
         return 1.0
     if kind == "resume":
         return 12.0 if quick else 25.0  # two child processes (torch import, CUDA context) and a reference
-    if kind in ("train", "peer", "channels_last", "epoch"):
+    if kind in ("train", "peer", "epoch"):
         warm = QUICK["warm"] if quick else WARM_STEPS
         steps = row.get("steps") or timed_steps(row, quick)
         step_s = row["pack"] * row["b"] / job_rate(row, quick)
         call = (0.2 if quick else CALL_S) + row["pack"] * BUILD_S[row["arch"]] * (0.2 if quick else 1.0)
         if kind == "peer":
             return call + (warm + steps) * step_s
-        if kind == "channels_last":
-            return 2 * (call + (warm + steps) * step_s)
         if kind == "epoch":
             n = row["data"]
             return call + row["pack"] * (n["n_train"] + (n["n_val"] + n["n_test"]) / 3) / job_rate(row, quick)
@@ -137,6 +145,13 @@ def expected_seconds(row: dict, quick: bool) -> float:
         calls = 3 if row.get("prime") else 2
         return calls * call + ((calls - 1) * warm + warm + steps) * step_s
     raise ValueError(f"unknown row kind {kind!r}")
+
+
+def rate_kind(shape: dict) -> tuple:
+    """What a rate is kept per, pack sizes aside (``rates.csv``): architecture, batch size, optimizer family, precision."""
+    from initmem.pipeline.rates import family
+
+    return shape["arch"], shape["batch_size"], family(shape["optimizer"]), shape["precision"]
 
 
 def train_row(arch: str, width: int, b: int, opt: str, pack: int, precision: str, **extra) -> dict:
@@ -157,7 +172,7 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     if quick:
         singles = [(16, "adam"), (16, "sgd")]
     rows += [train_row("resnet9", width, b, opt, 1, precision) for b, opt in singles]
-    left_out = []
+    left_out, covered = [], set()
     for group, archs in (("resnet9", ("resnet9",)), ("deep", ("resnet56", "resnet110"))):
         spent, taken = 0.0, 0
         members = [s for s in shapes if s["arch"] in archs]
@@ -170,22 +185,23 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
             cost = expected_seconds(row, quick)
             if quick:
                 skip = shape["pack"] == 1 or taken >= (2 if group == "resnet9" else 1)
-            else:
-                skip = shape["pack"] == 1 or shape["hours"] < floor or spent + cost > PACK_SHARE_S[group]
+            else:  # the first (most hours) shape of every rate kind, then the others by hours within the group's share
+                skip = rate_kind(shape) in covered and (shape["pack"] == 1 or shape["hours"] < floor
+                                                        or spent + cost > PACK_SHARE_S[group])
             if skip:
                 left_out.append(shape)
                 continue
             rows.append(row)
+            covered.add(rate_kind(shape))
             spent, taken = spent + cost, taken + 1
     packs = [r for r in rows if r["kind"] == "train" and r["pack"] > 1]
     top = packs[:3]
     by_b = {r["b"]: r for r in reversed(packs) if r["arch"] == "resnet9"}  # the first planned shape of each batch size
     two = [by_b[b] for b in sorted(by_b)]
     two = two[:1] + two[1:][-1:]  # the smallest and the largest batch
-    rows += [{**r, "cudnn": "benchmark", "prime": True, "jobs": None, "hours": None} for r in two]
-    rows += [dict(kind="channels_last", arch="resnet9", width=width, b=b, opt="adam", pack=1, precision=precision)
-             for b in ((16, 128) if not quick else (16,))]
-    rows += [{**r, "precision": "bf16", "jobs": None, "hours": None} for r in top]
+    rows += [{**r, "cudnn": "benchmark", "prime": True, "jobs": None, "hours": None, "group": "autotune"} for r in two]
+    rows += [{**r, "memory_format": "channels_last", "jobs": None, "hours": None, "group": "channels_last"} for r in top]
+    rows += [{**r, "precision": "bf16", "jobs": None, "hours": None, "group": "bf16"} for r in top]
     epoch = max((r for r in packs if r["arch"] == "resnet9"), key=lambda r: r.get("jobs") or 0, default=None)
     if epoch is not None:
         n = {"n_train": 48, "n_val": 16, "n_test": 16} if quick else data
@@ -193,10 +209,18 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     rows += [dict(kind="resume"), dict(kind="tf32")]
     rows += [dict(kind="peer", arch="resnet9", width=width, b=b, opt=o, pack=1, precision=precision)
              for b in ((16, 128) if not quick else (16,)) for o in ("adam", "sgd")]
-    rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step")]
+    rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step", group="compile")]
     for r in rows:
         r["expected_s"] = round(expected_seconds(r, quick), 1)
     return rows, left_out
+
+
+ROW_GROUPS = ("versions", "matmul", "train", "autotune", "channels_last", "bf16", "epoch", "resume", "tf32", "peer", "compile")
+
+
+def row_group(r: dict) -> str:
+    """The row's group for ``--only``: its kind, or what a training row compares (autotune, bf16, compile)."""
+    return r.get("group") or r["kind"]
 
 
 def describe_row(r: dict) -> str:
@@ -209,9 +233,10 @@ def describe_row(r: dict) -> str:
     if kind in ("resume", "tf32"):
         return {"resume": "resume bit-identity (SIGTERM mid-epoch, another process resumes)", "tf32": "TF32 self-check (conv, matmul)"}[kind]
     shape = f"{r['arch']} w{r['width']} b{r['b']} {r['opt']} x{r['pack']}"
-    what = {"train": "pack" if r["pack"] > 1 else "single run", "peer": "plain PyTorch peer", "channels_last": "channels_last vs NCHW",
+    what = {"train": "pack" if r["pack"] > 1 else "single run", "peer": "plain PyTorch peer",
             "epoch": "one real pack epoch + evaluation"}[kind]
     extra = [x for x in (r.get("cudnn") and "cuDNN autotuned", r.get("compile") and f"compile {r['compile']}",
+                         r.get("memory_format") and r["memory_format"],
                          r.get("jobs") and f"{r['jobs']} jobs, {r['hours']:,.0f} h planned") if x]
     return f"{what}: {shape}" + (f" ({', '.join(extra)})" if extra else "")
 
@@ -224,9 +249,12 @@ def print_plan(rows: list[dict], left_out: list[dict], where: str) -> None:
     hours = sum(s["hours"] for s in left_out)
     every = hours + sum(r.get("hours") or 0 for r in rows)
     print(f"total ~{total:.0f} s ({total / 60:.1f} min) with {STARTUP_S} s start-up; budget {BUDGET_S} s")
+    kinds = {rate_kind(s) for s in left_out} | {rate_kind({**r, "batch_size": r["b"], "optimizer": r["opt"]}) for r in rows if r.get("hours")}
+    measured = {rate_kind({**r, "batch_size": r["b"], "optimizer": r["opt"]}) for r in rows if r.get("hours")}
+    print(f"planned rate kinds (architecture, batch size, optimizer family, precision) with a measured row: {len(measured)} of {len(kinds)}")
     if left_out:
         print(f"planned shapes not measured: {len(left_out)} ({hours:,.0f} of {every:,.0f} planned GPU-hours; the rate model "
-              "reads them off the measured packs around them, never faster than the nearest larger one)")
+              "reads them off the measured packs of their kind, never faster than the nearest larger one)")
 
 
 # --- measurement ------------------------------------------------------------------------------
@@ -261,7 +289,15 @@ def matmul_peak(device, precision: str, quick: bool) -> dict:
     return {"result": f"{2 * n ** 3 * reps / seconds / 1e12:,.1f} TFLOP/s ({n}x{n}x{n})"}
 
 
-def measure_train(row: dict, device, quick: bool, pool) -> dict:
+def baseline(row: dict, rows: list[dict]) -> dict | None:
+    """The measured row of the same shape as ``row`` in the trainer's default settings (no row group),
+    which an autotune, channels_last, bf16 or compile row is compared with."""
+    keys = ("arch", "width", "b", "opt", "pack")
+    return next((r for r in rows if r["kind"] == "train" and not r.get("group") and r.get("images_per_s")
+                 and all(r[k] == row[k] for k in keys)), None)
+
+
+def measure_train(row: dict, device, quick: bool, pool, rows: list[dict]) -> dict:
     import torch
     from peer import compiled_images_per_second, engine_images_per_second
 
@@ -274,15 +310,19 @@ def measure_train(row: dict, device, quick: bool, pool) -> dict:
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         shape = (row["arch"], row["width"], row["b"], row["opt"], row["pack"], steps, device)
+        layout = row.get("memory_format", "contiguous")
         if row["compile"]:  # each training compiles anew: time the second of two epochs in one training
-            ips = compiled_images_per_second(*shape, precision=row["precision"], compile=row["compile"], pool=pool)
+            ips = compiled_images_per_second(*shape, precision=row["precision"], compile=row["compile"], pool=pool, memory_format=layout)
         else:
-            ips, _ = engine_images_per_second(*shape, warm=warm, precision=row["precision"], pool=pool, prime=bool(row.get("prime")))
+            ips, _ = engine_images_per_second(*shape, warm=warm, precision=row["precision"], pool=pool, prime=bool(row.get("prime")),
+                                              memory_format=layout)
     finally:
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = flags
     out = {"images_per_s": ips, "result": f"{steps} steps timed"}
     if device.type == "cuda":
         out["result"] += f", peak {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB"
+    if row.get("group") and (base := baseline(row, rows)):
+        out["result"] += f"; {ips / base['images_per_s']:.2f}x the default row ({base['precision']}, NCHW, deterministic)"
     return out
 
 
@@ -294,7 +334,7 @@ def measure_epoch(row: dict, device, rows: list[dict], pool) -> dict:
     steps = math.ceil(n["n_train"] / row["b"])
     wall = engine_train_seconds(row["arch"], row["width"], row["b"], row["opt"], row["pack"], steps, device,
                                 precision=row["precision"], pool=pool, n_eval=n["n_val"])
-    same = next((r for r in rows if r["kind"] == "train" and r.get("images_per_s") and not r.get("cudnn") and not r["compile"]
+    same = next((r for r in rows if r["kind"] == "train" and r.get("images_per_s") and not r.get("group")
                  and all(r[k] == row[k] for k in ("arch", "width", "b", "opt", "pack", "precision"))), None)
     result = f"epoch of {steps * row['b']:,} training + {2 * n['n_val']:,} evaluated images per run: {wall:.1f} s"
     if same:
@@ -305,42 +345,13 @@ def measure_epoch(row: dict, device, rows: list[dict], pool) -> dict:
     return {"result": result}
 
 
-def measure_channels_last(row: dict, device, quick: bool) -> dict:
-    """images/s of the engine's model and optimizer (``build_model``, ``KerasOptimizer``) in a plain
-    step loop, NCHW against channels_last."""
-    import torch
-    import torch.nn.functional as F
-    from peer import LR, random_data, steady_rate
-
-    from initmem.engine.models import build_model
-    from initmem.engine.optim import KerasOptimizer
-
-    steps, warm, b = timed_steps(row, quick), (QUICK["warm"] if quick else WARM_STEPS), row["b"]
-    x, y = random_data(b * (warm + steps), device)
-    rates = {}
-    for layout in (torch.contiguous_format, torch.channels_last):
-        model = build_model(row["arch"], row["width"]).to(device).to(memory_format=layout).train()
-        opt = KerasOptimizer(row["opt"], list(model.parameters()))
-        xs = x.contiguous(memory_format=layout)
-
-        def step(i: int, model=model, xs=xs, opt=opt) -> None:
-            loss = F.cross_entropy(model(xs[i * b:(i + 1) * b]), y[i * b:(i + 1) * b])
-            for p in opt.params:
-                p.grad = None
-            loss.backward()
-            opt.step(LR[row["opt"]])
-        rates[layout] = steady_rate(step, warm, steps, b, device)
-    nchw, last = rates[torch.contiguous_format], rates[torch.channels_last]
-    return {"result": f"NCHW {nchw:,.0f} images/s, channels_last {last:,.0f}: {last / nchw:.2f}x"}
-
-
 def measure_peer(row: dict, device, quick: bool, rows: list[dict]) -> dict:
     from peer import peer_images_per_second
 
     ips = peer_images_per_second(row["width"], row["b"], row["opt"], device, timed_steps(row, quick),
                                  warm=QUICK["warm"] if quick else WARM_STEPS)
-    engine = next((r for r in rows if r["kind"] == "train" and r["pack"] == 1 and r.get("images_per_s") and not r["compile"]
-                   and not r.get("cudnn") and (r["b"], r["opt"], r["precision"]) == (row["b"], row["opt"], row["precision"])), None)
+    engine = next((r for r in rows if r["kind"] == "train" and r["pack"] == 1 and r.get("images_per_s") and not r.get("group")
+                   and (r["b"], r["opt"], r["precision"]) == (row["b"], row["opt"], row["precision"])), None)
     result = f"plain PyTorch {ips:,.0f} images/s"
     if engine:
         result += f"; the engine {engine['images_per_s']:,.0f} (its single-run row): engine / PyTorch {engine['images_per_s'] / ips:.2f}"
@@ -360,9 +371,39 @@ def strip_records(records: list[dict]) -> str:
     return json.dumps([{k: v for k, v in r.items() if k not in ("wall_seconds", "env")} for r in records], sort_keys=True)
 
 
+REFUSED = "does not have a deterministic implementation"  # torch's warning for such an op under warn_only
+
+
+@contextlib.contextmanager
+def deterministic_ops(refused: set[str]):
+    """Run the block under ``torch.use_deterministic_algorithms(True, warn_only=True)``: an op with
+    no deterministic implementation on this device warns instead of failing, and its name (the
+    warning's first words) goes into ``refused``, so one run names every such op."""
+    import torch
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        torch.use_deterministic_algorithms(False)
+        refused.update(str(w.message).split(REFUSED)[0].strip() for w in caught if REFUSED in str(w.message))
+
+
 def resume_child(mode: str, folder: Path, quick: bool) -> int:
-    """One process of the resume check: ``stop`` trains until SIGTERM mid-epoch 2 (the trainer's own
-    handler saves the checkpoint); ``resume`` resumes from it and writes its records."""
+    """One process of the resume check, under :func:`deterministic_ops` (the ops that refused go to
+    ``refused-<mode>.json``): ``stop`` trains until SIGTERM mid-epoch 2 (the trainer's own handler
+    saves the checkpoint); ``resume`` resumes from it and writes its records."""
+    refused: set[str] = set()
+    try:
+        with deterministic_ops(refused):
+            return _resume_child(mode, folder, quick)
+    finally:
+        (folder / f"refused-{mode}.json").write_text(json.dumps(sorted(refused)))
+
+
+def _resume_child(mode: str, folder: Path, quick: bool) -> int:
     import torch
 
     from initmem.engine.packed import train_packed
@@ -394,20 +435,28 @@ def resume_child(mode: str, folder: Path, quick: bool) -> int:
 
 
 def measure_resume(device, quick: bool) -> dict:
+    """Resume bit-identity, every process under :func:`deterministic_ops`, and the ops that refused."""
     from initmem.engine.packed import train_packed
 
     runs, data, _ = resume_setup(device, quick)
-    reference = strip_records(train_packed(runs, data, device=device, log=None))
+    refused: set[str] = set()
+    with deterministic_ops(refused):
+        reference = strip_records(train_packed(runs, data, device=device, log=None))
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("stop", "resume"):
             args = [sys.executable, __file__, "--resume-child", mode, "--out", tmp] + (["--quick"] if quick else [])
             proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            if (Path(tmp) / f"refused-{mode}.json").exists():
+                refused.update(json.loads((Path(tmp) / f"refused-{mode}.json").read_text()))
             if proc.returncode != 0:
                 tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:160]
-                return {"result": f"FAILED: the {mode} process exited {proc.returncode}: {tail}"}
+                return {"result": f"FAILED: the {mode} process exited {proc.returncode}: {tail}", "refused": sorted(refused)}
         same = (Path(tmp) / "resumed.json").read_text() == reference
+    ops = (f"ops with no deterministic implementation on {device.type}: {', '.join(sorted(refused))}" if refused
+           else "no op refused")
     return {"result": f"resume on {device.type}: a pack stopped by SIGTERM mid-epoch 2 and resumed in another process is "
-                      f"{'bit-identical' if same else 'NOT bit-identical'} to an uninterrupted one"}
+                      f"{'bit-identical' if same else 'NOT bit-identical'} to an uninterrupted one; under "
+                      f"torch.use_deterministic_algorithms(True): {ops}", "refused": sorted(refused)}
 
 
 def measure_tf32(device) -> dict:
@@ -439,11 +488,9 @@ def measure(row: dict, device, quick: bool, rows: list[dict], pool) -> dict:
     if kind == "matmul":
         return matmul_peak(device, row["precision"], quick)
     if kind == "train":
-        return measure_train(row, device, quick, pool)
+        return measure_train(row, device, quick, pool, rows)
     if kind == "epoch":
         return measure_epoch(row, device, rows, pool)
-    if kind == "channels_last":
-        return measure_channels_last(row, device, quick)
     if kind == "peer":
         return measure_peer(row, device, quick, rows)
     if kind == "resume":
@@ -471,12 +518,13 @@ def table_text(rows: list[dict], header: str, quick: bool) -> str:
 
 
 def rates_text(rows: list[dict], device_name: str) -> str:
-    """rates.csv: per key the slowest optimizer of a family; the trainer's settings only (deterministic cuDNN)."""
+    """rates.csv: per key the slowest optimizer of a family; the trainer's default settings only
+    (deterministic cuDNN, NCHW)."""
     from initmem.pipeline.rates import COLUMNS, COMPILE_LABELS, family
 
     slowest: dict[tuple, float] = {}
     for r in rows:
-        if r["kind"] != "train" or not r.get("images_per_s") or r.get("cudnn"):
+        if r["kind"] != "train" or not r.get("images_per_s") or r.get("cudnn") or r.get("memory_format"):
             continue
         key = (r["arch"], r["width"], r["b"], family(r["opt"]), r["pack"], r["precision"], COMPILE_LABELS[r["compile"]])
         slowest[key] = min(slowest.get(key, math.inf), r["images_per_s"])
@@ -540,7 +588,9 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         elapsed = time.perf_counter() - STARTED
         slowdown = spent_actual / spent_expected if spent_expected else 1.0
-        if not fits(row["expected_s"], elapsed, budget, slowdown):
+        if args.only and row_group(row) not in args.only:
+            row["note"] = "not selected (--only)"
+        elif not fits(row["expected_s"], elapsed, budget, slowdown):
             row["note"] = f"skipped: budget (~{row['expected_s'] * max(1.0, slowdown):.0f} s expected, {budget - elapsed:.0f} s left)"
         else:
             start = time.perf_counter()
@@ -564,15 +614,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CPU, tiny models, seconds: the CI check of this script")
     parser.add_argument("--out", default=str(HERE / "device_check"))
     parser.add_argument("--budget", type=float, help=f"seconds for the whole check (default {BUDGET_S}; quick: 300)")
-    parser.add_argument("--write-shapes", action="store_true", help=f"write {SHAPES_FILE.name} from the planner (needs PyYAML)")
+    parser.add_argument("--only", type=lambda v: set(v.split(",")), metavar="GROUPS",
+                        help=f"measure only these row groups, comma-separated: {', '.join(ROW_GROUPS)} (e.g. to rerun one that failed)")
+    parser.add_argument("--write-shapes", action="store_true", help=f"write {SHAPES_FILE.name} from the planner (needs PyYAML and jsonschema)")
     parser.add_argument("--resume-child", choices=("stop", "resume"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.only and args.only - set(ROW_GROUPS):
+        parser.error(f"--only: unknown row group(s) {', '.join(sorted(args.only - set(ROW_GROUPS)))}; choose from {', '.join(ROW_GROUPS)}")
     if args.resume_child:
         return resume_child(args.resume_child, Path(args.out), args.quick)
     if args.write_shapes:
         from initmem.io import write_json
 
-        write_json(SHAPES_FILE, planner_shapes()[0])
+        source, where = planner_shapes()
+        if where.startswith(str(SHAPES_FILE.relative_to(ROOT))):
+            print(f"device_check: --write-shapes needs the planner; {where}", file=sys.stderr)
+            return 2
+        write_json(SHAPES_FILE, source)
         print(f"wrote {SHAPES_FILE}")
         return 0
     if args.plan:

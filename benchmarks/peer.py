@@ -125,7 +125,7 @@ def engine_data(n_train: int, n_eval: int, device: torch.device, pool: tuple[tor
 def engine_train_seconds(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int,
                          device: torch.device, *, precision: str = "float32", compile: bool | str = False,
                          pool: tuple[torch.Tensor, torch.Tensor] | None = None, n_eval: int | None = None,
-                         epochs: int = 1, log=None) -> float:
+                         epochs: int = 1, memory_format: str = "contiguous", log=None) -> float:
     """Wall seconds of ``epochs`` epochs of ``steps`` steps of a job training ``pack`` runs with the
     engine (``train_run`` for one, ``train_packed`` for more), model building and evaluation included."""
     from initmem.engine.packed import train_packed
@@ -137,9 +137,9 @@ def engine_train_seconds(arch: str, width: int, batch_size: int, optimizer: str,
     sync(device)
     start = time.perf_counter()
     if pack == 1:
-        train_run(runs[0]["spec"], data, device=device, precision=precision, compile=compile, log=log)
+        train_run(runs[0]["spec"], data, device=device, precision=precision, compile=compile, memory_format=memory_format, log=log)
     else:
-        train_packed(runs, data, device=device, precision=precision, compile=compile, log=log)
+        train_packed(runs, data, device=device, precision=precision, compile=compile, memory_format=memory_format, log=log)
     sync(device)
     return time.perf_counter() - start
 

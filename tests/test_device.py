@@ -88,17 +88,17 @@ def test_optimizer_state_follows_its_parameters_whatever_the_checkpoint_held(tmp
     opt2.step(1e-3)
 
 
-def test_time_based_checkpoints_are_due_after_the_interval_and_never_after_the_last_epoch():
+def test_time_based_checkpoints_are_due_after_the_interval_and_epoch_ones_never_after_the_last_epoch():
     now = [0.0]
     schedule = CheckpointSchedule(every_epochs=10, every_minutes=30, clock=lambda: now[0])
-    assert not schedule.due(1, 300)
+    assert not schedule.due_by_time() and not schedule.due(1, 300)
     now[0] = 31 * 60
-    assert schedule.due(2, 300)
+    assert schedule.due_by_time() and not schedule.due(2, 300)  # at the next step, not at an epoch's end
     schedule.saved()
-    assert not schedule.due(3, 300) and schedule.due(10, 300)
-    now[0] = 100 * 60
+    assert not schedule.due_by_time() and schedule.due(10, 300)
     assert not schedule.due(300, 300)  # the metrics file follows
-    assert not CheckpointSchedule(0, 0, clock=lambda: now[0]).due(5, 300)
+    now[0] = 100 * 60
+    assert not CheckpointSchedule(0, 0, clock=lambda: now[0]).due_by_time()
 
 
 def _no_cuda(monkeypatch, driver: str | None = "550.54.15"):

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import yaml
 from conftest import ROOT
 
@@ -66,12 +67,52 @@ def test_the_plan_reads_the_shapes_from_the_planner_and_its_fallback_equals_the_
     assert yaml  # the planner path is the one taken here
 
 
+def _blocking(tmp_path, module: str) -> dict:
+    """An environment whose Pythons (the check and its child processes) cannot import ``module``,
+    as on a GPU machine that lacks it."""
+    folder = tmp_path / f"no_{module}"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(f"import sys\nsys.modules[{module!r}] = None\n")
+    return ENV | {"PYTHONPATH": str(folder)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["jsonschema", "yaml"])
+def test_the_check_runs_where_the_planner_cannot(tmp_path, module):
+    """A bare GPU machine (torch and numpy, no jsonschema or no PyYAML): --plan lists the same rows
+    from the stored shapes and says so; --quick measures its rows (all but the slow compile row)."""
+    env = _blocking(tmp_path, module)
+    proc = subprocess.run([sys.executable, SCRIPT, "--plan"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"device_check_shapes.json (the planner's output; the planner cannot run here: no {module})" in proc.stdout
+    assert _plan_lines(proc.stdout) == _plan_lines(_check("--plan").stdout)
+    groups = "versions,matmul,train,autotune,channels_last,bf16,epoch,resume,tf32,peer"
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(out), "--budget", "100000", "--only", groups],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    table = (out / "device_check.md").read_text()
+    assert f"the planner cannot run here: no {module}" in table
+    body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert [line for line in body if "not selected" in line] == [line for line in body if "compile step" in line]
+    assert "failed" not in table and "skipped" not in table and "not run yet" not in table, table
+    assert "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
+    rows = list(csv.DictReader(open(out / "rates.csv")))
+    assert {r["arch"] for r in rows} == {"resnet9", "resnet56"} and all(float(r["images_per_s"]) > 0 for r in rows)
+
+
+def test_only_names_the_row_groups_it_knows():
+    proc = _check("--quick", "--only", "train,warp")
+    assert proc.returncode == 2 and "unknown row group(s) warp" in proc.stderr
+
+
 def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path):
     proc = _check("--quick", "--out", str(tmp_path), "--budget", "100000", timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     table = (tmp_path / "device_check.md").read_text()
     assert "skipped" not in table and "failed" not in table, table
     assert "TF32 off works" in table and "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
+    assert "under torch.use_deterministic_algorithms(True): no op refused" in table
     assert "engine / PyTorch" in table and "channels_last" in table and "wall / model" in table
     rows = list(csv.DictReader(open(tmp_path / "rates.csv")))
     keys = {(r["arch"], r["batch_size"], r["family"], r["pack"], r["precision"], r["compile"]) for r in rows}
@@ -107,11 +148,7 @@ def test_a_killed_check_leaves_every_row_measured_so_far(tmp_path):
 
 
 def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("device_check", ROOT / SCRIPT)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = _script()
     assert check.fits(10, 100, 120, 1.0) and not check.fits(10, 115, 120, 1.0)
     assert not check.fits(10, 100, 120, 2.5)  # rows so far ran 2.5x slower than expected: 25 s do not fit in 20
     assert check.fits(10, 100, 120, 0.5)  # never trusts rows to run faster than expected
@@ -121,3 +158,49 @@ def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note(tmp_path):
     body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
     assert body and all("skipped: budget" in line for line in body)
     assert (tmp_path / "rates.csv").read_text().startswith("arch,width,batch_size,family,pack,precision,images_per_s")
+
+
+def _script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("device_check", ROOT / SCRIPT)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    return check
+
+
+def test_the_resume_row_names_every_op_that_refuses_determinism():
+    """Under use_deterministic_algorithms(True, warn_only=True) an op with no deterministic
+    implementation warns and goes on: each one's name is collected (here two such warnings, as torch
+    words them), the setting is off again afterwards, and other warnings are no refusal."""
+    import warnings
+
+    import torch
+
+    check = _script()
+    refused: set[str] = set()
+    with check.deterministic_ops(refused):
+        assert torch.are_deterministic_algorithms_enabled()
+        for op in ("scatter_add_cuda_kernel", "index_add_cuda_", "scatter_add_cuda_kernel"):
+            warnings.warn(f"{op} does not have a deterministic implementation, but you set "
+                          "'torch.use_deterministic_algorithms(True, warn_only=True)'.", UserWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    assert refused == {"scatter_add_cuda_kernel", "index_add_cuda_"}
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_the_plan_measures_every_rate_kind_the_paper_plans():
+    """Every (architecture, batch size, optimizer family, precision) that config/paper.yaml plans has
+    a measured pack row (Muon's b=16 and b=32 ResNet-9 packs included), so no planned hour rests on the
+    defaults for want of a row of its kind."""
+    from initmem.pipeline.rates import family
+
+    check = _script()
+    source = json.loads((ROOT / "benchmarks" / "device_check_shapes.json").read_text())
+    rows, _ = check.plan_rows(False, source)
+    planned = {(s["arch"], s["batch_size"], s["family"], s["precision"]) for s in source["shapes"]}
+    measured = {(r["arch"], r["b"], family(r["opt"]), r["precision"]) for r in rows if r["kind"] == "train" and r.get("hours")}
+    assert planned == measured and len(planned) == 27
+    assert {("resnet9", 16, "muon", "tf32"), ("resnet9", 32, "muon", "tf32")} <= measured
+    plan = _check("--plan").stdout
+    assert "with a measured row: 27 of 27" in plan

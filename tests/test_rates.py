@@ -120,10 +120,32 @@ def test_estimate_prints_a_range_and_names_its_source():
     assert runs == 8200 and low < central < high and 1000 < central < 10000
     assert "source: stated defaults for one H200, not measured" in out.stdout and "tf32" in out.stdout
     assert "engine" not in out.stdout  # no comparison with code that no longer exists
+    assert re.search(r"^rates: all [\d,]+ central GPU-hours rest on the stated defaults", out.stdout, re.M)
     # the checkpoint disk at the Slurm profile's peak concurrency (jobs: 200), the largest packs running
     disk = next(line for line in out.stdout.splitlines() if line.startswith("checkpoint disk with 200 training jobs"))
     between, peak = (float(x) for x in re.findall(r"([\d.]+) TiB (?:between|while)", disk))
     assert 0.6 < between < peak <= 1.1 and peak == pytest.approx(1.5 * between, rel=0.01)
+
+
+def test_estimate_says_which_planned_hours_rest_on_measured_rows_and_which_on_defaults(tmp_path):
+    """A rate table measuring two kinds (ResNet-9 b=128 Adam and SGD): their hours are on measured
+    rows, every other kind's on the defaults, named with its hours."""
+    from initmem.pipeline.estimate import estimate_table, pack_gpu_hours
+
+    table = tmp_path / "rates.csv"
+    table.write_text("arch,width,batch_size,family,pack,precision,images_per_s\n"
+                     "resnet9,64,128,adam,1,tf32,9000\nresnet9,64,128,adam,16,tf32,30000\n"
+                     "resnet9,64,128,sgd,1,tf32,11000\nresnet9,64,128,sgd,16,tf32,36000\n")
+    config = paper()
+    config["compute"]["rate_table"] = str(table)
+    rows = pack_gpu_hours(config)
+    want = sum(h for r in rows.values() for kind, per in r["by_kind"].items() for h in per.values()
+               if kind[:3] in {("resnet9", 128, "adam"), ("resnet9", 128, "sgd")})
+    line = next(x for x in estimate_table(config).splitlines() if x.startswith("rates: "))
+    measured, total, defaults = (float(x.replace(",", "")) for x in re.match(
+        r"rates: measured rows carry ([\d,]+) of ([\d,]+) central GPU-hours, the stated defaults ([\d,]+)", line).groups())
+    assert measured == pytest.approx(want, abs=0.5) and measured + defaults == pytest.approx(total, abs=1)
+    assert re.search(r"ResNet-9 b16 sgd tf32 [\d,]+ h", line) and "ResNet-9 b128 adam" not in line and "and 17 more" in line
 
 
 def test_the_checkpoint_disk_grows_with_the_jobs_at_once():

@@ -65,6 +65,7 @@ BOOKKEEPING = [
     ("pack", "max_models", 2), ("pack", "engine", "vmap"), ("compute", "device", "auto"), ("compute", "threads", 2),
     ("compute", "compile", True), ("compute", "images_per_second", 5.0), ("compute", "max_runtime_minutes", 600),
     ("compute", "rate_table", None), ("checkpoint", "every_minutes", 30), ("data", "seed", 0),
+    ("compute", "memory_format", "channels_last"),
 ]
 
 

@@ -1,6 +1,7 @@
 """The SLURM profile: dry runs anywhere, and against a real single-node Slurm that the test installs
 and starts, only when asked (INITMEM_TEST_SLURM=1, as .ci/run does): it changes the machine."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -124,3 +125,48 @@ def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
         assert (work / f"figures/{fig}.pdf").stat().st_size > 1000
     runs = SLURM_TINY
     assert len(list((work / "results/runs/main").glob("*.json"))) == 4 == 2 * 2 * len(runs["studies"]["main"]["grid"]["seed"])
+
+
+# One run long enough to be stopped in the middle (300 short epochs); its runtime request comes out
+# at 8 minutes (3 from the rate, 1.5x margin, + 5), so the profile's own signal comes 3 minutes in.
+SLURM_LONG = tiny_config({"main": {"grid": {"sigma_w": [1.0], "seed": [0]}}}, epochs=300)
+SLURM_LONG["compute"].update(images_per_second=250, attempts=3)  # attempts as in paper.yaml: 2 continuations
+
+
+@pytest.mark.slow
+def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(cluster, tmp_path):
+    """SIGTERM to the training step with minutes left before its limit (what --signal=TERM@300
+    sends; here `scancel --signal=TERM` once the first epoch is logged): the job saves its
+    checkpoint, requeues itself, runs again under the same job id and finishes, with Snakemake
+    allowed no retry at all."""
+    import time
+
+    from test_workflow import workdir_copy
+
+    work = workdir_copy(tmp_path)
+    shipped_slurm_profile(work)
+    (work / "long.yaml").write_text(yaml.safe_dump(SLURM_LONG, sort_keys=False))
+    cmd = [sys.executable, "-m", "snakemake", "runs", "--profile", "slurm", "--configfile", "long.yaml",
+           "--default-resources", "slurm_partition=gpu", "runtime=10", "mem_mb=1000", "--retries", "0",
+           "--slurm-no-account", "--set-threads", "train=1", "--jobs", "1", "--latency-wait", "10",
+           "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    logs = work / "results/logs/train/main"
+
+    def first_epoch_logged() -> bool:
+        return logs.is_dir() and any("epoch 1/" in p.read_text() for p in logs.glob("*.log"))
+    while not first_epoch_logged():
+        assert proc.poll() is None, proc.stdout.read()[-4000:]
+        time.sleep(0.5)  # polling for the event (the first epoch in the job's log)
+    job = next(j for j in slurm_cluster.job_records() if "rule_train" in j.get("Comment", ""))
+    subprocess.run(["scancel", "--signal=TERM", job["JobId"]], check=True)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-4000:]
+    log = next(logs.glob("*.log")).read_text()
+    assert f"time limit: Slurm job {job['JobId']} requeued, continuation 1 of 2 (no Snakemake retry used)" in log, log[-3000:]
+    assert "resumed at epoch" in log
+    final = next(j for j in slurm_cluster.job_records() if j["JobId"] == job["JobId"])
+    assert final["JobState"] == "COMPLETED" and int(final["Restarts"]) >= 1
+    record = json.loads(next((work / "results/runs/main").glob("*.json")).read_text())
+    assert len(record["history"]["epoch"]) == 300

@@ -221,6 +221,7 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     record = json.loads((work / "results/runs/main" / f"{runs['main'][0].run_id}.json").read_text())
     assert (record["env"]["engine"], record["env"]["pack_size"]) == ("vmap", 4)  # trained in a vectorised pack
     assert record["env"]["compile"] is False  # compute.compile reached the trainer
+    assert record["env"]["memory_format"] == "contiguous"  # and compute.memory_format
     beta = pd.read_csv(work / "results/tables/beta.csv")
     assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
     # the self-contained HTML report carries every figure with its caption

@@ -87,11 +87,13 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
     device=config["compute"]["device"],
     precision=PRECISION,
     compile=config["compute"]["compile"],
+    memory_format=config["compute"].get("memory_format", "contiguous"),
     engine=config["pack"]["engine"],
     max_images=config["pack"]["max_images"],
     checkpoint_every=config["checkpoint"]["every_epochs"],
     checkpoint_minutes=config["checkpoint"].get("every_minutes", 0),
     keep_checkpoints=config["checkpoint"]["keep"],
+    attempts=config["compute"].get("attempts", 1),
 ))
 
 

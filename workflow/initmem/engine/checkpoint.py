@@ -17,6 +17,7 @@ needs the payload at offset 0 of its own file, and the windowed load already hol
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
@@ -139,9 +140,13 @@ def load_checkpoint(path: Path, spec: dict, report: Callable[[str], None] | None
     """The newest good checkpoint for ``spec``, or None when there is none; raises only if all are bad.
 
     Every tensor is placed on ``map_location`` whatever device wrote it. A bad newest checkpoint
-    that the previous one replaces is passed to ``report``.
+    that the previous one replaces, and the leftovers of an interrupted save (removed first), are
+    passed to ``report``.
     """
     path = Path(path)
+    freed = remove_partial_saves(path)
+    if freed and report is not None:
+        report(f"removed {freed / 2**20:,.0f} MiB that an interrupted save of {path.name} left")
     candidates = [p for p in (path, path.with_name(path.name + ".prev")) if p.exists()]
     errors = []
     for p in candidates:
@@ -171,9 +176,10 @@ def set_generator_state(gen: torch.Generator, state: bytes) -> None:
 
 
 class CheckpointSchedule:
-    """When a trainer saves at the end of an epoch: every ``every_epochs`` epochs and, with
-    ``every_minutes``, whenever that much wall time has passed since the last save (a node failure
-    or a SIGKILL then loses at most that much of a long pack's work)."""
+    """When a trainer saves: at the end of every ``every_epochs``-th epoch and, with
+    ``every_minutes``, at the first step that much wall time after the last save, in the middle of an
+    epoch too (a node failure or a SIGKILL then loses at most that much of a long pack's work,
+    however long its epochs)."""
 
     def __init__(self, every_epochs: int = 0, every_minutes: float = 0, clock: Callable[[], float] = time.monotonic):
         self.every_epochs, self.every_seconds, self.clock = int(every_epochs or 0), 60.0 * float(every_minutes or 0), clock
@@ -181,11 +187,11 @@ class CheckpointSchedule:
 
     def due(self, epoch: int, epochs: int) -> bool:
         """Whether to save after finished epoch ``epoch`` of ``epochs`` (never after the last: the metrics follow)."""
-        if epoch >= epochs:
-            return False
-        by_epoch = bool(self.every_epochs) and epoch % self.every_epochs == 0
-        by_time = bool(self.every_seconds) and self.clock() - self.last >= self.every_seconds
-        return by_epoch or by_time
+        return epoch < epochs and bool(self.every_epochs) and epoch % self.every_epochs == 0
+
+    def due_by_time(self) -> bool:
+        """Whether ``every_minutes`` have passed since the last save (asked after every step)."""
+        return bool(self.every_seconds) and self.clock() - self.last >= self.every_seconds
 
     def saved(self) -> None:
         """Restart the wall-time interval (call after each save)."""
@@ -197,7 +203,28 @@ def pack_checkpoint_name(runs: list[dict]) -> str:
     return f"{runs[0]['run_id']}+{len(runs) - 1}.pack.ckpt"
 
 
+def partial_saves(path: Path) -> list[Path]:
+    """The temporary files of saves of ``path`` that never finished (a hard kill mid-save leaves one,
+    as large as the checkpoint; :func:`initmem.io.atomic_path` names them ``.<name>.<random>.part``)."""
+    path = Path(path)
+    return sorted(path.parent.glob(f".{glob.escape(path.name)}.*.part")) if path.parent.is_dir() else []
+
+
+def remove_partial_saves(path: Path) -> int:
+    """Delete :func:`partial_saves` of ``path`` (only one job trains a pack at a time, so none is being
+    written); returns the bytes freed."""
+    freed = 0
+    for part in partial_saves(path):
+        try:
+            freed += part.stat().st_size
+            part.unlink()
+        except FileNotFoundError:
+            pass
+    return freed
+
+
 def remove_checkpoints(path: Path) -> None:
-    """Delete a run's checkpoint and its previous copy."""
+    """Delete a run's checkpoint, its previous copy and what interrupted saves left."""
     for p in (Path(path), Path(path).with_name(Path(path).name + ".prev")):
         p.unlink(missing_ok=True)
+    remove_partial_saves(path)

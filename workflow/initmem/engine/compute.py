@@ -1,5 +1,5 @@
-"""How a trainer's steps run on its device: numeric precision, ``torch.compile``, and the tensors a
-step reads besides its batch. Shared by single runs (:mod:`initmem.engine.train`) and packs
+"""How a trainer's steps run on its device: numeric precision, memory layout, ``torch.compile``, and
+the tensors a step reads besides its batch. Shared by single runs (:mod:`initmem.engine.train`) and packs
 (:mod:`initmem.engine.packed`); none of it changes what a step computes beyond float rounding."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import torch
 
 EVAL_BATCH = 1000  # images per evaluation forward pass (a pack's: models x images, bounded by max_images)
 PRECISIONS = ("float32", "tf32", "bf16")
+MEMORY_FORMATS = ("contiguous", "channels_last")
 
 
 def loss_dtype(logits: torch.Tensor) -> torch.Tensor:
@@ -33,6 +34,47 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
     if precision == "bf16":
         return lambda device: torch.autocast(device.type, dtype=torch.bfloat16)
     return lambda device: contextlib.nullcontext()
+
+
+class Layout:
+    """``compute.memory_format``: how convolution kernels and images lie in memory. ``contiguous``
+    (NCHW, PyTorch's default) or ``channels_last`` (NHWC, what GPU tensor cores prefer). The values
+    are the same either way: only the convolution algorithms, hence float rounding, can differ, and a
+    checkpoint holds the values (the optimizer's slots per tensor, in its shape), so one written in
+    either layout resumes in the other.
+
+    A single run's kernels and batches are 4-D and take PyTorch's ``channels_last``. A vectorised
+    pack's are stacked along a leading model axis, and ``vmap`` lowers its convolution to one grouped
+    convolution over the (models x out, in, k, k) kernels and the (images, models x C, H, W) batch: a
+    kernel stack lies models, out, k, k, in (each model's kernel NHWC), a batch stack images, H, W,
+    models, C, so that the grouped convolution's operands are NHWC.
+    """
+
+    def __init__(self, memory_format: str = "contiguous"):
+        if memory_format not in MEMORY_FORMATS:
+            raise ValueError(f"unknown compute.memory_format {memory_format!r}; choose one of {MEMORY_FORMATS}")
+        self.channels_last = memory_format == "channels_last"
+
+    def module(self, model: torch.nn.Module) -> torch.nn.Module:
+        """A single run's model with its 4-D kernels in this layout (in place; before the optimizer takes them)."""
+        return model.to(memory_format=torch.channels_last) if self.channels_last else model
+
+    def stacked_kernels(self, params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A pack's stacked parameters with the (models, out, in, k, k) kernels in this layout, as new leaves."""
+        if not self.channels_last:
+            return params
+        return {k: _relaid(v, (0, 1, 3, 4, 2)).requires_grad_(v.requires_grad) if v.dim() == 5 else v for k, v in params.items()}
+
+    def batch(self, x: torch.Tensor) -> torch.Tensor:
+        """Images in this layout: (images, C, H, W), or a pack's stack (models, images, C, H, W)."""
+        if not self.channels_last:
+            return x
+        return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else _relaid(x, (1, 3, 4, 0, 2))
+
+
+def _relaid(t: torch.Tensor, order: tuple[int, ...]) -> torch.Tensor:
+    """``t``'s values stored with its axes ``order`` from the slowest to the fastest (same shape)."""
+    return t.detach().permute(order).contiguous().permute([order.index(i) for i in range(t.dim())])
 
 
 COMPILE_RECOMPILE_LIMIT = 64  # static shapes: train, last partial batch, evaluation

@@ -9,9 +9,9 @@ clocks, its history, early stopping (Keras ``EarlyStopping(monitor="val_loss", m
 schedule unchanged) and divergence (a non-finite loss ends it as ``diverged``, read once per epoch),
 and the checkpoint. A member that stops is masked, not removed (:meth:`Trainee.mask`).
 
-Checkpoints: saved every ``checkpoint_every`` epochs, at the end of an epoch ``checkpoint_minutes``
-after the last save, at a stop request (SIGTERM or SIGINT, :func:`install_stop_handlers`: then
-:class:`Preempted` is raised) and once more, without the models, when training ends, so that a run
+Checkpoints: saved every ``checkpoint_every`` epochs, at the first step ``checkpoint_minutes`` after
+the last save (in the middle of an epoch too), at a stop request (SIGTERM or SIGINT,
+:func:`install_stop_handlers`: then :class:`Preempted` is raised) and once more, without the models, when training ends, so that a run
 or pack that finished is never trained again, whatever happens before its metrics are written.
 Resuming is bit-identical, also in the middle of an epoch, on whichever device: every restored
 tensor goes to the device its consumer needs (generator states are bytes, the CPU's; model,
@@ -164,17 +164,18 @@ def summarize(history: dict, kernel_norm_init: float) -> dict:
 
 
 def environment(device: torch.device, precision: str = "float32", engine: str = "loop", pack_size: int = 1,
-                compile: bool | str = False) -> dict:
-    """Versions, device, precision, compilation and pack engine recorded in every metrics file."""
+                compile: bool | str = False, memory_format: str = "contiguous") -> dict:
+    """Versions, device, precision, compilation, memory layout and pack engine recorded in every metrics file."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {"initmem": __version__, "torch": torch.__version__, "numpy": np.__version__,
             "python": sys.version.split()[0], "device": f"{device.type}:{name}", "precision": precision,
-            "threads": torch.get_num_threads(), "engine": engine, "pack_size": pack_size, "compile": compile}
+            "threads": torch.get_num_threads(), "engine": engine, "pack_size": pack_size, "compile": compile,
+            "memory_format": memory_format}
 
 
 def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[torch.Generator]], Trainee], *, engine: str,
                device: torch.device, precision: str, compile: bool | str, name: str, checkpoint: Path | None,
-               checkpoint_every: int, checkpoint_minutes: float, log: TextIO | None) -> list[dict]:
+               checkpoint_every: int, checkpoint_minutes: float, log: TextIO | None, memory_format: str = "contiguous") -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, sharing everything but sigma_w and seed) as
     the trainee ``make_trainee(init generators)`` returns; one metrics record per run, in order.
     ``engine`` is recorded in each record's env (the trainee's kind: "loop" one plain model, "vmap" a
@@ -190,7 +191,7 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
     if resumed is not None and resumed.get("finished", False):
         say("finished before the interruption: its record is kept, nothing is trained again")
         return _records(runs, resumed["state"], resumed["state"].wall_seconds,
-                        environment(device, precision, engine, size, compile))
+                        environment(device, precision, engine, size, compile, memory_format))
     streams = [seed_streams(int(r["spec"]["seed"])) for r in runs]
     order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
     trainee = make_trainee([s[0] for s in streams])
@@ -247,6 +248,11 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
                                     "with no checkpoint configured: a restart trains from scratch")
                 save_training()
                 raise Preempted(f"[{name}] {StopRequest.reason}: checkpoint saved at epoch {state.epoch} step {state.step}")
+            if checkpoint is not None and schedule.due_by_time():
+                took = time.perf_counter()
+                save_training()
+                schedule.saved()
+                say(f"checkpoint saved at epoch {state.epoch} step {state.step} ({time.perf_counter() - took:.1f} s)")
         last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
         state.clocks = schedule_clocks(spec, epochs * steps, (state.epoch + 1) * steps, trainee.weight_decay)  # closed form, as the calculator
         recorded = _end_epoch(state, trainee.end_epoch(data, state.seen), last_lr, patience, started)
@@ -265,7 +271,7 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
     for member, r in enumerate(runs):
         if state.members[member].status == "diverged":
             say(f"{r['run_id']} diverged (non-finite loss) after {state.members[member].epoch} finished epochs")
-    return _records(runs, state, time.perf_counter() - started, environment(device, precision, engine, size, compile))
+    return _records(runs, state, time.perf_counter() - started, environment(device, precision, engine, size, compile, memory_format))
 
 
 def _records(runs: list[dict], state: LoopState, wall: float, env: dict) -> list[dict]:

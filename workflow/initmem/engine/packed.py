@@ -31,7 +31,17 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from initmem.engine.compute import EVAL_BATCH, check_compile, compile_forward, compile_step, loss_dtype, set_precision, static_inputs, step_inputs
+from initmem.engine.compute import (
+    EVAL_BATCH,
+    Layout,
+    check_compile,
+    compile_forward,
+    compile_step,
+    loss_dtype,
+    set_precision,
+    static_inputs,
+    step_inputs,
+)
 from initmem.engine.loop import train_loop
 from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
 from initmem.engine.optim import KerasOptimizer, flatten_, mask_rows
@@ -56,9 +66,10 @@ def check_packable(runs: list[dict]) -> None:
 class PackedModel:
     """N models of one architecture as stacked parameters and buffers, called through ``vmap``."""
 
-    def __init__(self, models: list[nn.Module]):
+    def __init__(self, models: list[nn.Module], layout: Layout | None = None):
         params, buffers = stack_module_state(models)
-        self.params: dict[str, torch.Tensor] = params
+        self.layout = layout or Layout()
+        self.params: dict[str, torch.Tensor] = self.layout.stacked_kernels(params)
         self.buffers: dict[str, torch.Tensor] = buffers
         self.buffer_flat = flatten_(list(buffers.values()))  # one buffer: masked members are restored in one operation
         self._keep_buffers: torch.Tensor | None = None  # per element of buffer_flat (eager steps)
@@ -86,7 +97,7 @@ class PackedModel:
 
     def __call__(self, x: torch.Tensor, shared: bool = False) -> torch.Tensor:
         """Logits (models, images, classes) of ``x``: (models, images, C, H, W), or (images, C, H, W) if ``shared``."""
-        return (self._shared if shared else self._own)(self.params, self.buffers, x)
+        return (self._shared if shared else self._own)(self.params, self.buffers, self.layout.batch(x))
 
     def train(self, mode: bool = True) -> None:
         self.base.train(mode)
@@ -189,7 +200,7 @@ class Pack:
     """A vectorised pack and its stacked Keras optimizer: the loop's trainee of many members (a row each)."""
 
     def __init__(self, specs: list[dict], init_gens: list[torch.Generator], device: torch.device, precision: str,
-                 compile: bool | str, max_images: int | None, classes: int = 10):
+                 compile: bool | str, max_images: int | None, classes: int = 10, memory_format: str = "contiguous"):
         autocast = set_precision(precision)
         self.autocast = lambda: autocast(device)
         spec, self.size, self.device = specs[0], len(specs), device
@@ -199,7 +210,7 @@ class Pack:
             init_weights(m, float(s["sigma_w"]), gen)
             models.append(m.to(device))
         self.kernel_norms_init = [kernel_norm(m) for m in models]
-        self.model = PackedModel(models)
+        self.model = PackedModel(models, Layout(memory_format))
         del models
         if compile:
             self.model.compile(training=compile != "step")
@@ -246,16 +257,18 @@ class Pack:
 
 def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None = None, precision: str = "float32",
                  compile: bool | str = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
-                 log: TextIO | None = sys.stderr, checkpoint_minutes: float = 0) -> list[dict]:
+                 log: TextIO | None = sys.stderr, checkpoint_minutes: float = 0, memory_format: str = "contiguous") -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, differing only in sigma_w and seed) as one
     vectorised pack; one metrics record per run, in order, as :func:`initmem.engine.train.train_run` returns.
 
-    ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints and ``compile`` as ``train_run``.
+    ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints, ``compile`` and
+    ``memory_format`` as ``train_run``.
     """
     check_packable(runs)
     check_compile(compile)
     device = device or data.x_train.device
     specs = [r["spec"] for r in runs]
-    return train_loop(runs, data, lambda gens: Pack(specs, gens, device, precision, compile, max_images, data.classes), engine="vmap",
-                      device=device, precision=precision, compile=compile, name=f"pack {runs[0]['run_id']} (+{len(runs) - 1})",
+    return train_loop(runs, data, lambda gens: Pack(specs, gens, device, precision, compile, max_images, data.classes, memory_format),
+                      engine="vmap", device=device, precision=precision, compile=compile, memory_format=memory_format,
+                      name=f"pack {runs[0]['run_id']} (+{len(runs) - 1})",
                       checkpoint=checkpoint, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)

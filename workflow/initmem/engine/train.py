@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from initmem.engine.compute import (
     EVAL_BATCH,
     PRECISIONS,
+    Layout,
     check_compile,
     compile_forward,
     compile_step,
@@ -106,19 +107,22 @@ class SingleRun:
     """One plain model and its Keras optimizer: the loop's trainee of one member (row 0)."""
 
     def __init__(self, spec: dict, init_gen: torch.Generator, device: torch.device, precision: str, compile: bool | str,
-                 classes: int = 10):
+                 classes: int = 10, memory_format: str = "contiguous"):
         autocast = set_precision(precision)
         self.autocast = lambda: autocast(device)
+        layout = Layout(memory_format)
         self.model = build_model(spec["arch"], int(spec["width"]), spec["norm"], spec["pool"], classes).to(device)
         init_weights(self.model, float(spec["sigma_w"]), init_gen)
         self.model.to(device)
-        self.kernel_norms_init = [kernel_norm(self.model)]
-        self.net = compile_forward(self.model, bool(compile))
+        self.kernel_norms_init = [kernel_norm(self.model)]  # before the layout: the same sum whichever it is
+        layout.module(self.model)
+        forward = (lambda x: self.model(layout.batch(x))) if layout.channels_last else self.model
+        self.net = compile_forward(forward, bool(compile))
         self.opt = KerasOptimizer(spec["optimizer"], list(self.model.parameters()), spec["weight_decay"], spec["momentum"],
                                   weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
         self.weight_decay, self.l2 = self.opt.weight_decay, float(spec["l2"])
         self.lr, self.sums = step_inputs(1, device)
-        fwd = self.model if compile == "step" else self.net  # a compiled step traces the module itself
+        fwd = forward if compile == "step" else self.net  # a compiled step traces the module itself
         if compile == "step":
             static_inputs(device, self.opt.buffers() + [self.lr, *self.sums.values()])
         self._step = compile_step(lambda x, y: run_step(fwd, self.model, self.opt, x, y, self.lr, self.l2, self.sums,
@@ -149,19 +153,20 @@ class SingleRun:
 
 def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
               checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32", checkpoint_minutes: float = 0,
-              compile: bool | str = False, log: TextIO | None = sys.stderr) -> dict:
+              compile: bool | str = False, memory_format: str = "contiguous", log: TextIO | None = sys.stderr) -> dict:
     """Train one run and return its metrics record (docs/outputs.md). This is the reference
     trainer; :func:`initmem.engine.packed.train_packed` trains many at once with the same semantics.
 
     With ``checkpoint`` set, resumes from it (on ``device``, whichever device wrote it) when present and
-    saves it every ``checkpoint_every`` epochs, at the end of any epoch ``checkpoint_minutes`` after
-    the last save, on SIGTERM or SIGINT (then raises :class:`Preempted`) and when the run ends (a
+    saves it every ``checkpoint_every`` epochs, at the first step ``checkpoint_minutes`` after the
+    last save, on SIGTERM or SIGINT (then raises :class:`Preempted`) and when the run ends (a
     finished run is never trained again). ``compile``: ``True`` compiles the forward pass
     (:func:`compile_forward`), ``"step"`` the whole training step (:func:`compile_step`) and the evaluation's forward.
+    ``memory_format``: the kernels' and images' layout (:class:`initmem.engine.compute.Layout`).
     """
     check_compile(compile)
     device = device or data.x_train.device
     run = {"run_id": run_id, "spec": spec}
-    return train_loop([run], data, lambda gens: SingleRun(spec, gens[0], device, precision, compile, data.classes), engine="loop",
-                      device=device, precision=precision, compile=compile, name=run_id, checkpoint=checkpoint,
-                      checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)[0]
+    return train_loop([run], data, lambda gens: SingleRun(spec, gens[0], device, precision, compile, data.classes, memory_format),
+                      engine="loop", device=device, precision=precision, compile=compile, memory_format=memory_format, name=run_id,
+                      checkpoint=checkpoint, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)[0]

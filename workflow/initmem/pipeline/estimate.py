@@ -9,7 +9,7 @@ from pathlib import Path
 
 from initmem.pipeline.grid import expand_studies
 from initmem.pipeline.planning import plan_studies
-from initmem.pipeline.rates import family
+from initmem.pipeline.rates import DEFAULTS_SOURCE, family
 from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images
 
 PROFILE = Path(__file__).resolve().parents[3] / "slurm" / "config.yaml"  # the Slurm profile of the repository
@@ -41,20 +41,50 @@ def checkpoint_disk(config: dict, jobs: int) -> dict:
 
 def pack_gpu_hours(config: dict) -> dict[str, dict]:
     """Per study of ``config``: runs, jobs (packs as planned from scratch) and GPU-hours (low,
-    central, high) at each pack's :func:`pack_rate`, and the rates' sources. An upper bound where
-    runs stop early (ResNet-56/110)."""
+    central, high) at each pack's :func:`pack_rate`, the rates' sources, and the central hours per
+    rate kind (``by_kind``: (arch, batch size, optimizer family, precision) -> {source: hours}). An
+    upper bound where runs stop early (ResNet-56/110)."""
     out = {}
+    precision = config["compute"]["precision"]
     for study, (packs, _) in plan_studies(config, expand_studies(config)).items():
-        hours, sources, runs = [0.0, 0.0, 0.0], set(), 0
+        hours, sources, runs, by_kind = [0.0, 0.0, 0.0], set(), 0, {}
         for pack in packs.values():
             specs = [spec for _, spec in pack.members]
             rate, images = pack_rate(specs, config["compute"]), sum(run_images(s) for s in specs)
             for i, r in enumerate((rate.high, rate.central, rate.low)):  # a high rate is a low cost
                 hours[i] += images / r / 3600
             sources.add(rate.source)
+            kind = (specs[0]["arch"], int(specs[0]["batch_size"]), family(specs[0]["optimizer"]), precision)
+            per_source = by_kind.setdefault(kind, Counter())
+            per_source[rate.source] += images / rate.central / 3600
             runs += len(specs)
-        out[study] = {"runs": runs, "jobs": len(packs), "hours": tuple(hours), "sources": sources}
+        out[study] = {"runs": runs, "jobs": len(packs), "hours": tuple(hours), "sources": sources, "by_kind": by_kind}
     return out
+
+
+def rate_coverage(rows: dict[str, dict]) -> str:
+    """One line: which planned central GPU-hours rest on measured rates and which on the stated
+    defaults (with the kinds of job that have no measured row, most hours first)."""
+    measured, defaults, other = 0.0, Counter(), 0.0
+    for row in rows.values():
+        for kind, per_source in row["by_kind"].items():
+            for source, hours in per_source.items():
+                if source.startswith("measured"):
+                    measured += hours
+                elif source == DEFAULTS_SOURCE:
+                    defaults[kind] += hours
+                else:
+                    other += hours
+    total = measured + sum(defaults.values()) + other
+    if other and not measured and not defaults:
+        return "rates: every job at the assumed flat rate (compute.images_per_second)"
+    if not measured:
+        return f"rates: all {total:,.0f} central GPU-hours rest on the stated defaults (no compute.rate_table measured on a GPU)"
+    line = f"rates: measured rows carry {measured:,.0f} of {total:,.0f} central GPU-hours, the stated defaults {sum(defaults.values()):,.0f}"
+    if defaults:
+        kinds = [f"{ARCH_NAMES[a]} b{b} {f} {p} {h:,.0f} h" for (a, b, f, p), h in defaults.most_common()]
+        line += " (no measured row: " + ", ".join(kinds[:8]) + (f", and {len(kinds) - 8} more" if len(kinds) > 8 else "") + ")"
+    return line
 
 
 def planned_shapes(config: dict) -> list[dict]:
@@ -132,6 +162,7 @@ def estimate_table(config: dict, jobs: int | None = None) -> str:
     lines.append(f"| all | {sum(r['runs'] for r in rows.values()):,} | {sum(r['jobs'] for r in rows.values()):,} | "
                  f"{total[0]:,.0f} | {total[1]:,.0f} | {total[2]:,.0f} |")
     lines.append("source: " + "; ".join(sorted(set().union(*(r["sources"] for r in rows.values())))))
+    lines.append(rate_coverage(rows))
     if compute.get("images_per_second") is None:
         others = {p: _totals(pack_gpu_hours({**config, "compute": {**compute, "precision": p}}))[1]
                   for p in ("float32", "tf32", "bf16") if p != compute["precision"]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -16,7 +17,8 @@ from typing import TextIO
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
 from initmem.engine.device import device_environment, pick_device
-from initmem.engine.train import Preempted, Tensors, install_stop_handlers, train_run
+from initmem.engine.train import Preempted, StopRequest, Tensors, install_stop_handlers, train_run
+from initmem.pipeline.continuation import continue_after_stop
 from initmem.pipeline.planning import read_plan
 from initmem.pipeline.records import write_pack
 
@@ -26,14 +28,15 @@ PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM or SIGINT after saving a 
 
 def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
                compile: bool = False, max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
-               checkpoint_minutes: float = 0, log: TextIO | None = sys.stderr) -> list[dict]:
+               checkpoint_minutes: float = 0, memory_format: str = "contiguous", log: TextIO | None = sys.stderr) -> list[dict]:
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
     Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
     one vectorised model (:mod:`initmem.engine.packed`); "loop" trains the runs one after another with the
     reference trainer. Either way a run's result does not depend on its pack up to float rounding.
     ``device`` goes through :func:`initmem.engine.device.pick_device` (no silent CPU, one GPU per job) and
-    every record's ``env`` gets :func:`initmem.engine.device.device_environment`.
+    every record's ``env`` gets :func:`initmem.engine.device.device_environment`. ``memory_format``
+    (``compute.memory_format``) changes the layout, not the values: it is no part of a run's key.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
@@ -47,13 +50,15 @@ def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine
 
         ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
         records = train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
-                               checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)
+                               checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, memory_format=memory_format,
+                               log=log)
         return _with_device_env(records, dev)
     records = []
     for r in runs:
         ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
         records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
-                                 checkpoint_minutes=checkpoint_minutes, precision=precision, compile=compile, log=log))
+                                 checkpoint_minutes=checkpoint_minutes, precision=precision, compile=compile,
+                                 memory_format=memory_format, log=log))
     return _with_device_env(records, dev)
 
 
@@ -77,8 +82,10 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     its run's identity ``key``; checkpoints are removed once the file is written.
 
     ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
-    max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
-    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume).
+    memory_format, max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
+    Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume);
+    a Slurm job stopped at its time limit first requeues itself (:mod:`initmem.pipeline.continuation`,
+    up to ``attempts`` - 1 times).
     """
     import torch
 
@@ -96,9 +103,10 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
                              max_images=settings.get("max_images"), checkpoint_dir=ckpt_dir,
                              checkpoint_every=int(settings.get("checkpoint_every", 0)),
                              checkpoint_minutes=float(settings.get("checkpoint_minutes") or 0),
-                             log=sys.stderr)  # read now: the job's log may have replaced it
+                             memory_format=settings.get("memory_format", "contiguous"), log=sys.stderr)  # read now: the job's log may have replaced it
     except Preempted as exc:
         print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
+        print(continue_after_stop(StopRequest.reason, int(settings.get("attempts", 1)), os.environ), file=sys.stderr, flush=True)
         sys.exit(PREEMPTED_EXIT)
     for member, record in zip(members, records, strict=True):
         record["key"] = member["key"]

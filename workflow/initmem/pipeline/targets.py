@@ -60,7 +60,7 @@ def unused_studies_warning(studies: list[str]) -> str | None:
 def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minutes: int | None = None) -> int:
     """Wall-clock estimate of a pack job at ``images_per_second`` (all members together) with a 1.5x
     safety margin, capped at ``max_minutes`` (a cluster's time limit: a capped job is stopped by
-    SIGTERM, checkpoints, and resumes when Snakemake resubmits it).
+    SIGTERM, checkpoints, requeues itself and resumes: :mod:`initmem.pipeline.continuation`).
 
     Per epoch a run processes n_train training images and evaluates n_val + n_test images (about a
     third of the cost of a training image each).
@@ -156,7 +156,7 @@ def fitting_pack_size(specs: list[dict], size: int, compute: dict, where: str) -
         raise ConfigError(
             f"{where}: one run needs ~{one / 60:.0f} h at {rate.central:,.0f} images/s ({rate.source}; 1.5x margin), "
             f"more than compute.attempts = {attempts} x compute.max_runtime_minutes = {cap} "
-            "can give; raise max_runtime_minutes or attempts (the profile's retries + 1), or measure the rate "
+            "can give; raise max_runtime_minutes or attempts (time-limit continuations + 1), or measure the rate "
             "(benchmarks/device_check.py)")
     allowed = math.ceil(one / cap)  # attempts one run needs
     while size > 1 and math.ceil(minutes(size) / cap) > allowed:
