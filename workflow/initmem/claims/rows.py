@@ -105,20 +105,15 @@ def matched(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
                     f"{'/'.join(map(str, sorted(seeds))) or 'none'} ({len(a) - len(ka)} + {len(b) - len(kb)} runs left out)")
 
 
-def regime_columns(cells: list[Cell]) -> dict:
-    reg = V.regime(cells)
-    return {"share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"]}
-
-
 def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estimate | None = None, *,
-        side: Side | None = None, decided: tuple[str, str] | None = None, cells: list[Cell] = (), fitted: bool = True,
+        side: Side | None = None, decided: tuple[str, str] | None = None, cells: list[Cell] = (),
         read_at: str = AT_BEST, note: str = "", missing: str = "", power: str = "", contrast: bool = False) -> dict:
     """One claims.csv row.
 
     ``est`` None: the config lacks what the claim needs (``not measured`` for a direction, with
     ``missing`` as the reason). A direction's verdict is ``decided`` (verdict, note) or the estimate
-    against ``side``; a ``fitted`` claim (about networks trained to fit) whose cells are outside
-    that regime (:func:`initmem.claims.verdicts.regime`) gets ``outside the paper's regime``, and the
+    against ``side``; a claim whose cells are outside the regime its registry entry states
+    (:func:`initmem.claims.registry.regime_check`) gets ``outside the paper's regime``, and the
     verdict of the statistic alone stays in ``statistic_verdict``. An ``inconclusive`` direction
     without its own ``power`` text says how many seeds would decide it (:func:`initmem.claims.power.would_decide`,
     a spread contrast of the two cells when ``contrast``)."""
@@ -170,7 +165,7 @@ def difference(stat):
 
 
 def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.DataFrame, side: Side, scale: str,
-               note: str = "", missing: str = "", fitted: bool = True) -> dict:
+               note: str = "", missing: str = "") -> dict:
     """Directional claim "a's spread exceeds b's" on the paper's ``side`` (:func:`initmem.claims.spreads.contrast_estimate`:
     max - min in both cells, bounded by seed-paired t over every pair of sigma_w), the two run sets matched on sigma_w and seeds (:func:`matched`);
     the note says where a cell's sigma_w profile is not monotone (:func:`initmem.claims.spreads.monotone_test`)."""
@@ -181,7 +176,7 @@ def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.Dat
     if any(c is None for c in cells):
         return row(cid, "direction", quantity, paper, scale, side=side, missing=match)
     est = Sp.contrast_estimate(cells)
-    return row(cid, "direction", quantity, paper, scale, est, side=side, cells=cells, fitted=fitted, contrast=True,
+    return row(cid, "direction", quantity, paper, scale, est, side=side, cells=cells, contrast=True,
                note="; ".join(n for n in (match, note) if n))
 
 

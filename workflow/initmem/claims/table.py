@@ -306,7 +306,7 @@ def recipe_depth_claims(runs: pd.DataFrame) -> list[dict]:
                     est = V.estimate([r9, deep], lambda m, i9=i9, idp=idp: 100 * (m[0][:, i9] - m[1][:, idp]))
                 rows.append(row(f"depth_{arch}_trains_worse_b{b}", "direction",
                                 f"SGD train acc at tau_best, sigma_w={top:g}, b={b}: ResNet-9 minus {arch.replace('resnet', 'ResNet-')} (pp)",
-                                math.nan, scale, est, side=greater(0), cells=[c for c in (r9, deep) if c], fitted=False,
+                                math.nan, scale, est, side=greater(0), cells=[c for c in (r9, deep) if c],
                                 missing=f"main lacks sigma_w={top:g} or b={b}"))
     return rows
 
