@@ -149,18 +149,30 @@ def run_files(study):
     return [f"results/runs/{study}/{r.run_id}.json" for r in RUNS[study]]
 
 
+# Each pack's members with their keys, computed once per invocation: its plan, its resources and
+# each of its run files ask for them (tens of thousands of times at paper scale).
+_MEMBERS = {}
+
+
+def pack_members(study, pack_name):
+    """A pack's members with their identity keys now, by run id. A pack this parse did not plan (a
+    cluster node re-reading the workflow while its own pack trains) is read from its plan file."""
+    if (study, pack_name) not in _MEMBERS:
+        pack = PACKS.get(study, {}).get(pack_name)
+        if pack is not None:
+            members = pack.members
+        else:
+            path = plan_path(PLANS_DIR, study, pack_name)
+            if not path.is_file():
+                raise WorkflowError(f"pack {pack_name} is not part of study {study} in this config")
+            members = [(m["run_id"], m["spec"]) for m in read_plan(path)]
+        _MEMBERS[(study, pack_name)] = {run_id: {"run_id": run_id, "spec": spec, "key": key_of(spec)} for run_id, spec in members}
+    return _MEMBERS[(study, pack_name)]
+
+
 def plan_members(wildcards):
-    """A pack's members with their identity keys now. A pack this parse did not plan (a cluster
-    node re-reading the workflow while its own pack trains) is read from its plan file."""
-    pack = PACKS.get(wildcards.study, {}).get(wildcards.pack)
-    if pack is not None:
-        members = pack.members
-    else:
-        path = plan_path(PLANS_DIR, wildcards.study, wildcards.pack)
-        if not path.is_file():
-            raise WorkflowError(f"pack {wildcards.pack} is not part of study {wildcards.study} in this config")
-        members = [(m["run_id"], m["spec"]) for m in read_plan(path)]
-    return [{"run_id": run_id, "spec": spec, "key": key_of(spec)} for run_id, spec in members]
+    """A pack's members with their identity keys now (:func:`pack_members`)."""
+    return list(pack_members(wildcards.study, wildcards.pack).values())
 
 
 def pack_of_run(wildcards):
@@ -178,7 +190,8 @@ def plan_of_run(wildcards):
 
 def run_key_of(wildcards):
     """The identity key of one configured run."""
-    return key_of(RUN_BY_ID[(wildcards.study, wildcards.run_id)].spec)
+    pack = PACK_OF[(wildcards.study, wildcards.run_id)]
+    return pack_members(wildcards.study, pack)[wildcards.run_id]["key"]
 
 
 def study_tables(studies):
