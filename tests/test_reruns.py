@@ -187,13 +187,39 @@ def test_the_same_command_goes_on_after_an_interruption(work):
     """Ctrl-C between a job's write and Snakemake's bookkeeping leaves a complete file marked
     incomplete; the same command (the workflow profile passes --rerun-incomplete) finishes."""
     run = next((work / "results/runs/main").glob("*.json"))
-    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(run.relative_to(work)).encode()).decode()
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text('{"external_jobid": null}')
+    _mark_incomplete(work, run)
     proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "rule train:" not in proc.stdout + proc.stderr  # nothing retrains: the run is cut again from its pack
     assert run.stat().st_size > 1000 and _plan(work) == {}
+
+
+def _mark_incomplete(work, path):
+    """What Ctrl-C between a job's last write and Snakemake's bookkeeping leaves: the output marked incomplete."""
+    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(path.relative_to(work)).encode()).decode()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text('{"external_jobid": null}')
+
+
+@pytest.mark.slow
+def test_a_finished_pack_marked_incomplete_is_kept_and_the_same_command_does_the_rest(work):
+    """A pack file written whole but marked incomplete (Ctrl-C as its job ended): the next invocation
+    plans every remaining job (not that pack's job alone), retrains nothing finished, and completes."""
+    cfg = copy.deepcopy(BASE)
+    cfg["studies"]["main"]["grid"]["seed"] = [0, 1, 2]  # one more pack to train
+    _write(work, cfg)
+    remaining = _plan(work)
+    assert remaining["train"] == 1 and remaining["run_metrics"] == 2
+    pack = next((work / "results/packs/main").glob("*.json"))
+    finished = [pack, *(work / "results/runs/main").glob("*.json")]
+    before = {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in finished}
+    _mark_incomplete(work, pack)
+    assert _plan(work) == remaining
+    _mark_incomplete(work, pack)  # the dry run let go of the marker: the real invocation meets it too
+    proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    assert (proc.stdout + proc.stderr).count("rule train:") == 1  # the new pack only
+    assert {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in finished} == before
+    assert len(list((work / "results/runs/main").glob("*.json"))) == 6 and _plan(work) == {}
 
 
 @pytest.mark.slow

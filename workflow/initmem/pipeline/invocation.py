@@ -5,7 +5,8 @@ move made when the workflow is parsed (:func:`prepare_invocation`, called once f
 
 Parsing a workflow happens for every invocation, also for one that Snakemake then refuses (another
 Snakemake holds the lock) or that only prints a plan, so parse time writes nothing but the legacy
-data move. The resolved config, which says which config wrote a folder's tables and figures, is
+data move and the removal of stale incomplete markers (:mod:`initmem.pipeline.interrupted`: what
+Snakemake is about to read, so that a dry run shows what the run will do). The resolved config, which says which config wrote a folder's tables and figures, is
 written by Snakemake's handlers: they run only in an invocation that took the lock and ran its jobs
 (never in a dry run, a refused or a ``Nothing to be done`` invocation).
 """
@@ -29,6 +30,7 @@ from initmem.pipeline.guards import (
     check_slurm_account,
     check_workflow_profile,
 )
+from initmem.pipeline.interrupted import release_finished, released_note
 from initmem.pipeline.legacy import migrate_legacy_data
 
 # The resolved config's first line names the config files that made it (what to add to a command).
@@ -48,7 +50,8 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
                        root: Path) -> Invocation:
     """Every parse-time side effect and check of one invocation, in order: the profile checks
     (:mod:`initmem.pipeline.guards`), the one-time move of an older checkout's prepared data (which
-    rewrites Snakemake's records of that file in ``.snakemake/metadata``), the data archive check,
+    rewrites Snakemake's records of that file in ``.snakemake/metadata``), the removal of Snakemake's
+    incomplete markers of files finished before an interruption (:func:`release_finished`), the data archive check,
     and the notes on outputs of another config. Raises :class:`InvocationError` for a command that
     would run something the user did not mean. ``data_path`` gives this config's prepared data file
     (called after the move); nothing else is written."""
@@ -59,6 +62,8 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
     check_slurm_account(argv, bases, default_resources)
     if (moved := migrate_legacy_data(root, legacy_folder)):
         notes.append(moved)
+    if (kept := released_note(release_finished(root))):
+        notes.append(kept)
     data = data_path()
     check_data_archive(dict(config["data"]), data)
     check_archive_md5(dict(config["data"]), data)
