@@ -1,4 +1,5 @@
 # Shared helpers: expand the config's studies into runs and packs (all logic lives in initmem).
+import atexit
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.execut
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
+from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
 from initmem.pipeline.identity import (ANALYSIS_CODE, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
                                        data_identity, run_code_version, run_key, source_of)
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
@@ -119,6 +121,24 @@ if workflow.is_main_process:
     os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []),
                                                        list(getattr(_ARGS, "targets", None) or []),
                                                        workflow.resource_settings.cores, Path.cwd()))
+
+
+def _print_planned_estimate():
+    """The GPU-hours and checkpoint disk of the training jobs this dry run planned (at exit: after
+    Snakemake's own summary), from the same code as `python -m initmem estimate`."""
+    dag = workflow.dag
+    if dag is None:
+        return  # the DAG was never built: Snakemake said why
+    packs = [[m["spec"] for m in pack_members(job.wildcards.study, job.wildcards.pack).values()]
+             for job in dag.needrun_jobs(exclude_finished=False) if job.rule.name == "train"]
+    profile = Path(workflow.basedir) / "slurm/config.yaml"
+    if (text := planned_estimate(packs, config["compute"], profile_jobs(profile) if profile.is_file() else None)):
+        print(text, file=sys.stderr)
+
+
+# A dry run of a config that trains on GPUs ends with what its training would cost.
+if workflow.is_main_process and getattr(_ARGS, "dryrun", False) and config["compute"]["device"] == "cuda":
+    atexit.register(_print_planned_estimate)
 
 
 def key_of(spec):
