@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import yaml
 from conftest import ROOT
 
@@ -66,6 +67,7 @@ def test_the_plan_reads_the_shapes_from_the_planner_and_its_fallback_equals_the_
     assert yaml  # the planner path is the one taken here
 
 
+@pytest.mark.slow
 def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path):
     proc = _check("--quick", "--out", str(tmp_path), "--budget", "100000", timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -87,6 +89,7 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
     assert compiled.rate({**spec, "optimizer": "sgd"}, 1, "tf32").source.startswith("stated defaults")
 
 
+@pytest.mark.slow
 def test_a_killed_check_leaves_every_row_measured_so_far(tmp_path):
     """The files are rewritten after every row: killed (as a timeout would) after its sixth row,
     the table and rates.csv hold the single runs measured."""

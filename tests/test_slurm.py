@@ -12,6 +12,9 @@ import slurm_cluster
 import yaml
 from conftest import tiny_config
 
+# each test starts Snakemake at paper scale: the full suite's, not the edit-test loop's
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -111,7 +114,6 @@ def test_cluster_never_overwrites_a_slurm_config_it_did_not_write(tmp_path):
     assert ours.read_text().splitlines() == [slurm_cluster.MARK, "b"] and slurm_cluster.foreign_config(tmp_path) == [site]
 
 
-@pytest.mark.slow
 def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
     from test_workflow import workdir_copy
 
