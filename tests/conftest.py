@@ -46,6 +46,36 @@ def tiny_config(studies: dict, data: dict | None = None, pack: int = 1, checkpoi
                         "images_per_second": 1000}}
 
 
+# The finished tiny pipeline the workflow tests share (tests/test_reruns.py, tests/test_code_identity.py):
+# SGD, Adam and Lion packs of 4 runs each on 16x16 synthetic images, one epoch, with its per-study table,
+# the clock table and Figures 1 and 9.
+TINY_PIPELINE = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam", "lion"], "batch_size": [16], "sigma_w": [0.5, 2.0],
+                                           "seed": [0, 1]}}},
+                            data={"source": "synthetic", "n_train": 64, "n_val": 32, "n_test": 32, "resolution": 16},
+                            pack=4, epochs=1, width=4, lr=1e-3)
+TINY_PIPELINE["pack"]["engine"] = "loop"
+TINY_TARGETS = ("runs", "results/tables/studies/main.runs.csv", "results/tables/clocks.csv", "figures/fig1.pdf", "figures/fig9.pdf")
+
+
+@pytest.fixture(scope="session")
+def tiny_pipeline(tmp_path_factory) -> Path:
+    """:data:`TINY_PIPELINE` trained once per test session (its config in ``c.yaml``). Read it, or
+    change a copy of it (:func:`project_copy`), never the fixture itself."""
+    import yaml
+    from test_workflow import snakemake, workdir_copy
+
+    work = workdir_copy(tmp_path_factory.mktemp("tiny_pipeline"))
+    (work / "c.yaml").write_text(yaml.safe_dump(TINY_PIPELINE, sort_keys=False))
+    snakemake(*TINY_TARGETS, "--cores", "2", "--configfile", "c.yaml", cwd=work)
+    return work
+
+
+def project_copy(project: Path, dest: Path) -> Path:
+    """A copy of a finished project (mtimes and Snakemake's metadata kept) to change."""
+    shutil.copytree(project, dest, symlinks=True)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def tiny_splits():
     from initmem.engine.data import build_splits

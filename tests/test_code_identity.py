@@ -10,24 +10,16 @@ import shutil
 
 import numpy as np
 import pytest
-import yaml
-from conftest import tiny_config
-from test_workflow import job_counts, snakemake, workdir_copy
+from conftest import TINY_TARGETS
+from test_workflow import job_counts, snakemake
 
-CFG = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam", "lion"], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0]}}},
-                  data={"source": "synthetic", "n_train": 64, "n_val": 32, "n_test": 32, "resolution": 16},
-                  pack=4, epochs=2, width=4, lr=1e-3)
-CFG["pack"]["engine"] = "loop"
-TARGETS = ("runs", "results/tables/studies/main.runs.csv", "results/tables/clocks.csv", "figures/fig1.pdf", "figures/fig9.pdf")
+TARGETS = TINY_TARGETS
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """The tiny pipeline trained once, with its per-study table, the clock table, Figure 1 and Figure 9."""
-    work = workdir_copy(tmp_path_factory.mktemp("finished"))
-    (work / "c.yaml").write_text(yaml.safe_dump(CFG, sort_keys=False))
-    snakemake(*TARGETS, "--cores", "2", "--configfile", "c.yaml", cwd=work)
-    return work
+@pytest.fixture
+def finished(tiny_pipeline):
+    """The finished tiny pipeline (read only: each test edits its own copy)."""
+    return tiny_pipeline
 
 
 def _edited(finished, tmp_path, path: str, edit) -> "Path":  # noqa: F821
@@ -59,9 +51,10 @@ def _pack_optimizers(work) -> dict[str, str]:
 def test_lion_trains_at_16x16_in_a_study(finished):
     records = [json.loads(f.read_text()) for f in (finished / "results/runs/main").glob("*.json")]
     lion = [r for r in records if r["spec"]["optimizer"] == "lion"]
-    assert len(records) == 6 and len(lion) == 2 and all(r["status"] == "ok" for r in lion)
-    assert all(len(r["history"]["T_adapt"]) == 2 and r["history"]["train_loss"][-1] > 0 for r in lion)
-    assert lion[0]["history"]["train_loss"] != lion[1]["history"]["train_loss"]  # sigma_w made a difference
+    assert len(records) == 12 and len(lion) == 4 and all(r["status"] == "ok" for r in lion)
+    assert all(len(r["history"]["T_adapt"]) == 1 and r["history"]["train_loss"][-1] > 0 for r in lion)
+    same_seed = [r for r in lion if r["spec"]["seed"] == 0]
+    assert same_seed[0]["history"]["train_loss"] != same_seed[1]["history"]["train_loss"]  # sigma_w made a difference
     (data,) = (finished / "results/data").glob("*/cifar10.npz")
     assert "-16px-" in data.parent.name
     with np.load(data) as z:
@@ -79,7 +72,7 @@ def test_adding_an_optimizer_file_plans_nothing(finished, tmp_path):
 def test_editing_adams_file_plans_adams_pack_and_no_other(finished, tmp_path):
     work = _edited(finished, tmp_path, "engine/optimizers/adam.py", _append("\n\nA_FIXED_BUG = True\n"))
     counts, text = _plan(work)
-    assert counts.get("train") == 1 and counts.get("run_metrics") == 2, counts
+    assert counts.get("train") == 1 and counts.get("run_metrics") == 4, counts
     planned = set(re.findall(r"results/packs/main/([^/\s]+)\.json", text))
     assert {_pack_optimizers(work)[p] for p in planned} == {"adam"}
     assert "clocks_table" not in counts and "linear_check" not in counts

@@ -159,3 +159,16 @@ def test_the_provenance_record_reads_back_as_the_config_and_names_its_config_fil
     hint = other_data_hint(load_config([]), tmp_path / "missing.npz", tmp_path / "results/config.resolved.yaml", tmp_path)
     assert hint.endswith("add --configfile config/archive.yaml 'my copy.yaml'")
     assert other_data_hint(tiny, tmp_path / "missing.npz", tmp_path / "results/config.resolved.yaml", tmp_path) is None  # same data
+
+
+def test_a_profile_run_whose_profile_sets_its_config_is_never_told_to_add_a_config_file(tmp_path):
+    from initmem.pipeline.invocation import other_data_hint, profile_configfiles, record_provenance
+
+    set_by = profile_configfiles(["snakemake", "--profile", "slurm", "figures/fig6.pdf", "-n"], [ROOT])
+    assert set_by[0].resolve() == ROOT / "slurm" and set_by[1] == ["config/paper.yaml"]
+    assert profile_configfiles(["snakemake", "--profile", "slurm", "--configfile", "config/paper.yaml", "x.yaml"], [ROOT]) is None
+    assert profile_configfiles(["snakemake", "-n"], [ROOT]) is None
+    record_provenance(tmp_path / "results/config.resolved.yaml", load_config([ROOT / "config/tiny.yaml"]), ["config/tiny.yaml"])
+    hint = other_data_hint(load_config([ROOT / "config/paper.yaml"]), tmp_path / "missing.npz",
+                           tmp_path / "results/config.resolved.yaml", tmp_path, set_by)
+    assert "data.source synthetic" in hint and "--configfile" not in hint and "config/paper.yaml" in hint

@@ -106,6 +106,7 @@ def test_only_names_the_row_groups_it_knows():
     assert proc.returncode == 2 and "unknown row group(s) warp" in proc.stderr
 
 
+@pytest.mark.slow
 def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path):
     proc = _check("--quick", "--out", str(tmp_path), "--budget", "100000", timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -128,6 +129,7 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
     assert compiled.rate({**spec, "optimizer": "sgd"}, 1, "tf32").source.startswith("stated defaults")
 
 
+@pytest.mark.slow
 def test_a_killed_check_leaves_every_row_measured_so_far(tmp_path):
     """The files are rewritten after every row: killed (as a timeout would) after its sixth row,
     the table and rates.csv hold the single runs measured."""

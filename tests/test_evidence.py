@@ -44,6 +44,7 @@ def reanalysed(tmp_path_factory) -> dict[Path, Path]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
 def test_reanalysis_regenerates_the_committed_tables(folder, reanalysed):
     copy = reanalysed[folder]
@@ -98,6 +99,7 @@ def test_the_tiers_table_puts_each_folder_in_its_own_column():
     assert "| claim a | - | **reproduced** |" in text
 
 
+@pytest.mark.slow
 def test_a_second_reanalysis_changes_nothing_and_says_so(reanalysed, capsys):
     copy = reanalysed[ROOT / "evidence" / "jpeg-cifar10-small"]   # re-analysed once already
     capsys.readouterr()

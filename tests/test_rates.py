@@ -158,6 +158,24 @@ def test_the_checkpoint_disk_grows_with_the_jobs_at_once():
     assert few["between saves"] < many["between saves"] and many["jobs"] == 200
 
 
+def test_a_dry_runs_estimate_of_every_pack_is_the_estimate_commands_total():
+    """The lines a paper dry run ends with add up its planned packs as `estimate` does: planned from
+    scratch, every pack, the same GPU-hours and checkpoint disk."""
+    from initmem.pipeline.estimate import checkpoint_disk, estimate_table, planned_estimate
+
+    config = paper()
+    packs = [[spec for _, spec in pack.members] for packs, _ in plan_studies(config, expand_studies(config)).values()
+             for pack in packs.values()]
+    lines = planned_estimate(packs, config["compute"], 200).splitlines()
+    total = next(line for line in estimate_table(config, 200).splitlines() if line.startswith("| all |"))
+    runs, jobs, low, central, high = (c.strip() for c in total.strip("|").split("|")[1:6])
+    assert lines[0].startswith(f"Estimate of the {jobs} training jobs planned ({runs} runs, tf32): "
+                               f"GPU-hours {low} low, {central} central, {high} high")
+    disk = checkpoint_disk(config, 200)
+    assert f"{disk['between saves']:.2f} TiB between saves" in lines[2] and len(lines) <= 4
+    assert planned_estimate([], config["compute"], 200) is None  # nothing to train: nothing to say
+
+
 def test_changing_the_rates_never_moves_a_trained_run(tmp_path):
     """Packs planned under a flat rate and trained stay as they are when the rate model sizes new packs."""
     config = paper()

@@ -14,12 +14,11 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import tiny_config
+from conftest import TINY_PIPELINE, project_copy, tiny_config
 from test_workflow import ROOT, job_counts, snakemake, workdir_copy
 
-BASE = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0, 1]}}},
-                   pack=4, epochs=1, width=4)
-BASE["pack"]["engine"] = "loop"
+BASE = TINY_PIPELINE  # 12 runs in 3 packs of 4 (SGD, Adam, Lion), one epoch
+PACKS = 3
 
 
 def _write(work, cfg):
@@ -33,21 +32,10 @@ def _plan(work, *targets):
     return {} if "Nothing to be done" in text else job_counts(text)
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """The tiny study trained once (4 runs in one pack), with its tables."""
-    work = workdir_copy(tmp_path_factory.mktemp("trained"))
-    _write(work, BASE)
-    snakemake("runs", "results/tables/studies/main.runs.csv", "--cores", "1", "--configfile", "c.yaml", cwd=work)
-    return work
-
-
 @pytest.fixture
-def work(trained, tmp_path):
-    """A copy of the trained project (mtimes and Snakemake's metadata kept) to change."""
-    dest = tmp_path / "project"
-    shutil.copytree(trained, dest, symlinks=True)
-    return dest
+def work(tiny_pipeline, tmp_path):
+    """A copy of the finished tiny pipeline (mtimes and Snakemake's metadata kept) to change."""
+    return project_copy(tiny_pipeline, tmp_path / "project")
 
 
 @pytest.mark.slow
@@ -57,7 +45,7 @@ def test_adding_a_seed_or_sigma_trains_only_the_new_runs(work, axis, values):
     cfg["studies"]["main"]["grid"][axis] = values
     _write(work, cfg)
     counts = _plan(work)
-    assert counts["run_metrics"] == 2 and counts["train"] == 1  # the 2 new runs, in one new pack
+    assert counts["run_metrics"] == 6 and counts["train"] == PACKS  # the new runs, in one new pack per optimizer
 
 
 BOOKKEEPING = [
@@ -85,7 +73,7 @@ def test_precision_is_part_of_a_runs_identity(work):
     cfg["compute"]["precision"] = "bf16"
     _write(work, cfg)
     counts = _plan(work)
-    assert counts["train"] == 1 and counts["run_metrics"] == 4
+    assert counts["train"] == PACKS and counts["run_metrics"] == 12
 
 
 @pytest.mark.slow
@@ -116,7 +104,7 @@ def test_editing_the_trainer_retrains_every_pack(work):
     with open(work / "workflow/initmem/engine/train.py", "a") as fh:
         fh.write("\n\nA_FIXED_BUG = True\n")
     counts = _plan(work)
-    assert counts["train"] == 1 and counts["run_metrics"] == 4
+    assert counts["train"] == PACKS and counts["run_metrics"] == 12
     # a comment or docstring is not code
     work2 = work.parent / "comment"
     shutil.copytree(work, work2, symlinks=True)
@@ -128,7 +116,7 @@ def test_editing_the_trainer_retrains_every_pack(work):
 @pytest.mark.slow
 def test_truncated_pack_file_keeps_its_intact_run_files(work):
     pack = next((work / "results/packs/main").glob("*.json"))
-    runs = sorted((work / "results/runs/main").glob("*.json"))
+    runs = _runs_of(work, pack)
     pack.write_text(pack.read_text()[:200])  # truncated, and newer than the run files
     assert _plan(work) == {}
     assert all(r.stat().st_size > 1000 for r in runs)
@@ -141,6 +129,12 @@ def test_truncated_pack_file_keeps_its_intact_run_files(work):
     assert all(r.is_file() for r in runs[1:])
     _run_repair(log, work)
     assert runs[0].stat().st_size > 1000 and _plan(work) == {}
+
+
+def _runs_of(work, pack) -> list:
+    """The run files cut from one pack file, in order."""
+    members = json.loads((work / "results/plans/main" / pack.name).read_text())["members"]
+    return sorted(work / "results/runs/main" / f"{m['run_id']}.json" for m in members)
 
 
 def _run_repair(message: str, work) -> None:
@@ -188,13 +182,39 @@ def test_the_same_command_goes_on_after_an_interruption(work):
     """Ctrl-C between a job's write and Snakemake's bookkeeping leaves a complete file marked
     incomplete; the same command (the workflow profile passes --rerun-incomplete) finishes."""
     run = next((work / "results/runs/main").glob("*.json"))
-    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(run.relative_to(work)).encode()).decode()
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text('{"external_jobid": null}')
+    _mark_incomplete(work, run)
     proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "rule train:" not in proc.stdout + proc.stderr  # nothing retrains: the run is cut again from its pack
     assert run.stat().st_size > 1000 and _plan(work) == {}
+
+
+def _mark_incomplete(work, path):
+    """What Ctrl-C between a job's last write and Snakemake's bookkeeping leaves: the output marked incomplete."""
+    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(path.relative_to(work)).encode()).decode()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text('{"external_jobid": null}')
+
+
+@pytest.mark.slow
+def test_a_finished_pack_marked_incomplete_is_kept_and_the_same_command_does_the_rest(work):
+    """A pack file written whole but marked incomplete (Ctrl-C as its job ended): the next invocation
+    plans every remaining job (not that pack's job alone), retrains nothing finished, and completes."""
+    cfg = copy.deepcopy(BASE)
+    cfg["studies"]["main"]["grid"]["seed"] = [0, 1, 2]  # one more pack to train
+    _write(work, cfg)
+    remaining = _plan(work)
+    assert remaining["train"] == PACKS and remaining["run_metrics"] == 6
+    pack = next((work / "results/packs/main").glob("*.json"))
+    finished = [pack, *(work / "results/runs/main").glob("*.json")]
+    before = {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in finished}
+    _mark_incomplete(work, pack)
+    assert _plan(work) == remaining
+    _mark_incomplete(work, pack)  # the dry run let go of the marker: the real invocation meets it too
+    proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    assert (proc.stdout + proc.stderr).count("rule train:") == PACKS  # the new packs only
+    assert {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in finished} == before
+    assert len(list((work / "results/runs/main").glob("*.json"))) == 18 and _plan(work) == {}
 
 
 @pytest.mark.slow
@@ -205,7 +225,7 @@ def test_a_data_change_is_planned_and_trained_in_one_invocation(work):
     cfg["data"]["n_train"] = 48
     _write(work, cfg)
     counts = _plan(work)  # one dry run shows all of it
-    assert counts["prepare_data"] == 1 and counts["train"] == 1 and counts["run_metrics"] == 4
+    assert counts["prepare_data"] == 1 and counts["train"] == PACKS and counts["run_metrics"] == 12
     snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)  # one real run does all of it
     assert _plan(work) == {}
     record = json.loads(next((work / "results/runs/main").glob("*.json")).read_text())
@@ -257,6 +277,7 @@ def test_a_named_config_files_its_outputs_apart_and_trains_nothing_twice(work):
     assert "NOTE: results/config.resolved.yaml was written by a config with other defaults" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_reserved_output_name_is_refused(tmp_path):
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text("name: runs\n")
@@ -266,6 +287,10 @@ def test_a_reserved_output_name_is_refused(tmp_path):
 
 
 OLD_CHECKOUT = "ee9aefd"  # the last commit with one shared results/data/cifar10.npz
+# a config that checkout knows (no Lion, no data.resolution): 4 runs in one pack
+OLD_CONFIG = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0, 1]}}},
+                         pack=4, epochs=1, width=4)
+OLD_CONFIG["pack"]["engine"] = "loop"
 
 
 @pytest.mark.slow
@@ -277,7 +302,7 @@ def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path
     if archive.returncode != 0:
         pytest.skip(f"commit {OLD_CHECKOUT} is not in this clone's history")
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
-    _write(old, BASE)
+    _write(old, OLD_CONFIG)
     snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=old)
     assert (old / "results/data/cifar10.npz").is_file()
     packs = {p: p.stat().st_mtime_ns for p in (old / "results/packs").rglob("*.json")}
@@ -312,6 +337,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.slow
 def test_profile_refuses_a_configfile_that_drops_its_studies(tmp_path):
     work = workdir_copy(tmp_path)
     shutil.copytree(ROOT / "slurm", work / "slurm")

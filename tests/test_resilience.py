@@ -180,6 +180,7 @@ def test_checkpoint_corruption_is_detected(tmp_path, tiny_tensors):
         load_checkpoint(path, tiny_spec(sigma_w=2.0))
 
 
+@pytest.mark.slow
 def test_bad_archive_leaves_no_prepared_file(tmp_path):
     work = workdir_copy(tmp_path)
     (work / "bad.tar.gz").write_bytes(b"not an archive")
@@ -201,6 +202,7 @@ def test_old_format_metrics_file_is_refused_with_a_fix(tmp_path):
         collect([old], "main")
 
 
+@pytest.mark.slow
 def test_empty_study_is_a_config_error(tmp_path):
     work = workdir_copy(tmp_path)
     cfg = yaml.safe_load((work / "config/config.yaml").read_text())

@@ -13,6 +13,9 @@ import slurm_cluster
 import yaml
 from conftest import tiny_config
 
+# each test starts Snakemake at paper scale: the full suite's, not the edit-test loop's
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,21 +37,33 @@ SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch
 def test_profile_dry_run_without_slurm(tmp_path):
     from test_workflow import job_counts, workdir_copy
 
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.invocation import record_provenance
+
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
+    # a checkout whose results another config made (other data): the note must not send the profile run elsewhere
+    record_provenance(work / "results/config.resolved.yaml", load_config([ROOT / "config/tiny.yaml"]), ["config/tiny.yaml"])
     proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n", "--quiet", "rules",
                            "--slurm-no-account"], cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
     # main + lr_l2 at paper scale in packs: the profile selects config/paper.yaml
     assert counts["run_metrics"] == 6250 + 120
+    from initmem.pipeline.estimate import planned_estimate, profile_jobs
     from initmem.pipeline.grid import expand_studies
     from initmem.pipeline.planning import make_packs
 
     runs = expand_studies(yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     pack = config["pack"]
-    assert counts["train"] == sum(len(make_packs(runs[s], pack["max_models"], pack["max_images"], config["compute"])) for s in ("main", "lr_l2"))
+    packs = [p for s in ("main", "lr_l2") for p in make_packs(runs[s], pack["max_models"], pack["max_images"], config["compute"]).values()]
+    assert counts["train"] == len(packs)
+    # it ends with what the training costs: GPU-hours and checkpoint disk, as `python -m initmem estimate` computes them
+    estimate = planned_estimate([[r.spec for r in p] for p in packs], config["compute"], profile_jobs(work / "slurm/config.yaml"))
+    assert proc.stderr.rstrip().endswith(estimate) and "GPU-hours" in estimate and "checkpoint disk with 200" in estimate
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("NOTE")]
+    assert any("data.source synthetic" in line for line in notes) and not any("--configfile" in line for line in notes)
 
 
 def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
@@ -100,7 +115,6 @@ def test_cluster_never_overwrites_a_slurm_config_it_did_not_write(tmp_path):
     assert ours.read_text().splitlines() == [slurm_cluster.MARK, "b"] and slurm_cluster.foreign_config(tmp_path) == [site]
 
 
-@pytest.mark.slow
 def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
     from test_workflow import workdir_copy
 

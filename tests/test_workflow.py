@@ -14,6 +14,9 @@ import yaml
 
 from initmem.pipeline.configfiles import load_config
 
+# each test starts Snakemake (seconds each, more at paper scale): the full suite's, not the edit-test loop's
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
@@ -199,7 +202,6 @@ TINY = load_config([ROOT / "config/tiny.yaml"])  # the shipped first try (README
 E2E = "pack: {engine: vmap, max_models: 4}\ncheckpoint: {every_epochs: 1}\ncompute: {device: cpu}\n"
 
 
-@pytest.mark.slow
 def test_end_to_end_tiny_synthetic_dag(tmp_path):
     work = workdir_copy(tmp_path)
     (work / "e2e.yaml").write_text(E2E)
@@ -242,7 +244,6 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     assert run_file.read_bytes() == kept
 
 
-@pytest.mark.slow
 def test_end_to_end_real_archive_slice(tmp_path, cifar_archive):
     work = workdir_copy(tmp_path)
     cfg = copy.deepcopy(TINY)

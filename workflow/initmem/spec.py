@@ -28,7 +28,19 @@ def registry_folder(kind: str) -> Path:
 
 def entry_names(kind: str) -> tuple[str, ...]:
     """The entries of a registry: the names of its ``<name>.py`` files (``_private.py`` ones are helpers)."""
-    return tuple(sorted(p.stem for p in registry_folder(kind).glob("*.py") if not p.stem.startswith("_")))
+    folder = registry_folder(kind)
+    try:
+        listed = folder.stat().st_mtime_ns  # a file added or removed changes the folder's mtime
+    except OSError:
+        listed = None
+    return _entry_names(folder, listed)
+
+
+@functools.cache
+def _entry_names(folder: Path, listed: int | None) -> tuple[str, ...]:
+    """:func:`entry_names` of a folder as it was listed at ``listed`` (its mtime): every spec of a
+    paper-scale config checks its optimizer and architecture against these."""
+    return tuple(sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")))
 
 
 @functools.cache

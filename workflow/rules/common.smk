@@ -1,4 +1,5 @@
 # Shared helpers: expand the config's studies into runs and packs (all logic lives in initmem).
+import atexit
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.execut
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
+from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
 from initmem.pipeline.identity import (ANALYSIS_CODE, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
                                        data_identity, run_code_version, run_key, source_of)
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
@@ -123,6 +125,24 @@ if workflow.is_main_process:
                                                        workflow.resource_settings.cores, Path.cwd()))
 
 
+def _print_planned_estimate():
+    """The GPU-hours and checkpoint disk of the training jobs this dry run planned (at exit: after
+    Snakemake's own summary), from the same code as `python -m initmem estimate`."""
+    dag = workflow.dag
+    if dag is None:
+        return  # the DAG was never built: Snakemake said why
+    packs = [[m["spec"] for m in pack_members(job.wildcards.study, job.wildcards.pack).values()]
+             for job in dag.needrun_jobs(exclude_finished=False) if job.rule.name == "train"]
+    profile = Path(workflow.basedir) / "slurm/config.yaml"
+    if (text := planned_estimate(packs, config["compute"], profile_jobs(profile) if profile.is_file() else None)):
+        print(text, file=sys.stderr)
+
+
+# A dry run of a config that trains on GPUs ends with what its training would cost.
+if workflow.is_main_process and getattr(_ARGS, "dryrun", False) and config["compute"]["device"] == "cuda":
+    atexit.register(_print_planned_estimate)
+
+
 def key_of(spec):
     """A run's identity key under this config: its spec, the data, the code it uses, the precision."""
     return run_key(spec, DATA_ID, run_code_version(spec, DATA_SOURCE), PRECISION)
@@ -151,18 +171,30 @@ def run_files(study):
     return [f"results/runs/{study}/{r.run_id}.json" for r in RUNS[study]]
 
 
+# Each pack's members with their keys, computed once per invocation: its plan, its resources and
+# each of its run files ask for them (tens of thousands of times at paper scale).
+_MEMBERS = {}
+
+
+def pack_members(study, pack_name):
+    """A pack's members with their identity keys now, by run id. A pack this parse did not plan (a
+    cluster node re-reading the workflow while its own pack trains) is read from its plan file."""
+    if (study, pack_name) not in _MEMBERS:
+        pack = PACKS.get(study, {}).get(pack_name)
+        if pack is not None:
+            members = pack.members
+        else:
+            path = plan_path(PLANS_DIR, study, pack_name)
+            if not path.is_file():
+                raise WorkflowError(f"pack {pack_name} is not part of study {study} in this config")
+            members = [(m["run_id"], m["spec"]) for m in read_plan(path)]
+        _MEMBERS[(study, pack_name)] = {run_id: {"run_id": run_id, "spec": spec, "key": key_of(spec)} for run_id, spec in members}
+    return _MEMBERS[(study, pack_name)]
+
+
 def plan_members(wildcards):
-    """A pack's members with their identity keys now. A pack this parse did not plan (a cluster
-    node re-reading the workflow while its own pack trains) is read from its plan file."""
-    pack = PACKS.get(wildcards.study, {}).get(wildcards.pack)
-    if pack is not None:
-        members = pack.members
-    else:
-        path = plan_path(PLANS_DIR, wildcards.study, wildcards.pack)
-        if not path.is_file():
-            raise WorkflowError(f"pack {wildcards.pack} is not part of study {wildcards.study} in this config")
-        members = [(m["run_id"], m["spec"]) for m in read_plan(path)]
-    return [{"run_id": run_id, "spec": spec, "key": key_of(spec)} for run_id, spec in members]
+    """A pack's members with their identity keys now (:func:`pack_members`)."""
+    return list(pack_members(wildcards.study, wildcards.pack).values())
 
 
 def pack_of_run(wildcards):
@@ -180,7 +212,8 @@ def plan_of_run(wildcards):
 
 def run_key_of(wildcards):
     """The identity key of one configured run."""
-    return key_of(RUN_BY_ID[(wildcards.study, wildcards.run_id)].spec)
+    pack = PACK_OF[(wildcards.study, wildcards.run_id)]
+    return pack_members(wildcards.study, pack)[wildcards.run_id]["key"]
 
 
 def study_tables(studies):

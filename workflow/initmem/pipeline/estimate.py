@@ -5,6 +5,7 @@ and the checkpoint disk the Slurm profile's peak concurrency needs."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from initmem.pipeline.grid import expand_studies
@@ -28,15 +29,37 @@ def profile_jobs(path: str | Path = PROFILE) -> int:
     return jobs
 
 
-def checkpoint_disk(config: dict, jobs: int) -> dict:
-    """Checkpoint disk (TiB) with ``jobs`` training jobs at once, the largest planned packs running:
-    one copy of each pack's state (model + optimizer state, float32: the file's size,
-    ``benchmarks/checkpoint_memory.md``), and :data:`CHECKPOINT_COPIES` of them."""
-    sizes = sorted((pack_state_mb([spec for _, spec in pack.members])
-                    for packs, _ in plan_studies(config, expand_studies(config)).values() for pack in packs.values()), reverse=True)
+def _all_packs(config: dict) -> list[list[dict]]:
+    """The specs of every pack ``config`` plans from scratch, one list per pack."""
+    return [[spec for _, spec in pack.members] for packs, _ in plan_studies(config, expand_studies(config)).values()
+            for pack in packs.values()]
+
+
+def packs_checkpoint_disk(packs: Iterable[list[dict]], jobs: int) -> dict:
+    """Checkpoint disk (TiB) of ``packs`` (each a list of specs) with ``jobs`` training jobs at
+    once, the largest running: one copy of each pack's state (model + optimizer state, float32: the
+    file's size, ``benchmarks/checkpoint_memory.md``), and :data:`CHECKPOINT_COPIES` of them."""
+    sizes = sorted((pack_state_mb(specs) for specs in packs), reverse=True)
     one = sum(sizes[:jobs]) / 2**20
     return {"jobs": min(jobs, len(sizes)), "one copy": one, "largest MiB": sizes[0] if sizes else 0.0,
             **{when: one * n for when, n in CHECKPOINT_COPIES.items()}}
+
+
+def checkpoint_disk(config: dict, jobs: int) -> dict:
+    """:func:`packs_checkpoint_disk` of every pack ``config`` plans from scratch."""
+    return packs_checkpoint_disk(_all_packs(config), jobs)
+
+
+def packs_gpu_hours(packs: Iterable[list[dict]], compute: dict) -> tuple[tuple[float, float, float], set[str]]:
+    """GPU-hours (low, central, high) of ``packs`` (each a list of specs) at each pack's
+    :func:`pack_rate`, and the rates' sources."""
+    hours, sources = [0.0, 0.0, 0.0], set()
+    for specs in packs:
+        rate, images = pack_rate(specs, compute), sum(run_images(s) for s in specs)
+        for i, r in enumerate((rate.high, rate.central, rate.low)):  # a high rate is a low cost
+            hours[i] += images / r / 3600
+        sources.add(rate.source)
+    return (hours[0], hours[1], hours[2]), sources
 
 
 def pack_gpu_hours(config: dict) -> dict[str, dict]:
@@ -47,18 +70,14 @@ def pack_gpu_hours(config: dict) -> dict[str, dict]:
     out = {}
     precision = config["compute"]["precision"]
     for study, (packs, _) in plan_studies(config, expand_studies(config)).items():
-        hours, sources, runs, by_kind = [0.0, 0.0, 0.0], set(), 0, {}
-        for pack in packs.values():
-            specs = [spec for _, spec in pack.members]
-            rate, images = pack_rate(specs, config["compute"]), sum(run_images(s) for s in specs)
-            for i, r in enumerate((rate.high, rate.central, rate.low)):  # a high rate is a low cost
-                hours[i] += images / r / 3600
-            sources.add(rate.source)
-            kind = (specs[0]["arch"], int(specs[0]["batch_size"]), family(specs[0]["optimizer"]), precision)
-            per_source = by_kind.setdefault(kind, Counter())
-            per_source[rate.source] += images / rate.central / 3600
-            runs += len(specs)
-        out[study] = {"runs": runs, "jobs": len(packs), "hours": tuple(hours), "sources": sources, "by_kind": by_kind}
+        specs = [[spec for _, spec in pack.members] for pack in packs.values()]
+        hours, sources = packs_gpu_hours(specs, config["compute"])
+        by_kind = {}
+        for pack in specs:
+            rate, images = pack_rate(pack, config["compute"]), sum(run_images(s) for s in pack)
+            kind = (pack[0]["arch"], int(pack[0]["batch_size"]), family(pack[0]["optimizer"]), precision)
+            by_kind.setdefault(kind, Counter())[rate.source] += images / rate.central / 3600
+        out[study] = {"runs": sum(len(s) for s in specs), "jobs": len(packs), "hours": hours, "sources": sources, "by_kind": by_kind}
     return out
 
 
@@ -169,8 +188,28 @@ def estimate_table(config: dict, jobs: int | None = None) -> str:
         lines.append("central in other precisions (packs re-planned): " + ", ".join(f"{p} {h:,.0f} h" for p, h in others.items()))
     lines.append("Upper bound where runs stop early (ResNet-56/110, patience 30); one job per GPU at a time.")
     if jobs is not None:
-        disk = checkpoint_disk(config, jobs)
-        lines.append(f"checkpoint disk with {disk['jobs']} training jobs at once (the largest packs; model + optimizer state, "
-                     f"{disk['one copy']:.2f} TiB a copy): {disk['between saves']:.2f} TiB between saves (checkpoint + .prev), "
-                     f"up to {disk['while saving']:.2f} TiB while all save at once; largest pack {disk['largest MiB']:,.0f} MiB")
+        lines.append(_disk_line(checkpoint_disk(config, jobs)))
+    return "\n".join(lines)
+
+
+def _disk_line(disk: dict) -> str:
+    return (f"checkpoint disk with {disk['jobs']} training jobs at once (the largest packs; model + optimizer state, "
+            f"{disk['one copy']:.2f} TiB a copy): {disk['between saves']:.2f} TiB between saves (checkpoint + .prev), "
+            f"up to {disk['while saving']:.2f} TiB while all save at once; largest pack {disk['largest MiB']:,.0f} MiB")
+
+
+def planned_estimate(packs: list[list[dict]], compute: dict, jobs: int | None) -> str | None:
+    """A few lines for the end of a dry run: the GPU-hours range of the training jobs it plans
+    (``packs``, each a list of specs) and, with ``jobs`` (the Slurm profile's), the checkpoint disk
+    with that many of them at once, from the same code as :func:`estimate_table`; None when it plans
+    no training."""
+    if not packs:
+        return None
+    (lo, mid, hi), sources = packs_gpu_hours(packs, compute)
+    lines = [f"Estimate of the {len(packs):,} training jobs planned ({sum(len(p) for p in packs):,} runs, {compute['precision']}): "
+             f"GPU-hours {lo:,.0f} low, {mid:,.0f} central, {hi:,.0f} high (an upper bound where runs stop early)",
+             "  rates: " + "; ".join(sorted(sources))]
+    if jobs is not None:
+        lines.append("  " + _disk_line(packs_checkpoint_disk(packs, jobs)))
+    lines.append("  per study and in other precisions: python -m initmem estimate <config file>")
     return "\n".join(lines)

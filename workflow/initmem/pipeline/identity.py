@@ -108,15 +108,39 @@ def _without_package_paths(tree: ast.AST) -> ast.AST:
     return tree
 
 
+# What this process has hashed, by file state (path, mtime, size: an edited file is read again): each
+# file's syntax tree, and each code version. The Snakefile asks for the same few versions once per
+# run and pack of the DAG (tens of thousands of times at paper scale); a parse costs milliseconds.
+_TREES: dict[tuple, str] = {}
+_VERSIONS: dict[tuple, str] = {}
+
+
+def _file_state(path: Path) -> tuple[str, int, int] | None:
+    """What tells an edited file from the one hashed before: path, mtime (ns) and size; None when absent."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_mtime_ns, st.st_size) if path.is_file() else None
+
+
+def _tree(path: Path, state: tuple, package_paths: bool) -> str:
+    """The syntax tree of one file, without docstrings (and package paths), as text."""
+    memo = (state, package_paths)
+    if memo not in _TREES:
+        tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
+        tree = tree if package_paths else _without_package_paths(tree)
+        _TREES[memo] = ast.dump(tree, annotate_fields=False, include_attributes=False)
+    return _TREES[memo]
+
+
 def _code_version(files: tuple[str, ...] | list[str], base: Path, package_paths: bool) -> str:
-    parts = []
-    for name in sorted(files, key=lambda f: Path(f).name):
-        path = base / name
-        if path.is_file():
-            tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
-            tree = tree if package_paths else _without_package_paths(tree)
-            parts.append([Path(name).name, ast.dump(tree, annotate_fields=False, include_attributes=False)])
-    return _digest(parts)
+    states = [(name, _file_state(base / name)) for name in sorted(files, key=lambda f: Path(f).name)]
+    memo = (package_paths, tuple(states))
+    if memo not in _VERSIONS:
+        _VERSIONS[memo] = _digest([[Path(name).name, _tree(base / name, state, package_paths)]
+                                   for name, state in states if state is not None])
+    return _VERSIONS[memo]
 
 
 def code_version(files: tuple[str, ...] | list[str], base: Path = LIBRARY) -> str:
@@ -176,6 +200,7 @@ def _entry_version(kind: str, name: str) -> str:
     return code_version(entry_files(kind, name))
 
 
+@functools.cache
 def source_files(source: str) -> tuple[str, ...]:
     """The files of a data source's code: its own, or, where several sources give the same official
     pixels (one ``ORIGIN``: CIFAR-10 downloaded or from a verified archive), all of theirs, so that

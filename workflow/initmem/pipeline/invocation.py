@@ -5,7 +5,8 @@ move made when the workflow is parsed (:func:`prepare_invocation`, called once f
 
 Parsing a workflow happens for every invocation, also for one that Snakemake then refuses (another
 Snakemake holds the lock) or that only prints a plan, so parse time writes nothing but the legacy
-data move. The resolved config, which says which config wrote a folder's tables and figures, is
+data move and the removal of stale incomplete markers (:mod:`initmem.pipeline.interrupted`: what
+Snakemake is about to read, so that a dry run shows what the run will do). The resolved config, which says which config wrote a folder's tables and figures, is
 written by Snakemake's handlers: they run only in an invocation that took the lock and ran its jobs
 (never in a dry run, a refused or a ``Nothing to be done`` invocation).
 """
@@ -28,7 +29,10 @@ from initmem.pipeline.guards import (
     check_profile_configfiles,
     check_slurm_account,
     check_workflow_profile,
+    configfile_args,
+    profile_dir,
 )
+from initmem.pipeline.interrupted import release_finished, released_note
 from initmem.pipeline.legacy import migrate_legacy_data
 
 # The resolved config's first line names the config files that made it (what to add to a command).
@@ -48,7 +52,8 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
                        root: Path) -> Invocation:
     """Every parse-time side effect and check of one invocation, in order: the profile checks
     (:mod:`initmem.pipeline.guards`), the one-time move of an older checkout's prepared data (which
-    rewrites Snakemake's records of that file in ``.snakemake/metadata``), the data archive check,
+    rewrites Snakemake's records of that file in ``.snakemake/metadata``), the removal of Snakemake's
+    incomplete markers of files finished before an interruption (:func:`release_finished`), the data archive check,
     and the notes on outputs of another config. Raises :class:`InvocationError` for a command that
     would run something the user did not mean. ``data_path`` gives this config's prepared data file
     (called after the move); nothing else is written."""
@@ -59,10 +64,12 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
     check_slurm_account(argv, bases, default_resources)
     if (moved := migrate_legacy_data(root, legacy_folder)):
         notes.append(moved)
+    if (kept := released_note(release_finished(root))):
+        notes.append(kept)
     data = data_path()
     check_data_archive(dict(config["data"]), data)
     check_archive_md5(dict(config["data"]), data)
-    hint = other_data_hint(config, data, resolved, root)
+    hint = other_data_hint(config, data, resolved, root, profile_configfiles(argv, bases))
     if hint:
         notes.append(hint)
     elif (note := outputs_of_another_config(resolved, config)):
@@ -176,10 +183,24 @@ def diverged_summary(run_files: Iterable[str]) -> str | None:
             f"runs.csv, drawn as such by the figures): {shown}")
 
 
-def other_data_hint(config: Mapping, data: Path, resolved: str | Path, root: Path) -> str | None:
+def profile_configfiles(argv: list[str], bases: list[Path]) -> tuple[Path, list[str]] | None:
+    """The profile folder and its ``configfiles`` where a ``--profile`` sets this invocation's config
+    files (no ``--configfile`` given to replace them); None otherwise."""
+    folder = profile_dir(argv, bases)
+    if folder is None or configfile_args(argv):
+        return None
+    profile = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+    files = profile.get("configfiles") or profile.get("configfile") or []
+    return (folder, [files] if isinstance(files, str) else list(files)) if files else None
+
+
+def other_data_hint(config: Mapping, data: Path, resolved: str | Path, root: Path,
+                    set_by: tuple[Path, list[str]] | None = None) -> str | None:
     """One line when this config's prepared data is missing but the checkout's results were made
-    from other data by other config files: which ``--configfile`` to add. Read from the resolved
-    configs (``resolved`` first, then every other ``results/**/config.resolved.yaml``, newest first)."""
+    from other data by other config files: which ``--configfile`` to add, or, where a profile sets
+    the config files (``set_by``: :func:`profile_configfiles`), that this run prepares its own data.
+    Read from the resolved configs (``resolved`` first, then every other
+    ``results/**/config.resolved.yaml``, newest first)."""
     if data.exists():
         return None
     candidates = [Path(resolved)] + sorted((p for p in (root / "results").glob("*/config.resolved.yaml") if p != Path(resolved)),
@@ -192,9 +213,12 @@ def other_data_hint(config: Mapping, data: Path, resolved: str | Path, root: Pat
         if files and previous.get("data") != json_plain(config.get("data")):
             where = {"torchvision": "downloads CIFAR-10", "archive": "reads a local archive", "synthetic": "makes synthetic images"}
             source = config.get("data", {}).get("source")
-            return (f"NOTE: this config {where.get(source, 'prepares its data')} (data.source {source}), but the results "
-                    f"here were made with {path}'s data (data.source {previous.get('data', {}).get('source')}): to use "
-                    f"them, add --configfile {shlex.join(files)}")
+            made = (f"NOTE: this config {where.get(source, 'prepares its data')} (data.source {source}), but the results "
+                    f"here were made with {path}'s data (data.source {previous.get('data', {}).get('source')})")
+            if set_by is not None:  # adding a --configfile would replace the profile's own
+                folder, own = set_by
+                return f"{made}; profile {folder} sets this run's config ({', '.join(own)}), which prepares its own data and trains on it"
+            return f"{made}: to use them, add --configfile {shlex.join(files)}"
     return None
 
 
