@@ -24,7 +24,7 @@ import math
 import multiprocessing
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import pandas as pd
 from scipy import stats
@@ -64,11 +64,23 @@ def collect(quick: bool = False, modules: dict | None = None, jobs: int = 1) -> 
     numbers are the same for any number: each (rule, design) starts from RNG_SEED)."""
     tasks = [(name, design, QUICK_SIMS[name] if quick else n_sims, part) for name, (designs, n_sims) in (modules or RULES).items()
              for design in designs for part in _parts(name, design)]
+    start, parts = time.perf_counter(), [None] * len(tasks)
+
+    def done(i: int) -> None:  # progress on stderr: the full run takes tens of minutes
+        name, design, _, part = tasks[i]
+        print(f"{sum(p is not None for p in parts)}/{len(tasks)} done after {time.perf_counter() - start:.0f} s: "
+              f"{name.rpartition(':')[2]} at {part or design}", file=sys.stderr, flush=True)
+
     if jobs > 1:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            parts = list(pool.map(_calibrate, *zip(*tasks, strict=True)))
+            futures = {pool.submit(_calibrate, *t): i for i, t in enumerate(tasks)}
+            for future in as_completed(futures):
+                parts[futures[future]] = future.result()
+                done(futures[future])
     else:
-        parts = [_calibrate(*t) for t in tasks]
+        for i, t in enumerate(tasks):
+            parts[i] = _calibrate(*t)
+            done(i)
     return pd.DataFrame([row for part in parts for row in part])
 
 

@@ -7,7 +7,7 @@ designs a new tier (assumed means per sigma_w, noise, seeds and grid in; P(decis
 - :func:`spread_decision_rate`: one configuration's spread against a side (e.g. "sigma_w matters":
   ``greater(0)``; "below 1 pp": ``less(1)``), through :func:`initmem.claims.spreads.spread_arrays`;
 - :func:`contrast_decision_rate` / :func:`paired_decision_rate`: "a's spread exceeds b's", seed-paired,
-  through :func:`contrast_codes` (:func:`initmem.claims.spreads.contrast_arrays`: what the claims
+  through :func:`initmem.claims.spreads.contrast_arrays` (what the claims
   table's spread contrasts use);
 - :func:`mean_decision_rate`: a contrast of seed means (a difference of accuracies), the paired t-interval.
 
@@ -44,10 +44,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from initmem.claims.spreads import CONTRAST_METHOD, SPREAD_METHOD, contrast_arrays, paired_profiles, residual_sd, spread_arrays
+from initmem.claims.spreads import CONTRAST_METHOD, SPREAD_METHOD, moment_bounds, paired_profiles, residual_sd, spread_arrays
 from initmem.claims.verdicts import LEVEL, Cell, Estimate, Side
 
 POWER_SIMS = 400          # simulations per number of seeds ("would decide": Monte Carlo error <= 2.5 pp)
+PAIRED_SIMS = 1000        # a contrast's: its seeds' moments are drawn directly, at a cost that does not grow with seeds (<= 1.6 pp)
 POWER_RNG_SEED = 35_000
 MAX_SEEDS = 1000          # beyond this a row reads "more than 1000 seeds"
 TARGETS = (0.5, 0.8)
@@ -105,13 +106,6 @@ def jackknife_arrays(full: np.ndarray, loo: np.ndarray) -> tuple[np.ndarray, np.
     return full - half, full + half
 
 
-def contrast_codes(a: np.ndarray, b: np.ndarray, side: Side) -> np.ndarray:
-    """The verdict codes (:func:`side_codes`) of "a's spread exceeds b's" for ``a``, ``b`` of shape
-    (..., k, seeds), seed-paired (:func:`initmem.claims.spreads.contrast_arrays`, as the row reads it)."""
-    _, low, high = contrast_arrays(a, b)
-    return side_codes(low, high, side)
-
-
 def centring(k: int) -> np.ndarray:
     """(2 (k - 1), 2 k): the two cells' profiles (a then b, k sigma_w each) to their differences from
     their first sigma_w (a seed effect shared by a cell's sigma_w cancels; every contrast statistic reads these)."""
@@ -158,25 +152,53 @@ def paired_truth(cells: Sequence[Cell]) -> tuple[np.ndarray, np.ndarray, int] | 
     return y.mean(0), cov, k
 
 
-def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, side: Side, n_sims: int = POWER_SIMS,
+def _seed_moments(mean: np.ndarray, root: np.ndarray, seeds: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` draws of the seed mean (m, D) and sample covariance (m, D, D) of ``seeds`` seeds drawn
+    from N(``mean``, ``root`` root^T): the mean N(mean, cov / seeds) and, independent of it, the
+    covariance Wishart(cov, seeds - 1) / (seeds - 1) (Bartlett's decomposition where seeds - 1 >= D,
+    else the product of seeds - 1 normal vectors): the same distribution as computing them from drawn
+    seeds, at a cost that does not grow with the seeds."""
+    D, df = len(mean), int(seeds) - 1
+    mu = np.asarray(mean, float) + rng.standard_normal((m, D)) @ root.T / math.sqrt(seeds)
+    if df >= D:
+        A = rng.standard_normal((m, D, D)) * np.tri(D, k=-1)
+        A[:, np.arange(D), np.arange(D)] = np.sqrt(rng.chisquare(df - np.arange(D), (m, D)))
+    else:
+        A = rng.standard_normal((m, D, df))
+    W = root @ A
+    return mu, W @ np.swapaxes(W, -1, -2) / df
+
+
+def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, side: Side, n_sims: int = PAIRED_SIMS,
                          rng_seed: int = POWER_RNG_SEED) -> float:
-    """P(decision) of "a's spread exceeds b's" (:func:`contrast_codes`) at ``seeds`` seeds, each seed's
-    within-cell differences (:func:`centring`) drawn from N(``mean``, ``cov``) (:func:`paired_truth`)."""
+    """P(decision) of "a's spread exceeds b's" (:func:`initmem.claims.spreads.contrast_arrays`, as the
+    row reads it) at ``seeds`` seeds, each seed's within-cell differences (:func:`centring`) drawn from
+    N(``mean``, ``cov``) (:func:`paired_truth`). The rule reads the seeds through their mean and sample
+    covariance only, so those are drawn directly (:func:`_seed_moments`)."""
+    if seeds < 2:
+        return 0.0
     rng = np.random.default_rng(rng_seed)
     vals, vecs = np.linalg.eigh(np.asarray(cov, float))
-    root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+    root, embed = vecs * np.sqrt(np.clip(vals, 0.0, None)), _embedding(k)
     out = []
-    for m in _blocks(n_sims, 3 * k * k * int(seeds)):   # the rule reads every ordered pair of sigma_w
-        y = np.asarray(mean, float) + rng.standard_normal((m, int(seeds), len(mean))) @ root.T
-        y = np.swapaxes(y, -1, -2)                                  # (m, 2 (k - 1), seeds)
-        zero = np.zeros((m, 1, int(seeds)))
-        a, b = np.concatenate([zero, y[:, : k - 1]], 1), np.concatenate([zero, y[:, k - 1:]], 1)
-        out.append(contrast_codes(a, b, side))
+    for m in _blocks(n_sims, 8 * (2 * k) ** 2):
+        mu, S = _seed_moments(mean, root, seeds, m, rng)
+        low, high = moment_bounds(100 * mu @ embed.T, 1e4 * embed @ S @ embed.T, int(seeds))
+        out.append(side_codes(low, high, side))
     return float(np.mean(np.concatenate(out) != 0))
 
 
+def _embedding(k: int) -> np.ndarray:
+    """(2 k, 2 (k - 1)): the differences from each cell's first sigma_w (:func:`centring`) back to the two
+    cells' profiles with that first value at 0 (the contrast rule reads only differences within a cell)."""
+    out = np.zeros((2 * k, 2 * (k - 1)))
+    out[1:k, : k - 1] = np.eye(k - 1)
+    out[k + 1:, k - 1:] = np.eye(k - 1)
+    return out
+
+
 def contrast_decision_rate(means_a: Sequence[float], means_b: Sequence[float], sd_a: float | Sequence[float],
-                           sd_b: float | Sequence[float], seeds: int, side: Side, n_sims: int = POWER_SIMS,
+                           sd_b: float | Sequence[float], seeds: int, side: Side, n_sims: int = PAIRED_SIMS,
                            rng_seed: int = POWER_RNG_SEED, corr: float = 0.0) -> float:
     """P(decision) of "a's spread exceeds b's" against ``side`` at ``seeds`` seeds (the two paired by
     seed): means and run noise per sigma_w of each cell, and ``corr``, the correlation of one seed's

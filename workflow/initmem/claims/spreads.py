@@ -41,7 +41,7 @@ true spread(a) - spread(b) for any sigma_w profile, monotone or not, the way a s
 So "reproduced" (lower > 0) needs a's drop above every seed-paired difference of b, and "not
 reproduced" (upper < 0) every seed-paired difference of a below b's drop: neither can be read off
 a peak or a dip the end values do not show (a contrast on the end drops alone, D_a against |D_b|,
-inverted there: a peak of 22.8 pp against a 4.3 pp linear fall read "not reproduced" every time at
+inverted there: a peak of about 23 pp against a linear fall of about 4 pp read "not reproduced" every time at
 16 seeds). With 2 sigma_w the pairs are the ends: the lower bound is the drops' IUT of D_a - D_b and
 D_a + D_b; the upper reads |D_a| (a rising a has the spread |D_a|). Paired t (df n - 1, a pair uses the
 seeds both cells have) is exact whatever the variances under normal seed noise. The max - min of seed
@@ -185,12 +185,20 @@ def _pair_bounds(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _moment_bounds(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The same (low, high) for complete values, from the seed means and covariance of the 2 k values
-    (each pair's mean and variance are linear in them: O(k^2) per replicate instead of O(k^2 n))."""
-    n, k = a.shape[-1], a.shape[-2]
+    (:func:`moment_bounds`)."""
+    n = a.shape[-1]
     x = np.concatenate([a, b], axis=-2)
     mu = x.mean(-1)
     xc = x - mu[..., None]
-    C = xc @ np.swapaxes(xc, -1, -2) / (n - 1)
+    return moment_bounds(mu, xc @ np.swapaxes(xc, -1, -2) / (n - 1), n)
+
+
+def moment_bounds(mu: np.ndarray, C: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of :func:`contrast_arrays` from the seed means ``mu`` (..., 2 k: a's k values, then
+    b's) and their sample covariance ``C`` (..., 2 k, 2 k) over ``n`` complete seeds: each pair's mean
+    and variance are linear in them (O(k^2) per replicate instead of O(k^2 n)), so a simulation can draw
+    the means and the covariance themselves."""
+    k = mu.shape[-1] // 2
     caa, cbb, cab = C[..., :k, :k], C[..., k:, k:], C[..., :k, k:]
     ma, mb = mu[..., :k], mu[..., k:]
     dia, dib = np.diagonal(caa, 0, -2, -1), np.diagonal(cbb, 0, -2, -1)
