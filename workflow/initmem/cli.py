@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from initmem.spec import entry_names
+
 
 class _Tee:
     def __init__(self, *streams):
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     p = sub.add_parser("prepare", help="write a prepared split file")
     p.add_argument("out")
-    p.add_argument("--source", default="torchvision", choices=["torchvision", "archive", "synthetic"])
+    p.add_argument("--source", default="torchvision", choices=entry_names("source"),
+                   help="a data source file of engine/datasources/ (default: torchvision)")
     p.add_argument("--archive")
     p.add_argument("--no-verify-md5", action="store_true")
     p.add_argument("--n-train", type=int, default=40000)

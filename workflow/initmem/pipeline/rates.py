@@ -42,8 +42,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-FAMILY = {"sgd": "sgd", "sgd_momentum": "sgd", "adam": "adam", "adamw": "adam", "muon": "muon", "muon_full": "muon",
-          "lion": "adam"}  # Lion: one moment buffer and a sign, cheaper than Adam per step: Adam's rate is the conservative stand-in
+from initmem.presentation import rate_family
+
 # (architecture, family) -> (operations per step of one run, of a vmap pack), family means of
 # benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
 OPS_PER_STEP = {
@@ -75,8 +75,8 @@ class Rate:
 
 
 def family(optimizer: str) -> str:
-    """The optimizer family a rate is shared by (sgd, adam, muon)."""
-    return FAMILY[optimizer]
+    """The optimizer family a rate is shared by (sgd, adam, muon): :func:`initmem.presentation.rate_family`."""
+    return rate_family(optimizer)
 
 
 def precision_gpu(arch: str, precision: str) -> float:
