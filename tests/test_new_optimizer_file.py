@@ -32,6 +32,7 @@ def _study_config() -> dict:
 @pytest.mark.slow
 def test_a_copy_of_sgds_file_runs_through_every_figure_table_and_the_estimate(tmp_path):
     work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")  # estimate reads the Slurm profile's concurrency
     optimizers = work / "workflow/initmem/engine/optimizers"
     shutil.copy(optimizers / "sgd.py", optimizers / "sgd_copy.py")  # the only edit to the checkout
     (work / "c.yaml").write_text(yaml.safe_dump(_study_config(), sort_keys=False))
