@@ -279,7 +279,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             config["compute"]["images_per_second"] = args.images_per_second
         elif args.rate_table is not None:
             config["compute"].update(images_per_second=None, rate_table=args.rate_table)
-        from initmem.pipeline.estimate import profile_jobs
+        import yaml
+
+        from initmem.pipeline.estimate import PROFILE, profile_jobs
+        from initmem.pipeline.timelimit import capped_compute, profile_time_limit
+
+        if Path(PROFILE).is_file():  # the partition's time limit caps each job as on the cluster
+            config["compute"] = capped_compute(config["compute"], profile_time_limit(yaml.safe_load(Path(PROFILE).read_text()) or {}))
 
         if args.jobs is not None and args.jobs < 1:
             raise ValueError(f"--jobs {args.jobs} must be >= 1 (training jobs running at once)")
