@@ -80,3 +80,21 @@ def test_the_papers_optimizers_keep_their_look():
     assert look.table_label("sgd_momentum") == "SGD-momentum"
     assert [look.rate_family(o) for o in ("sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion")] == [
         "sgd", "sgd", "adam", "adam", "muon", "muon", "adam"]
+
+
+def test_a_new_architecture_files_cost_numbers_come_from_it_or_an_error_names_them(monkeypatch, tmp_path):
+    """The memory and rate models read a new architecture's numbers from its file; one it lacks is an
+    error naming the file and the constant, not a KeyError."""
+    import initmem.spec as spec
+    from initmem.pipeline.rates import default_curve
+    from initmem.pipeline.targets import pack_state_mb
+
+    folder = tmp_path / "architectures"
+    shutil.copytree(registry_folder("arch"), folder)
+    (folder / "tiny_net.py").write_text('"""A test network."""\n\nPARAMS_AT_WIDTH_64 = 1048576\n')
+    real = spec.registry_folder
+    monkeypatch.setattr(spec, "registry_folder", lambda kind: folder if kind == "arch" else real(kind))
+    state = pack_state_mb([{"arch": "tiny_net", "width": 64, "optimizer": "sgd"}])
+    assert state == 4.0  # 2**20 float32 parameters, no slots
+    with pytest.raises(ValueError, match=r"engine/architectures/tiny_net.py: give OPS_PER_STEP"):
+        default_curve("tiny_net", 64, 16, "sgd", "float32")
