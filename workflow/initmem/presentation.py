@@ -1,5 +1,5 @@
-"""How a registry entry is shown and costed: its label, line style, colour and rate family, read from
-the entry's file or derived from it, so that a new file needs no second list anywhere.
+"""How a registry entry is shown and costed: its label, line style, colour, rate family and cost-model
+numbers, read from the entry's file or derived from it, so that a new file needs no second list anywhere.
 
 An entry file may declare, as module-level literals (read without importing it, :func:`initmem.spec.entry_info`):
 
@@ -12,7 +12,8 @@ An entry file may declare, as module-level literals (read without importing it, 
   clock, else ``"sgd"``).
 
 The paper's own entries keep their look in :data:`PAPER_LOOK` rather than in their files: a run's key
-hashes its entries' files, so writing these constants there would retrain every existing run.
+hashes its entries' files, so writing these constants there would retrain every existing run (and this
+module is in no run's key: an edit here retrains nothing).
 Torch- and matplotlib-free: the estimate and the tables read it too.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from initmem.spec import entry_info, entry_names
+from initmem.spec import REGISTRIES, ConfigError, entry_info, entry_names
 
 # The paper's entries as its figures show them: label, and for optimizers a line style and marker (Adam
 # and AdamW at weight decay 0, or Muon and its full variant, can draw the same curve: a solid line
@@ -85,6 +86,18 @@ def color(optimizer: str) -> str:
     """``optimizer``'s colour: its file's COLOR, else the palette's colour at its place in :func:`optimizer_order`."""
     own = entry_info("optimizer", optimizer).get("COLOR")
     return str(own) if own is not None else PALETTE[optimizer_order().index(optimizer) % len(PALETTE)]
+
+
+def entry_fact(kind: str, name: str, key: str, shipped: dict[str, Any]) -> Any:
+    """``key`` of registry entry ``name`` (a cost-model number): its file's literal, else the value
+    ``shipped`` holds for an entry the repository ships (kept beside the code that uses it, as
+    :data:`PAPER_LOOK` is); an error naming the file and the constant to add where neither has it."""
+    own = entry_info(kind, name).get(key)
+    if own is not None:
+        return own
+    if name in shipped:
+        return shipped[name]
+    raise ConfigError(f"{REGISTRIES[kind]}/{name}.py: give {key} (a module-level literal; docs/extending.md says what it is)")
 
 
 def rate_family(optimizer: str) -> str:

@@ -53,19 +53,6 @@ def entry_info(kind: str, name: str) -> dict[str, Any]:
     return _literals(path)
 
 
-def entry_fact(kind: str, name: str, key: str, shipped: dict[str, Any]) -> Any:
-    """``key`` of registry entry ``name``: its file's literal, else the value ``shipped`` holds for an
-    entry the repository ships (kept beside the code that uses it: written into the shipped file it
-    would change that file's code, and so retrain its runs); an error naming the file and the
-    constant to add where neither has it."""
-    own = entry_info(kind, name).get(key)
-    if own is not None:
-        return own
-    if name in shipped:
-        return shipped[name]
-    raise ConfigError(f"{REGISTRIES[kind]}/{name}.py: give {key} (a module-level literal; docs/extending.md says what it is)")
-
-
 ARCHS = entry_names("arch")
 NORMS = ("batchnorm", "layernorm")
 POOLS = ("max", "avg")
