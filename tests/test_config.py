@@ -172,3 +172,14 @@ def test_a_profile_run_whose_profile_sets_its_config_is_never_told_to_add_a_conf
     hint = other_data_hint(load_config([ROOT / "config/paper.yaml"]), tmp_path / "missing.npz",
                            tmp_path / "results/config.resolved.yaml", tmp_path, set_by)
     assert "data.source synthetic" in hint and "--configfile" not in hint and "config/paper.yaml" in hint
+
+
+def test_an_oversized_batch_names_its_key_and_the_files_that_set_it_and_n_train(tmp_path):
+    """batch_size 128 in a study's set, over n_train 64 from another file: both keys and both files named."""
+    a = write(tmp_path / "data.yaml", "data:\n  n_train: 64\n")
+    b = write(tmp_path / "study.yaml", "studies:\n  s:\n    set: {batch_size: 128}\n    grid: {sigma_w: [1.0], seed: [0]}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config([a, b])
+    message = str(err.value)
+    assert message.startswith("studies.s.set.batch_size: 128 (in studies.s) exceeds data.n_train = 64")
+    assert f"batch_size set in {b}" in message and f"n_train in {a}" in message

@@ -175,7 +175,7 @@ def test_new_runs_form_new_packs_and_trained_packs_keep_their_runs():
 @pytest.mark.parametrize("mutate, message", [
     (lambda c: c["studies"].update({"bad name": c["studies"]["s"]}), "study name 'bad name'"),
     (lambda c: c["studies"]["s"].update(variants={"a|b": {}}), "variant name 'a|b'"),
-    (lambda c: c["studies"]["s"]["grid"].update(batch_size=[128]), "batch_size 128 exceeds data.n_train = 64"),
+    (lambda c: c["studies"]["s"]["grid"].update(batch_size=[128]), r"studies.s.grid.batch_size: 128 \(in studies.s\) exceeds data.n_train = 64"),
 ])
 def test_names_and_batch_sizes_are_checked(mutate, message):
     cfg = _cfg({"sigma_w": [1.0], "seed": [0], "batch_size": [4]})

@@ -184,3 +184,48 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
     assert final["JobState"] == "COMPLETED" and int(final["Restarts"]) >= 1
     record = json.loads(next((work / "results/runs/main").glob("*.json")).read_text())
     assert len(record["history"]["epoch"]) == 300
+
+
+@pytest.mark.parametrize("limit, minutes", [(1440, 1440), ("1-00:00:00", 1440), ("'4:00:00'", 240), ("90", 90),
+                                            ("90:59", 90), ("2-12", 3600), ("infinite", None), ("UNLIMITED", None)])
+def test_the_partition_time_limit_reads_as_sinfo_prints_it(limit, minutes):
+    from initmem.pipeline.timelimit import partition_time_limit
+
+    assert partition_time_limit(["slurm_partition=gpu", f"partition_time_limit={limit}"]) == minutes
+
+
+def test_the_partition_time_limit_lowers_the_configs_cap_and_never_raises_it():
+    from initmem.pipeline.timelimit import capped_compute
+
+    assert capped_compute({"max_runtime_minutes": 1440}, 240)["max_runtime_minutes"] == 240
+    assert capped_compute({"max_runtime_minutes": 60}, 240)["max_runtime_minutes"] == 60
+    assert capped_compute({"max_runtime_minutes": None}, 240)["max_runtime_minutes"] == 240
+    assert capped_compute({"max_runtime_minutes": 1440}, None)["max_runtime_minutes"] == 1440
+
+
+def _train_runtimes(work: Path, limit_line: str) -> list[int]:
+    """The runtime (minutes) each train job of a dry run asks for, with the profile's time-limit line replaced."""
+    import re
+
+    profile = work / "slurm/config.yaml"
+    profile.write_text(re.sub(r"^  partition_time_limit: .*$", limit_line, profile.read_text(), flags=re.M))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "runs", "--profile", "slurm", "--configfile", "c.yaml", "-n",
+                           "--slurm-no-account"], cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    blocks = proc.stdout.split("\nrule ")
+    return [int(re.search(r"runtime=(\d+)", b)[1]) for b in blocks if b.startswith("train:")]
+
+
+def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
+    """A pack the rate model says needs ~27 minutes, under a config cap of 1440: with the profile's
+    partition limit at 15 minutes its job asks for 15 (it resumes across attempts), and for its own
+    estimate where the profile states no limit."""
+    from test_workflow import workdir_copy
+
+    work = workdir_copy(tmp_path)
+    assert "\n  partition_time_limit: 1440 " in (shipped_slurm_profile(work) / "config.yaml").read_text()  # the line a user edits
+    cfg = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5], "seed": [0]}}})
+    cfg["compute"].update(images_per_second=0.2, max_runtime_minutes=1440, attempts=3)
+    (work / "c.yaml").write_text(yaml.safe_dump(cfg))
+    assert _train_runtimes(work, "  partition_time_limit: 15") == [15]
+    assert _train_runtimes(work, "") == [27]

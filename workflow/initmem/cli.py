@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from initmem.spec import entry_names
+
 
 class _Tee:
     def __init__(self, *streams):
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     p = sub.add_parser("prepare", help="write a prepared split file")
     p.add_argument("out")
-    p.add_argument("--source", default="torchvision", choices=["torchvision", "archive", "synthetic"])
+    p.add_argument("--source", default="torchvision", choices=entry_names("source"),
+                   help="a data source file of engine/datasources/ (default: torchvision)")
     p.add_argument("--archive")
     p.add_argument("--no-verify-md5", action="store_true")
     p.add_argument("--n-train", type=int, default=40000)
@@ -276,7 +279,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             config["compute"]["images_per_second"] = args.images_per_second
         elif args.rate_table is not None:
             config["compute"].update(images_per_second=None, rate_table=args.rate_table)
-        from initmem.pipeline.estimate import profile_jobs
+        import yaml
+
+        from initmem.pipeline.estimate import PROFILE, profile_jobs
+        from initmem.pipeline.timelimit import capped_compute, profile_time_limit
+
+        if Path(PROFILE).is_file():  # the partition's time limit caps each job as on the cluster
+            config["compute"] = capped_compute(config["compute"], profile_time_limit(yaml.safe_load(Path(PROFILE).read_text()) or {}))
 
         if args.jobs is not None and args.jobs < 1:
             raise ValueError(f"--jobs {args.jobs} must be >= 1 (training jobs running at once)")

@@ -16,6 +16,7 @@ from initmem.pipeline.invocation import shell_python  # noqa: E402
 PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.executable)
 
 from initmem.pipeline.grid import expand_studies  # noqa: E402
+from initmem.pipeline.timelimit import capped_compute, partition_time_limit  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
 from initmem.pipeline.identity import (ANALYSIS_CODE, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
@@ -73,10 +74,14 @@ except InvocationError as exc:
     raise WorkflowError(str(exc))
 
 
+# The partition's time limit (slurm/config.yaml: partition_time_limit) caps each job's time request,
+# its pack's size and its attempts as compute.max_runtime_minutes does (initmem.pipeline.timelimit).
 try:
+    config["compute"] = capped_compute(config["compute"], partition_time_limit(
+        list(getattr(workflow.resource_settings.default_resources, "args", None) or [])))
     RUNS = expand_studies(config)
     PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR, DATA_ID)
-except ConfigError as exc:
+except (ConfigError, ValueError) as exc:
     raise WorkflowError(f"invalid config: {exc}")
 PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}

@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 
 from initmem.claims.analysis import config_spreads, interpolation_table, long_run_comparison, scale_label
-from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS
+from initmem.spec import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, DEFAULT_MOMENTUM, OPTIMIZERS, entry_info
 
-ADAM_FAMILY = ("adam", "adamw", "muon", "muon_full")
-MOMENTUM_OPTIMIZERS = ("sgd_momentum", "muon", "muon_full")
+# Read from the optimizer files: those keeping a second moment (SLOTS "v") use Keras' Adam betas and
+# epsilon (Muon on its AdamW branch); those declaring a MOMENTUM have one to show.
+ADAM_FAMILY = tuple(o for o in OPTIMIZERS if "v" in entry_info("optimizer", o).get("SLOTS", {}))
+MOMENTUM_OPTIMIZERS = tuple(DEFAULT_MOMENTUM)
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f") -> str:

@@ -17,13 +17,14 @@ from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.registry import lookup, regime_check
 from initmem.claims.verdicts import Cell, Estimate, Side
-from initmem.spec import ADAPTIVE  # noqa: F401  (the optimizer files that say CLOCK = "T_adapt"; table and clock claims import it here)
+from initmem.presentation import table_label
+from initmem.spec import ADAPTIVE, entry_names  # noqa: F401  (the optimizer files that say CLOCK = "T_adapt"; table and clock claims import it here)
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
            "null_mean", "p_null", "section", "regime", "would_decide", "p_decision", "p_holm", "verdict_holm"]
-LABEL = {"sgd": "SGD", "sgd_momentum": "SGD-momentum", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
-         "muon_full": "Muon (full)", "lion": "Lion", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
+# The claims table's name of each optimizer and norm (initmem.presentation: the entry's file or derived from it)
+LABEL = {n: table_label(n) for n in (*entry_names("optimizer"), "batchnorm", "layernorm")}
 PAPER_LR = 1e-3  # the main grid's learning rate (Table 1); main-study claims read only these runs
 AT_BEST, AT_END, CURVE = "tau_best", "end of training", "curve over the run"
 

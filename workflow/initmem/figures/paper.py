@@ -16,25 +16,18 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
+from initmem import presentation as look
 from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads
 from initmem.claims.shapes import BETA_FLOOR
 from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: F401
 from initmem.spec import entry_names
 
-# The paper's optimizers in its order, then every other optimizer file of the registry (a new one is drawn too)
-_PAPER_ORDER = ["sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion"]
-OPTIMIZER_ORDER = _PAPER_ORDER + [o for o in entry_names("optimizer") if o not in _PAPER_ORDER]
-LABELS = {"sgd": "SGD", "sgd_momentum": "SGD+mom.", "adam": "Adam", "adamw": "AdamW", "muon": "Muon",
-          "muon_full": "Muon (full)", "lion": "Lion", "resnet9": "ResNet-9", "resnet56": "ResNet-56", "resnet110": "ResNet-110",
-          "r9avg": "R9-AvgPool", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
-COLORS = dict(zip(OPTIMIZER_ORDER, plt.get_cmap("tab10").colors, strict=False))
-# A line style and marker per optimizer as well as a colour: Adam and AdamW (weight decay 0) or Muon
-# and its full variant can draw the same curve, and a solid line would hide the one under it.
-STYLES = {"sgd": dict(ls="-", marker="o"), "sgd_momentum": dict(ls="-.", marker="s"), "adam": dict(ls="-", marker="^"),
-          "adamw": dict(ls="--", marker="v", mfc="none"), "muon": dict(ls="-", marker="D"),
-          "muon_full": dict(ls="--", marker="d", mfc="none"), "lion": dict(ls=":", marker="P")}
-STYLES |= {o: dict(ls=":", marker="XhH*p"[i % 5]) for i, o in enumerate(o for o in OPTIMIZER_ORDER if o not in STYLES)}
-LABELS |= {o: o for o in OPTIMIZER_ORDER if o not in LABELS}
+# Every optimizer file in the paper's order, with its label, style and colour (initmem.presentation: the
+# entry's file or derived from it, so a new file is drawn with no edit here)
+OPTIMIZER_ORDER = look.optimizer_order()
+LABELS = {n: look.label(n) for n in (*OPTIMIZER_ORDER, *entry_names("arch"), *look.OTHER_LABELS)}
+COLORS = {o: look.color(o) for o in OPTIMIZER_ORDER}
+STYLES = {o: look.style(o) for o in OPTIMIZER_ORDER}
 plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
                      "axes.grid": True, "grid.alpha": 0.3})
 MAX_TICKS = 9  # more grid values than this: let matplotlib choose the ticks

@@ -89,7 +89,22 @@ def load_config(files: Iterable[str | Path], overrides: Mapping | None = None, d
         config = layer(config, data)
     if schema is not None:
         check_schema(config, schema, layers)
+        _check_batch_sizes(config, layers)
     return config
+
+
+def _check_batch_sizes(config: dict, layers: list[tuple[str, dict]]) -> None:
+    """A batch size larger than data.n_train, named with the files that set it and n_train (the
+    grid's other errors name no file: they are raised again, unchanged, where the workflow expands it)."""
+    from initmem.pipeline.grid import OversizedBatch, expand_studies
+
+    try:
+        expand_studies(config)
+    except OversizedBatch as exc:
+        raise ConfigError(f"{exc} (batch_size set in {_source(exc.keys, layers)}, "
+                          f"n_train in {_source(['data', 'n_train'], layers)})") from None
+    except (ConfigError, KeyError, TypeError):
+        return  # another error, raised as it is where the workflow expands the studies
 
 
 def check_schema(config: dict, schema: str | Path, layers: list[tuple[str, dict]] = ()) -> None:

@@ -47,6 +47,26 @@ class Run:
     spec: dict
 
 
+class OversizedBatch(ConfigError):
+    """A batch size larger than data.n_train; ``keys`` is the key path that set it (for the file's name)."""
+
+    def __init__(self, message: str, keys: list):
+        super().__init__(message)
+        self.keys = keys
+
+
+def _batch_size_keys(name: str, study: dict, variant: str, grid_index: int | None) -> list:
+    """The key path whose value a run's batch_size is: its grid, its variant, the study's set, or defaults."""
+    study_keys = ["studies", name]
+    if grid_index is not None:
+        return study_keys + ["grid"] + ([grid_index] if isinstance(study.get("grid"), list) else []) + ["batch_size"]
+    if variant and "batch_size" in (study.get("variants") or {}).get(variant, {}):
+        return study_keys + ["variants", variant, "batch_size"]
+    if "batch_size" in study.get("set", {}):
+        return study_keys + ["set", "batch_size"]
+    return ["defaults", "batch_size"]
+
+
 def _study_grids(name: str, study: dict) -> list[dict]:
     """A study's grid as a list of cartesian products (``grid`` may be one mapping or a list of them)."""
     grids = study.get("grid") or {}
@@ -85,7 +105,7 @@ def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run
     label_keys = [k for k in keys if k not in PACKED_AXES]
     runs, seen = [], {}
     for variant, overrides in variants.items():
-        for grid in grids:
+        for index, grid in enumerate(grids):
             for values in itertools.product(*(grid[k] for k in keys)):
                 point = dict(zip(keys, values, strict=True))
                 spec = {**defaults, **study.get("set", {}), **overrides, **point}
@@ -95,8 +115,10 @@ def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run
                     raise ConfigError(f"{where}: unknown keys {unknown}; known keys: {list(KNOWN_KEYS)}")
                 validate_spec(spec, where)
                 if spec["batch_size"] > data["n_train"]:
-                    raise ConfigError(f"{where}: batch_size {spec['batch_size']} exceeds data.n_train = {data['n_train']} "
-                                      "(every step would see the whole training set); lower it or raise n_train")
+                    set_by = _batch_size_keys(name, study, variant, index if "batch_size" in point else None)
+                    raise OversizedBatch(f"{'.'.join(map(str, set_by))}: {spec['batch_size']} (in {where}) exceeds data.n_train = "
+                                         f"{data['n_train']} (every step would see the whole training set); lower it or raise "
+                                         "n_train", set_by)
                 spec = resolve_spec(spec)
                 spec.update(variant=variant or None, n_train=data["n_train"], n_val=data["n_val"], n_test=data["n_test"])
                 config_parts = ([variant] if variant else []) + [_label(k, point[k]) for k in label_keys]

@@ -36,7 +36,8 @@ NOT_IN_RUN_KEYS = {
                         "(on a GPU it turns on cuDNN's deterministic mode, a difference at rounding level only)",
 }
 # Package parts (folders, or modules) whose code decides each analysis output (never a reason to retrain).
-_TABLES = ("claims", "paper.py", "pipeline/records.py", "evidence.py", "engine/clocks.py", "engine/metrics.py", "spec.py", "io.py", "cli.py")
+_TABLES = ("claims", "paper.py", "pipeline/records.py", "evidence.py", "engine/clocks.py", "engine/metrics.py", "spec.py", "io.py", "cli.py",
+           "presentation.py")
 ANALYSIS_CODE = {
     "tables": _TABLES,                     # the per-study tables, runs.csv ... claims.md
     "figures": (*_TABLES, "figures"),      # Figures 1-8 and 10

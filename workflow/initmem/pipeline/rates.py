@@ -42,14 +42,16 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-FAMILY = {"sgd": "sgd", "sgd_momentum": "sgd", "adam": "adam", "adamw": "adam", "muon": "muon", "muon_full": "muon",
-          "lion": "adam"}  # Lion: one moment buffer and a sign, cheaper than Adam per step: Adam's rate is the conservative stand-in
-# (architecture, family) -> (operations per step of one run, of a vmap pack), family means of
+from initmem.presentation import entry_fact, rate_family
+
+# The shipped architectures' numbers of the rate model; a new architecture file states its own as
+# module-level literals of the same names (OPS_PER_STEP: {family: (one run, a pack)}; initmem.presentation.entry_fact).
+# architecture -> family -> (operations per step of one run, of a vmap pack), family means of
 # benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
 OPS_PER_STEP = {
-    ("resnet9", "sgd"): (141, 249), ("resnet9", "adam"): (158, 266), ("resnet9", "muon"): (185, 298),
-    ("resnet56", "sgd"): (754, 1322), ("resnet56", "adam"): (771, 1339), ("resnet56", "muon"): (798, 1371),
-    ("resnet110", "sgd"): (1483, 2619), ("resnet110", "adam"): (1517, 2653), ("resnet110", "muon"): (1571, 2717),
+    "resnet9": {"sgd": (141, 249), "adam": (158, 266), "muon": (185, 298)},
+    "resnet56": {"sgd": (754, 1322), "adam": (771, 1339), "muon": (798, 1371)},
+    "resnet110": {"sgd": (1483, 2619), "adam": (1517, 2653), "muon": (1571, 2717)},
 }
 SECONDS_PER_OP = 7.3e-6
 # at the spec's width 64 (the ResNet-9 base; ResNet-56/110 build width // 4 = 16 base channels)
@@ -75,23 +77,28 @@ class Rate:
 
 
 def family(optimizer: str) -> str:
-    """The optimizer family a rate is shared by (sgd, adam, muon)."""
-    return FAMILY[optimizer]
+    """The optimizer family a rate is shared by (sgd, adam, muon): :func:`initmem.presentation.rate_family`."""
+    return rate_family(optimizer)
+
+
+def _arch(arch: str, key: str, shipped: dict):
+    """An architecture's rate-model number: its file's ``key``, else the shipped table's."""
+    return entry_fact("arch", arch, key, shipped)
 
 
 def precision_gpu(arch: str, precision: str) -> float:
     """r_gpu of ``precision`` over float32 (the stated defaults)."""
     if precision not in PRECISION_HOST:
         raise ValueError(f"unknown precision {precision!r}; choose one of {tuple(PRECISION_HOST)}")
-    return {"float32": 1.0, "tf32": TF32_GPU, "bf16": TF32_GPU * BF16_OVER_TF32[arch]}[precision]
+    return {"float32": 1.0, "tf32": TF32_GPU, "bf16": TF32_GPU * _arch(arch, "BF16_OVER_TF32", BF16_OVER_TF32)}[precision]
 
 
 def default_curve(arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int = 1) -> tuple[float, float]:
     """(t_host seconds per step, r_gpu images/s) of the stated defaults for a pack of ``pack`` runs."""
-    single, packed = OPS_PER_STEP[(arch, fam)]
+    single, packed = _arch(arch, "OPS_PER_STEP", OPS_PER_STEP)[fam]
     t_host = (single if pack == 1 else packed) * SECONDS_PER_OP * PRECISION_HOST[precision]
-    flop = TRAIN_FLOP_PER_IMAGE[arch] * (width / 64) ** 2  # convolutions scale with the channels squared
-    return t_host, EFFECTIVE_FLOPS[arch] / flop * precision_gpu(arch, precision)
+    flop = _arch(arch, "TRAIN_FLOP_PER_IMAGE", TRAIN_FLOP_PER_IMAGE) * (width / 64) ** 2  # convolutions scale with the channels squared
+    return t_host, _arch(arch, "EFFECTIVE_FLOPS", EFFECTIVE_FLOPS) / flop * precision_gpu(arch, precision)
 
 
 def interpolate(points: dict[int, float], pack: int) -> float:

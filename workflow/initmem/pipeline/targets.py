@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 
+from initmem.presentation import entry_fact
 from initmem.spec import OPTIMIZERS, entry_info
 
 # Figure -> (studies it cannot do without, studies it uses when the config has them).
@@ -73,6 +74,8 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minute
 # Host memory model of a training job (MiB), benchmarks/checkpoint_memory.md for the checkpoint part.
 HOST_BASE_MB = 1024          # Python, numpy, torch and the job's Snakemake wrapper
 CUDA_CONTEXT_MB = 2560       # host side of the CUDA/cuDNN/cuBLAS context (1-2.5 GB measured elsewhere)
+# PARAMS_AT_WIDTH_64 and ACTIVATION_MB_PER_IMAGE: the shipped architectures'; a new architecture
+# file states its own as module-level literals of the same names (initmem.presentation.entry_fact)
 PARAMS_AT_WIDTH_64 = {"resnet9": 6_575_370, "resnet56": 857_706, "resnet110": 1_734_666}
 # optimizer tensors per parameter, from each optimizer file's SLOTS (sgd 0, sgd_momentum 1, Adam and Muon 2, Lion 1)
 STATE_SLOTS = {name: len(entry_info("optimizer", name).get("SLOTS", {})) for name in OPTIMIZERS}
@@ -84,7 +87,7 @@ MARGIN = 1.2
 def pack_state_mb(specs: list[dict]) -> float:
     """Checkpointed state of a pack: parameters plus optimizer slots, float32."""
     s = specs[0]
-    params = PARAMS_AT_WIDTH_64[s["arch"]] * (int(s["width"]) / 64) ** 2
+    params = entry_fact("arch", s["arch"], "PARAMS_AT_WIDTH_64", PARAMS_AT_WIDTH_64) * (int(s["width"]) / 64) ** 2
     return len(specs) * params * (1 + STATE_SLOTS[s["optimizer"]]) * 4 / 2**20
 
 
@@ -101,7 +104,7 @@ def pack_mem_mb(specs: list[dict], device: str = "cpu") -> int:
     uint8_mb, train_f32_mb = n_images * 3072 / 2**20, s["n_train"] * 3072 * 4 / 2**20
     total = HOST_BASE_MB + uint8_mb + CHECKPOINT_PEAK * pack_state_mb(specs)
     if device == "cpu":
-        activations = len(specs) * int(s["batch_size"]) * ACTIVATION_MB_PER_IMAGE[s["arch"]] * int(s["width"]) / 64
+        activations = len(specs) * int(s["batch_size"]) * entry_fact("arch", s["arch"], "ACTIVATION_MB_PER_IMAGE", ACTIVATION_MB_PER_IMAGE) * int(s["width"]) / 64
         total += 4 * uint8_mb + train_f32_mb + activations
     else:
         total += CUDA_CONTEXT_MB + 2 * train_f32_mb
