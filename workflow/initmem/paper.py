@@ -57,6 +57,9 @@ POINTS: tuple[Point, ...] = (
     Point(dict(optimizer="adam", batch_size=16), "1.6", "Sec. 3.1"),
 )
 
+# The main grid's protocol (Table 1, Sec. 2): its learning rate, epochs and seeds per configuration.
+MAIN_LR, MAIN_EPOCHS, MAIN_SEEDS = 1e-3, 300, 10
+
 # Spreads of other architectures (App. D) and the tuned recipe's accuracy (Sec. 3.2, App. F).
 DEPTH_SPREADS = {"resnet56": 24.2, "resnet110": 20.4}          # SGD b=128, pp (App. D)
 RECIPE_TEST_ACC = 94.2                                         # standard SGD recipe, b=128, sigma_w 0.1 (%)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pandas as pd
 
+from initmem import paper as published
 from initmem.claims import multiplicity as M
 from initmem.claims import power as P
 from initmem.claims import shapes as Sh
@@ -25,7 +26,7 @@ COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high",
            "null_mean", "p_null", "section", "regime", "would_decide", "p_decision", "p_holm", "verdict_holm"]
 # The claims table's name of each optimizer and norm (initmem.presentation: the entry's file or derived from it)
 LABEL = {n: table_label(n) for n in (*entry_names("optimizer"), "batchnorm", "layernorm")}
-PAPER_LR = 1e-3  # the main grid's learning rate (Table 1); main-study claims read only these runs
+PAPER_LR = published.MAIN_LR  # main-study claims read only the runs at the main grid's learning rate
 AT_BEST, AT_END, CURVE = "tau_best", "end of training", "curve over the run"
 
 
