@@ -1,7 +1,8 @@
 """What the decisive tier's design said it would decide, beside what its claims table decided.
 
-Reads this folder's ``tables/claims.csv`` (written by the workflow and by ``.venv/bin/python -m initmem reanalyse``) and prints one Markdown row per designed claim: the chance of a
-decision the design computed before training (``DESIGN.md``, ``design_power.md``), what the row's
+Reads this folder's ``tables/claims.csv`` (written by the workflow and by ``.venv/bin/python -m
+initmem reanalyse``) and prints one Markdown row per designed claim: the chance of a decision the
+design computed before training (``DESIGN.md``, ``design_power.md``), what the row's
 statistic decided, the verdict after the paper's regime, the estimate and interval, the share of
 runs that fit, and the row's own ``would decide``.
 
