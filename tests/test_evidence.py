@@ -111,8 +111,9 @@ def test_a_second_reanalysis_changes_nothing_and_says_so(reanalysed, capsys):
 
 def test_the_readme_is_small_and_shows_a_summary_per_claim_family():
     text = (ROOT / "README.md").read_text()
-    assert len(text.encode()) <= 14 * 1024  # a front door: the map, the commands, the evidence summary; the rest in docs/
     block = _block(text)
+    hand_written = text.replace(block, "").splitlines()  # the generated verdict block grows with the claims, not with prose
+    assert len(hand_written) <= 190  # a front door: the map, the commands, the evidence summary; the rest in docs/
     assert "| claim family |" in block and "Decided rows:" in block
 
 
