@@ -173,7 +173,8 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
     while not first_epoch_logged():
         assert proc.poll() is None, proc.stdout.read()[-4000:]
         time.sleep(0.5)  # polling for the event (the first epoch in the job's log)
-    job = next(j for j in slurm_cluster.job_records() if "rule_train" in j.get("Comment", ""))
+    # this test's train job: the running one (slurmctld still remembers the finished jobs of earlier tests)
+    job = next(j for j in slurm_cluster.job_records() if "rule_train" in j.get("Comment", "") and j.get("JobState") == "RUNNING")
     subprocess.run(["scancel", "--signal=TERM", job["JobId"]], check=True)
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out[-4000:]
