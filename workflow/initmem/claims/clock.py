@@ -227,9 +227,7 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
                     f"q = {fit.theta[1]:.3g} [{fit.interval_of(1)[0]:.3g}, {fit.interval_of(1)[1]:.3g}] (an exponent the design does not "
                     "identify stays at the paper's, interval nan); the row's interval is "
                     f"{'pq'[k]}'s")
-        per_group = "; ".join(f"{label}: {'pq'[k]} = {g.theta[k]:.3g} [{g.interval_of(k)[0]:.3g}, {g.interval_of(k)[1]:.3g}]"
-                              for label, g in fit.groups)
-        measured += f"; fitted per group: {per_group}" if per_group else ""
+        measured += f"; fitted per group: {fit.group_intervals()}" if fit.groups else ""
     note = "; ".join(n for n in (
         how, measured,
         f"configurations whose curves overlap under every clock within {C.EQUIVALENCE:g} of {CLOCK_NAMES[clock]} share a curve: {groups}",

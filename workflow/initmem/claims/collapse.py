@@ -363,10 +363,14 @@ class ClockEstimate:
             lows = [g.low[k] for _, g in self.groups]
             highs = [g.high[k] for _, g in self.groups]
             if max(lows) > min(highs):
-                e = shown_exponent(self)
-                parts = [f"{label}: {'pq'[e]} = {g.theta[e]:.3g} [{g.interval_of(e)[0]:.3g}, {g.interval_of(e)[1]:.3g}]" for label, g in self.groups]
-                return "no single clock aligns these curves (the groups' intervals are disjoint): " + "; ".join(parts)
+                return "no single clock aligns these curves (the groups' intervals are disjoint): " + self.group_intervals()
         return ""
+
+    def group_intervals(self) -> str:
+        """Each group's estimate and interval of the exponent the row states ("label: q = x [a, b]; ...")."""
+        e = shown_exponent(self)
+        return "; ".join(f"{label}: {'pq'[e]} = {g.theta[e]:.3g} [{g.interval_of(e)[0]:.3g}, {g.interval_of(e)[1]:.3g}]"
+                         for label, g in self.groups)
 
 
 def shown_exponent(est: ClockEstimate) -> int:
