@@ -211,5 +211,5 @@ def planned_estimate(packs: list[list[dict]], compute: dict, jobs: int | None) -
              "  rates: " + "; ".join(sorted(sources))]
     if jobs is not None:
         lines.append("  " + _disk_line(packs_checkpoint_disk(packs, jobs)))
-    lines.append("  per study and in other precisions: python -m initmem estimate <config file>")
+    lines.append("  per study and in other precisions: .venv/bin/python -m initmem estimate <config file>")
     return "\n".join(lines)
