@@ -230,6 +230,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="an assumed flat images/s of every job instead of the config's rates")
     g.add_argument("--rate-table", help="rates.csv of benchmarks/device_check.py instead of compute.rate_table")
     g.add_argument("--jobs", type=int, help="training jobs at once, for the checkpoint disk (default: slurm/config.yaml's jobs)")
+    d = sub.add_parser("design", help="per headline claim of a config: P(decision) of its rule, the regime, the compute (initmem.design)")
+    d.add_argument("config", nargs="+", help="config files, layered over the embedded default as the workflow does")
+    d.add_argument("--cheapest", action="store_true", help="also the least seeds x sigma_w grid giving each claim >= 80%%")
     c = sub.add_parser("config", help="print the configuration the workflow would use for these config files")
     c.add_argument("config", nargs="*", help="config files, layered over the embedded default (none: the default)")
     c.add_argument("--snakemake-args", nargs=argparse.REMAINDER, metavar="ARG",
@@ -268,6 +271,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         config = load_config(args.config)
         expand_studies(config)  # what the workflow checks when it parses: every run spec
         print(yaml.safe_dump(config, sort_keys=False), end="")
+    elif args.cmd == "design":
+        from initmem.design import report
+        from initmem.pipeline.configfiles import load_config
+
+        print(report(load_config(args.config), " ".join(args.config), args.cheapest), end="")
     elif args.cmd == "estimate":
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.estimate import estimate_table

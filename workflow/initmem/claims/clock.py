@@ -77,7 +77,7 @@ class ClockCell:
         return to_cell(self.runs, metric, self.label)
 
 
-def _slug(label: str) -> str:
+def slug(label: str) -> str:
     """'SGD b=16 lr=0.1 L2=0.01 E=12' -> 'sgd_b16_lr0.1_l2-0.01_e12' (for row ids)."""
     return re.sub(r"[^a-z0-9.-]+", "_", label.replace("L2=", "l2-").replace("=", "").lower()).strip("_")
 
@@ -151,7 +151,7 @@ def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
                 note = _clocks_note(c, at_best=read_at == AT_BEST)
                 if what != "spread":
                     note += f"; {_signed_beta(cell)}"
-                rows.append(row(f"cell_{_slug(c.label)}_{'spread' if what == 'spread' else 'beta'}_{suffix}", "cell",
+                rows.append(row(f"cell_{slug(c.label)}_{'spread' if what == 'spread' else 'beta'}_{suffix}", "cell",
                                 f"{c.label}: {what} ({unit})", math.nan, scale, est, cells=[cell], read_at=read_at, note=note))
     return rows
 
@@ -166,7 +166,7 @@ def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
         most = max((c.clocks.get("T_adapt", 0) for c in adaptive), default=math.nan)
         return [row("adapt_beta_falls_large_T", "direction", f"adaptive |beta(t)| falls once T_adapt >= {T_ADAPT_LARGE:g} (orders)",
                     math.nan, scale, missing=f"no adaptive configuration reaches T_adapt >= {T_ADAPT_LARGE:g} (largest: {most:.3g})")]
-    return [decay_row(f"adapt_beta_falls_{_slug(c.label)}", f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
+    return [decay_row(f"adapt_beta_falls_{slug(c.label)}", f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
                        f"ending at T_adapt {c.clocks['T_adapt']:.3g}", c.curve(), scale, floor_is_enough=False,
                        note=f"'decay by 1-2 orders' read where the paper's Adam runs end: T_adapt >= {T_ADAPT_LARGE:g}")
             for c in large]
@@ -301,7 +301,7 @@ def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
         if len(group) < 2 or _paper_clock(group[0], "T_sgd") > T_RETAINS:
             continue
         for c in group[1:]:
-            rows += _side_rows(f"sgd_T_{_slug(c.label)}", c, group[0], group[0].label, "T_sgd", scale)
+            rows += _side_rows(f"sgd_T_{slug(c.label)}", c, group[0], group[0].label, "T_sgd", scale)
     for suffix, cid, why in (("_retains", "sgd_retains_below_threshold", f"no SGD configuration at T_SGD <= {T_RETAINS:g} beside "
                               "another at the same b"),
                              ("_drops", "sgd_drops_past_threshold", f"no SGD configuration at T_SGD >= {T_DROPS:g} beside one at "
@@ -331,7 +331,7 @@ def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
             if not below:
                 continue
             ref, what = below[0], below[0].label
-        rows += _side_rows(f"l2_T_{_slug(c.label)}", c, ref, what, "T_l2", scale)
+        rows += _side_rows(f"l2_T_{slug(c.label)}", c, ref, what, "T_l2", scale)
     if not any(r["id"].endswith("_drops") for r in rows):
         largest = max((_paper_clock(c, "T_l2") for c in with_l2), default=math.nan)
         rows.append(row("l2_repairs_past_threshold", "direction", f"SGD+L2 spread past T_L2 {T_DROPS:g}", math.nan, scale,

@@ -1,0 +1,121 @@
+"""The planner (initmem.design): which claims a config tests, the truths it assumes, the chance of a decision, the cheapest design."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT, tiny_config
+
+from initmem import design as D
+from initmem.claims.clock import RETAINED
+from initmem.claims.verdicts import greater
+
+
+def _measured(source: str, optimizer: str = "sgd", b: int = 16, spread_pp: float = 10.0, sd: float = 0.02, n_test: int = 500,
+              steps_to_fit: float = np.nan, steps: int = 1000, n_train: int = 1000, resolution: int = 16, lr: float = 1e-3) -> D.Measured:
+    sigmas = np.array([0.1, 0.5, 1.2, 2.5])
+    means = 0.5 - spread_pp / 100 * (sigmas - 0.1) / 2.4
+    spec = {"optimizer": optimizer, "lr": lr, "batch_size": b, "epochs": 10, "l2": 0.0, "n_train": n_train, "n_test": n_test}
+    return D.Measured(source, spec, resolution, sigmas, means, sd, 8, steps, np.full(4, steps_to_fit))
+
+
+def _config(seeds: int = 4, lr_l2_seeds: int = 4, **data) -> dict:
+    grid = {"optimizer": ["sgd", "adam"], "batch_size": [16], "sigma_w": [0.1, 0.5, 1.2, 2.5], "seed": list(range(seeds))}
+    lr_l2 = {"set": {"optimizer": "sgd", "batch_size": 16}, "grid": {"lr": [1e-3, 1e-1], "sigma_w": [0.1, 2.5], "seed": list(range(lr_l2_seeds))}}
+    return tiny_config({"main": {"grid": grid}, "lr_l2": lr_l2},
+                       data={"source": "synthetic", "n_train": 256, "n_val": 100, "n_test": 500, "resolution": 16, **data}, lr=1e-3, epochs=10)
+
+
+def test_configurations_group_the_runs_that_differ_in_sigma_w_and_seed():
+    ps = D.planned(_config(seeds=3))
+    main = [p for p in ps if p.study == "main"]
+    assert sorted(p.spec["optimizer"] for p in main) == ["adam", "sgd"]
+    assert {p.seeds for p in main} == {3} and {p.sigmas for p in main} == {(0.1, 0.5, 1.2, 2.5)}
+    assert main[0].steps == 10 * 16  # 10 epochs of 256 images at b=16
+    assert len([p for p in ps if p.study == "lr_l2"]) == 2
+
+
+def test_the_assumed_spread_is_the_smallest_estimate_and_direct_measurements_come_first():
+    p = next(p for p in D.planned(_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")
+    sources = [_measured("tier-a", spread_pp=12), _measured("tier-b", spread_pp=4), _measured("tier-c", b=64, spread_pp=1)]
+    t = D.spread_truth(p, sources)
+    assert np.ptp(t.means[0]) == pytest.approx(0.04)   # tier-b: the b=64 source is not a direct measurement at b=16
+    assert "tier-b" in t.source and "the smallest of 3" in t.source  # two tiers and the paper's 22.8 pp
+    only_other_b = D.spread_truth(p, [_measured("tier-c", b=64, spread_pp=1)])
+    assert np.ptp(only_other_b.means[0]) == pytest.approx(0.01)  # no direct one: any batch size
+
+
+def test_the_noise_moves_its_test_sampling_part_to_the_planned_test_size():
+    p_bar = 0.5 - 0.1 * (np.array([0.1, 0.5, 1.2, 2.5]) - 0.1) / 2.4
+    binomial = float(np.mean(p_bar) * (1 - np.mean(p_bar)))
+    m = _measured("t", sd=np.sqrt(binomial / 500 + 0.01 ** 2))
+    assert D.noise_at(m, 500) == pytest.approx(m.sd)
+    assert D.noise_at(m, 10_000) == pytest.approx(np.sqrt(binomial / 10_000 + 0.01 ** 2))
+
+
+def test_a_contrast_assumes_the_smallest_difference_of_a_source_that_measured_both_arms():
+    ps = [p for p in D.planned(_config()) if p.study == "main"]
+    sgd, adam = sorted(ps, key=lambda p: p.spec["optimizer"] != "sgd")
+    sources = [_measured("tier-a", spread_pp=12), _measured("tier-a", optimizer="adam", spread_pp=2),
+               _measured("tier-b", spread_pp=6), _measured("tier-b", optimizer="adam", spread_pp=5)]
+    t = D.contrast_truth(sgd, adam, sources)
+    assert np.ptp(t.means[0]) - np.ptp(t.means[1]) == pytest.approx(0.01) and "tier-b" in t.source
+
+
+def test_the_chance_of_a_decision_grows_with_seeds_and_the_cheapest_design_is_the_least_that_reaches_80_percent():
+    p = next(p for p in D.planned(_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")
+    truth = D.Truth((0.5 - 0.05 * (np.array(p.sigmas) - 0.1) / 2.4,), 0.03, "test")
+    rate = D.spread_rate(truth, p.sigmas, RETAINED)
+    assert rate(2, p.sigmas) < rate(4, p.sigmas) < rate(16, p.sigmas)
+    plan = D.Plan("sgd_keeps_spread_b16", "spread", [p], truth, rate, "")
+    seeds, grid, chance, compute = D.cheapest(plan, lambda q: 1.0)
+    assert chance >= D.TARGET and rate(seeds - 1, grid) < D.TARGET
+    assert compute == seeds * len(grid)
+    for g in D.grids(p.sigmas):  # no other grid reaches 80% for less
+        for n in range(2, seeds * len(grid) // len(g) + 1):
+            assert n * len(g) >= compute or rate(n, g) < D.TARGET
+
+
+def test_the_report_names_every_claim_and_a_one_seed_study_is_not_testable():
+    sources = [_measured("tier", spread_pp=10), _measured("tier", optimizer="adam", spread_pp=2),
+               _measured("tier", lr=0.1, spread_pp=2)]
+    text = D.report(_config(lr_l2_seeds=1), "c.yaml", sources=sources)
+    for cid in ("sgd_keeps_spread_b16", "sgd_gt_adam_b16", "lr_reduces_sgd_b16_0.001_to_0.1"):
+        assert f"`{cid}`" in text
+    line = next(row for row in text.splitlines() if "lr_reduces_sgd" in row)
+    assert "not testable with one seed" in line
+    assert "minutes on 2 cores" in text
+
+
+def test_the_regime_expects_a_fit_only_where_a_run_of_that_size_fitted_within_the_planned_steps():
+    p = next(p for p in D.planned(_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")  # 160 steps
+    fits = [_measured("pilot", steps_to_fit=100, steps=150, n_train=256)]
+    assert D.fit_expected(p, fits) == "expected to fit at every sigma_w"
+    # a longer run's fit by step 100 of 6,000: not within half of the planned 160
+    assert D.fit_expected(p, [_measured("pilot", steps_to_fit=100, steps=6000, n_train=256)]).startswith("not expected")
+    assert D.fit_expected(p, [_measured("pilot", steps_to_fit=400, steps=150, n_train=256)]).startswith("not expected")
+    assert D.fit_expected(p, [_measured("pilot", steps_to_fit=100, steps=150, n_train=512)]).startswith("fit unknown")
+
+
+def test_the_command_prints_the_decisive_tiers_plan_from_the_committed_evidence():
+    out = subprocess.run([sys.executable, "-m", "initmem", "design", "config/evidence-decisive.yaml"], cwd=ROOT, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}, check=True).stdout
+    row = next(line for line in out.splitlines() if line.startswith("| `sgd_gt_adam_b32`"))
+    assert "jpeg-cifar10-small" in row  # the smaller, direct measurement at b=32: what the decisive tier missed
+    assert "minutes on 2 cores" in out
+
+
+@pytest.mark.slow
+def test_the_committed_plan_of_the_paper_is_what_the_planner_prints():
+    from initmem.pipeline.configfiles import load_config
+
+    text = D.report(load_config([ROOT / "config" / "paper.yaml"]), "config/paper.yaml", with_cheapest=True)
+    committed = (ROOT / "docs" / "design-paper.md").read_text()
+    assert committed.endswith(text), "docs/design-paper.md is stale: regenerate it (the command in its first lines)"
+
+
+def test_the_side_of_a_contrast_is_the_claims_tables():
+    assert D.contrast_rate(D.Truth((np.zeros(2), np.zeros(2)), 0.01, ""), (0.1, 2.5), greater(0))(1, (0.1, 2.5)) == 0.0

@@ -1,0 +1,546 @@
+"""Plan a config before it trains: per headline claim, the chance that its calibrated rule decides.
+
+``python -m initmem design CONFIG [...] [--cheapest]`` reads a config (a tier's or ``config/paper.yaml``),
+finds the claims the claims table would test on it (the ids of :mod:`initmem.claims.table`), assumes a
+truth for each from what the committed evidence measured, and prints per claim: the seeds and sigma_w
+grid it reads, P(decision) (``reproduced`` or ``not reproduced``) by the rule's own simulation, whether
+the paper's regime (the runs fit) is expected, and the compute of the configurations it reads.
+
+The assumed truths (the rule everywhere: the smaller effect of every estimate):
+- **a spread** (a configuration's seed means over sigma_w): every measured configuration of the same
+  optimizer, learning rate, L2 and batch size (any batch size where none) with >= 2 seeds in the committed
+  tiers (``evidence/*/tables``; any epochs, data size or resolution), and the paper's spread at that batch
+  size (a linear profile over its sigma_w range); each is interpolated onto the planned grid and the smallest
+  spread is assumed. The pilot's one-seed cells inform the regime only.
+- **a contrast** (a's spread minus b's, seed-paired): every source that measured both arms, and the
+  paper's two numbers; the smallest contrast is assumed (with that source's two profiles).
+- **the run noise** at the planned test-set size: each source's residual sd (seed-blocked) split into
+  its test-sampling part p(1 - p) / n_test and the rest (the seeds'), the rest kept and the sampling
+  part recomputed at the planned n_test; the largest over the sources is assumed.
+- **|beta| falls** (an adaptive optimizer): a fall of 1 order (the paper's lower end, "1-2 orders")
+  from the smallest peak the committed tiers measured; the epoch noise as the run noise above.
+- **SGD's |beta| stays flat**: flat at the lowest last-tenth level the committed tiers measured for
+  SGD at that lr (a level nearer the noise floor is the harder one to call flat).
+- **the collapse**: the calibration's truth (:mod:`initmem.claims.collapse_calibration`) at the
+  planned configurations and the largest committed tier noise.
+
+The regime (a hand-made rule, stated because no textbook one exists): a configuration is expected to
+fit at a sigma_w when a measured run of the same optimizer, lr, n_train and resolution reached 99.5%
+train accuracy within the planned steps, in a run no longer than the planned one or by half of them
+(a longer cosine keeps the rate higher for longer); "unknown" where nothing was measured at that size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from initmem import paper as published
+from initmem.claims import calibration as Cal
+from initmem.claims import collapse_calibration as CC
+from initmem.claims import power as P
+from initmem.claims import shapes as Sh
+from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
+from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup
+from initmem.claims.rows import ADAPTIVE, LABEL, label_of
+from initmem.claims.spreads import residual_sd
+from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Side, greater
+from initmem.engine.clocks import run_clocks
+from initmem.pipeline.configfiles import read_yaml
+from initmem.pipeline.estimate import packs_gpu_hours
+from initmem.pipeline.grid import expand_studies
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
+PILOT = "jpeg-cifar10-pilot"
+TARGET = 0.8
+MAX_SEEDS = 200
+INTERP = published.INTERP_TRAIN_ACC / 100
+SHAPE_SIMS, COLLAPSE_SIMS, COLLAPSE_DRAWS = 100, 100, 100
+COLLAPSE_MAX_SEEDS = 64
+GRID_SIZES = (2, 3, 4, 5, 7, 9, 13, 25)  # --cheapest's sigma_w grids: these sizes (and the full grid) of evenly spaced values
+PAPER_FALL_ORDERS = 1.0  # "decay by 1-2 orders of magnitude": the lower end
+# CPU cost of one single-thread job on this machine (2 vCPU AMD EPYC, ResNet-9 width 8, float32, loop engine),
+# measured by the regime pilot (evidence/jpeg-cifar10-pilot/README.md, "Cost"): seconds per optimizer step at
+# b=16 and 16x16, the 32x32 factor, and per epoch per evaluated image (the pilot's whole per-epoch overhead
+# counted as evaluation: an upper bound). Other batch sizes: half of a b=16 step taken as fixed, half as per image
+# (an assumption; no pilot cell varies b).
+CPU_STEP_S = 5.0e-3
+CPU_EVAL_S = 0.10e-3
+CPU_RES32 = 3.5
+CPU_CORES = 2
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One configuration of the config: its runs differ only in sigma_w and seed."""
+
+    study: str
+    config_id: str
+    spec: dict = field(hash=False)
+    sigmas: tuple[float, ...]
+    seeds: int
+    resolution: int
+
+    @property
+    def steps(self) -> int:
+        return int(self.spec["epochs"]) * math.ceil(int(self.spec["n_train"]) / int(self.spec["batch_size"]))
+
+    def label(self) -> str:
+        s = self.spec
+        return f"{self.study}: {LABEL.get(s['optimizer'], s['optimizer'])} lr {s['lr']:g} b={s['batch_size']}" + (
+            f" L2 {s['l2']:g}" if s["l2"] else "")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured configuration of a committed tier or the pilot."""
+
+    source: str
+    spec: dict = field(hash=False)
+    resolution: int
+    sigmas: np.ndarray = field(hash=False)
+    means: np.ndarray = field(hash=False)   # seed means of test accuracy at tau_best (fractions)
+    sd: float                               # residual sd of the seed-blocked model (nan: one seed)
+    seeds: int
+    steps: int                              # optimizer steps of the run
+    steps_to_fit: np.ndarray = field(hash=False)  # per sigma_w: the median over fitted runs (nan: none fitted)
+
+    def label(self) -> str:
+        s = self.spec
+        return (f"{self.source} {LABEL.get(s['optimizer'], s['optimizer'])} lr {s['lr']:g} b={s['batch_size']}, "
+                f"{s['epochs']} epochs, n={s['n_train']}, {self.resolution}px")
+
+
+@dataclass(frozen=True)
+class Truth:
+    means: tuple[np.ndarray, ...]   # per arm, on the planned grid
+    sd: float
+    source: str
+
+
+@dataclass
+class Plan:
+    """One claim as planned: its rule's decision rate at the config's design, and what it reads."""
+
+    cid: str
+    rule: str
+    reads: list[Planned]
+    truth: Truth | None
+    rate: Callable[[int, tuple[float, ...]], float] | None   # (seeds, sigma_w grid) -> P(decision)
+    regime: str
+    note: str = ""
+
+    @property
+    def seeds(self) -> int:
+        return min(p.seeds for p in self.reads)
+
+    @property
+    def sigmas(self) -> tuple[float, ...]:
+        return self.reads[0].sigmas
+
+
+# --- the config's configurations -----------------------------------------------------------------
+
+def planned(config: dict) -> list[Planned]:
+    """Every configuration of ``config`` (a loaded, layered config)."""
+    out = []
+    res = int(config["data"].get("resolution", 32))
+    for study, runs in expand_studies(config).items():
+        groups: dict[str, list] = {}
+        for r in runs:
+            groups.setdefault(r.config_id, []).append(r)
+        for cid, rs in groups.items():
+            spec = {k: v for k, v in rs[0].spec.items() if k not in ("sigma_w", "seed")}
+            out.append(Planned(study, cid, spec, tuple(sorted({float(r.spec["sigma_w"]) for r in rs})),
+                               len({r.spec["seed"] for r in rs}), res))
+    return out
+
+
+def _same(spec: dict, keys: Sequence[str], **want) -> bool:
+    return all((spec[k] == want[k]) if isinstance(want[k], str) else np.isclose(float(spec[k] or 0), float(want[k] or 0))
+               for k in keys)
+
+
+# --- what the committed evidence measured ---------------------------------------------------------
+
+@cache
+def measured(evidence: Path = EVIDENCE) -> tuple[Measured, ...]:
+    """Every measured configuration of the committed tiers (``tables/runs.csv``) and of the pilot
+    (``tables/steps_to_fit.csv``: one seed, no noise)."""
+    out = []
+    for folder in sorted(p for p in evidence.iterdir() if (p / "tables" / "runs.csv").exists()):
+        res = int((read_yaml(folder / "config.resolved.yaml").get("data") or {}).get("resolution", 32))
+        runs = pd.read_csv(folder / "tables" / "runs.csv")
+        runs = runs[runs["status"] == "ok"]
+        keys = ["optimizer", "lr", "batch_size", "epochs", "l2", "n_train", "n_test"]
+        for values, g in runs[runs["variant"].isna() & ~runs["augment"].astype(bool) & (runs["norm"] == "batchnorm")
+                              & (runs["arch"] == "resnet9")].groupby(keys):
+            spec = dict(zip(keys, values, strict=True))
+            grid = g.pivot_table(index="sigma_w", columns="seed", values="test_acc_best")
+            steps_per_epoch = math.ceil(spec["n_train"] / spec["batch_size"])
+            fit = g.groupby("sigma_w")["tau_interp"].median() * steps_per_epoch
+            out.append(Measured(folder.name, spec, res, grid.index.to_numpy(float), grid.mean(axis=1).to_numpy(float),
+                                float(residual_sd(grid.to_numpy(float))) if grid.shape[1] > 1 else math.nan, grid.shape[1],
+                                int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float)))
+    pilot = evidence / PILOT / "tables" / "steps_to_fit.csv"
+    if pilot.exists():
+        t = pd.read_csv(pilot)
+        for (opt, n, res, steps), g in t.groupby(["optimizer", "n_train", "resolution", "steps_run"]):
+            g = g.sort_values("sigma_w")
+            spec = {"optimizer": opt, "lr": 1e-3, "batch_size": 16, "epochs": int(steps * 16 // n), "l2": 0.0, "n_train": int(n), "n_test": 200}
+            out.append(Measured(PILOT, spec, int(res), g["sigma_w"].to_numpy(float), g["test_acc_best"].to_numpy(float), math.nan, 1,
+                                int(steps), g["steps_to_fit"].to_numpy(float)))
+    return tuple(out)
+
+
+def noise_at(m: Measured, n_test: int) -> float:
+    """``m``'s run noise moved to ``n_test`` test images: the test-sampling variance p(1 - p) / n recomputed, the rest kept."""
+    p = float(np.clip(np.mean(m.means), 0.01, 0.99))
+    rest = max(m.sd ** 2 - p * (1 - p) / m.spec["n_test"], 0.0)
+    return math.sqrt(rest + p * (1 - p) / n_test)
+
+
+def _profile(m: Measured, sigmas: Sequence[float]) -> np.ndarray:
+    return np.interp(np.asarray(sigmas, float), m.sigmas, m.means)
+
+
+def _paper_profile(spread_pp: float, level: float, sigmas: Sequence[float]) -> np.ndarray:
+    """A linear fall of ``spread_pp`` over the paper's sigma_w range (0.1-2.5), from ``level`` at 0.1."""
+    s = np.clip(np.asarray(sigmas, float), 0.1, 2.5)
+    return level - spread_pp / 100 * (s - 0.1) / 2.4
+
+
+def _paper_spread(spec: dict) -> float | None:
+    try:
+        return published.spread(**({} if spec["optimizer"] == "sgd" else {"optimizer": spec["optimizer"]}),
+                                batch_size=int(spec["batch_size"]), **({} if spec["lr"] == published.MAIN_LR else {"lr": spec["lr"]}))
+    except KeyError:
+        return None
+
+
+def _direct(p: Planned, sources: Sequence[Measured]) -> list[Measured]:
+    """The sources that measured p's optimizer, lr and L2 at its batch size (at any epochs, size or
+    resolution), or, where none did, at any batch size; with >= 2 seeds (a one-seed spread is "not
+    testable" by the claims table's own rules, so it is no estimate: the pilot's cells inform the regime only)."""
+    same = [m for m in sources if m.seeds >= 2 and _same(m.spec, ("optimizer", "lr", "l2"), **p.spec)]
+    at_b = [m for m in same if int(m.spec["batch_size"]) == int(p.spec["batch_size"])]
+    return at_b or same
+
+
+def candidates(p: Planned, sources: Sequence[Measured]) -> list[tuple[str, np.ndarray]]:
+    """(source, means on p's grid) of every estimate of p's profile (the paper's last, where it has one)."""
+    out = [(m.label(), _profile(m, p.sigmas)) for m in _direct(p, sources)]
+    paper = _paper_spread(p.spec)
+    if paper is not None:
+        level = float(np.mean([c[1][0] for c in out])) if out else 0.5
+        out.append((f"the paper ({paper:g} pp)", _paper_profile(paper, level, p.sigmas)))
+    return out
+
+
+def run_noise(reads: Sequence[Planned], sources: Sequence[Measured]) -> float:
+    """The largest noise of the direct sources of ``reads`` (:func:`_direct`), moved to the planned test size."""
+    n_test = int(reads[0].spec["n_test"])
+    sds = [noise_at(m, n_test) for p in reads for m in _direct(p, sources) if np.isfinite(m.sd)]
+    return max(sds) if sds else CC.PAPER_NOISE
+
+
+def spread_truth(p: Planned, sources: Sequence[Measured]) -> Truth | None:
+    c = candidates(p, sources)
+    if not c:
+        return None
+    name, means = min(c, key=lambda x: np.ptp(x[1]))
+    return Truth((means,), run_noise([p], sources), f"{name}: {100 * np.ptp(means):.1f} pp (the smallest of {len(c)})")
+
+
+def contrast_truth(a: Planned, b: Planned, sources: Sequence[Measured]) -> Truth | None:
+    """The smallest contrast of a's and b's spreads among the sources that measured both (and the paper's)."""
+    ca, cb = dict(candidates(a, sources)), dict(candidates(b, sources))
+    both = []
+    for m in _direct(a, sources):
+        both += [(f"{m.label()} vs {n.label()}", _profile(m, a.sigmas), _profile(n, b.sigmas)) for n in _direct(b, sources)
+                 if n.source == m.source and n is not m and _same(n.spec, [k for k in ("batch_size", "n_train", "lr", "optimizer")
+                                                                          if _same(a.spec, (k,), **b.spec)], **m.spec)]
+    pa, pb = [k for k in ca if k.startswith("the paper")], [k for k in cb if k.startswith("the paper")]
+    if pa and pb:
+        both.append((f"{pa[0]} vs {pb[0]}", ca[pa[0]], cb[pb[0]]))
+    if not both:
+        return None
+    name, ma, mb = min(both, key=lambda x: np.ptp(x[1]) - np.ptp(x[2]))
+    return Truth((ma, mb), run_noise([a, b], sources),
+                 f"{name}: {100 * (np.ptp(ma) - np.ptp(mb)):.1f} pp (the smallest of {len(both)})")
+
+
+def fit_expected(p: Planned, sources: Sequence[Measured]) -> str:
+    """Expected to fit at every sigma_w?  (The module docstring's rule.)"""
+    same = [m for m in sources if _same(m.spec, ("optimizer", "lr", "n_train"), **p.spec) and m.resolution == p.resolution
+            and np.isclose(float(m.spec["l2"]), float(p.spec["l2"] or 0))]
+    if not same:
+        return "fit unknown (nothing measured at this n_train and resolution)"
+    missing = []
+    for s in p.sigmas:
+        ok = [m for m in same if m.sigmas.min() <= s <= m.sigmas.max() and np.all(np.isfinite(m.steps_to_fit))]
+        if not any(np.interp(s, m.sigmas, m.steps_to_fit) <= min(p.steps, p.steps / 2 if m.steps > p.steps else p.steps) for m in ok):
+            missing.append(s)
+    if missing:
+        return f"not expected to fit at sigma_w {', '.join(f'{s:g}' for s in missing)} (measured: {same[0].label()})"
+    return "expected to fit at every sigma_w"
+
+
+def regime(cid: str, reads: Sequence[Planned], sources: Sequence[Measured]) -> str:
+    """The row's regime as the claims table will read it: the fit (where its registry entry asks for
+    one) of the configurations read, and the clock at the end of training against the paper's range."""
+    claim = lookup(cid)
+    parts = []
+    if claim is None or claim.fit == FITS_LABELS:
+        parts += sorted({fit_expected(p, sources) for p in reads})
+    else:
+        parts.append("no fit condition")
+    if claim is not None and claim.clock:
+        name, lo, hi = claim.clock
+        ends = [run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})[name] for p in reads]
+        inside = all(lo <= e <= hi for e in ends)
+        parts.append(f"{CLOCK_LABEL[name]} at the end {min(ends):.3g}" + (f"-{max(ends):.3g}" if max(ends) > min(ends) else "")
+                     + (" (inside" if inside else " (outside") + f" the paper's {lo:.3g}-{hi:.3g})")
+    return "; ".join(parts)
+
+
+# --- the rules' decision rates --------------------------------------------------------------------
+
+def _subgrid(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> np.ndarray:
+    return np.interp(np.asarray(sigmas, float), np.asarray(full, float), means)
+
+
+# Each rate is cached by its truth, seeds and grid: claims that share a truth (and --cheapest's search) simulate once.
+
+@cache
+def _spread_p(means: tuple[float, ...], sd: float, n: int, side: Side) -> float:
+    return P.spread_decision_rate(means, sd, n, side)
+
+
+@cache
+def _contrast_p(a: tuple[float, ...], b: tuple[float, ...], sd: float, n: int, side: Side) -> float:
+    return P.contrast_decision_rate(a, b, sd, sd, n, side)
+
+
+@cache
+def _decay_p(peak: float, epochs: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
+    t = np.arange(epochs) / max(epochs - 1, 1)
+    beta = peak * 10 ** (-PAPER_FALL_ORDERS * t)
+    d, rng = Cal.Design("design", sigmas, n, noise, epochs), np.random.default_rng(P.POWER_RNG_SEED)
+    return float(np.mean([Sh.decay_decision(Cal.beta_cell(d, beta, rng), floor_is_enough=False)[0] in (REPRODUCED, NOT_REPRODUCED)
+                          for _ in range(SHAPE_SIMS)]))
+
+
+@cache
+def _flat_p(level: float, epochs: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
+    d, rng = Cal.Design("design", sigmas, n, noise, epochs), np.random.default_rng(P.POWER_RNG_SEED)
+    return float(np.mean([Sh.flat_decision(Cal.beta_cell(d, np.full(epochs, level), rng))[0] in (REPRODUCED, NOT_REPRODUCED)
+                          for _ in range(SHAPE_SIMS)]))
+
+
+@cache
+def _collapse_p(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
+    return CC.power(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED, draws=COLLAPSE_DRAWS)
+
+
+def _on(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> tuple[float, ...]:
+    return tuple(float(v) for v in np.interp(np.asarray(sigmas, float), np.asarray(full, float), means))
+
+
+def spread_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
+    """P(decision) of the single-spread rule (:func:`initmem.claims.power.spread_decision_rate`) at n seeds on a grid."""
+    return lambda n, s: 0.0 if n < 2 else _spread_p(_on(truth.means[0], full, s), truth.sd, n, side)
+
+
+def contrast_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
+    """P(decision) of the seed-paired contrast rule (:func:`initmem.claims.power.contrast_decision_rate`)."""
+    return lambda n, s: 0.0 if n < 2 else _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), truth.sd, n, side)
+
+
+def decay_rate(peak: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
+    """|beta| falling PAPER_FALL_ORDERS from ``peak`` over the run, read by :func:`initmem.claims.shapes.decay_decision`."""
+    return lambda n, s: 0.0 if n < 2 else _decay_p(peak, epochs, noise, n, tuple(s))
+
+
+def flat_rate(level: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
+    """|beta| flat at ``level`` over the run, read by :func:`initmem.claims.shapes.flat_decision`."""
+    return lambda n, s: 0.0 if n < 2 else _flat_p(level, epochs, noise, n, tuple(s))
+
+
+def collapse_rate(reads: Sequence[Planned], noise: float) -> Callable[[int, tuple[float, ...]], float]:
+    """The collapse rule at the calibration's clock truth (:func:`initmem.claims.collapse_calibration.power`)."""
+    configs = tuple((float(p.spec["lr"]), int(p.spec["batch_size"]), int(p.spec["epochs"])) for p in reads)
+    return lambda n, s: 0.0 if n < 2 else _collapse_p(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))
+
+
+@cache
+def _peaks(evidence: Path = EVIDENCE) -> dict[str, float]:
+    """Per adaptive optimizer, the smallest held |beta| peak over the committed tiers' configurations."""
+    out: dict[str, float] = {}
+    for f in sorted(evidence.glob("*/tables/beta.csv")):
+        b = pd.read_csv(f)
+        for (opt, *_), g in b.groupby(["optimizer", "lr", "batch_size", "epochs", "l2"]):
+            if opt in ADAPTIVE:
+                out[opt] = min(out.get(opt, math.inf), float(g["abs_beta"].max()))
+    return out
+
+
+@cache
+def _levels(evidence: Path = EVIDENCE) -> dict[tuple[str, float], float]:
+    """Per (SGD-family optimizer, lr), the lowest last-tenth |beta| level over the committed tiers' configurations without L2."""
+    out: dict[tuple[str, float], float] = {}
+    for f in sorted(evidence.glob("*/tables/beta.csv")):
+        b = pd.read_csv(f)
+        for (opt, lr, _, _, l2), g in b.groupby(["optimizer", "lr", "batch_size", "epochs", "l2"]):
+            if opt == "sgd" and not l2:
+                y = g.sort_values("epoch")["abs_beta"].to_numpy(float)
+                last = float(np.mean(y[-max(len(y) // 10, 1):]))
+                out[(opt, float(lr))] = min(out.get((opt, float(lr)), math.inf), last)
+    return out
+
+
+# --- the claims -----------------------------------------------------------------------------------
+
+def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]:
+    """The headline claims the claims table would test on ``config``, each with its assumed truth and rule."""
+    sources = measured() if sources is None else sources
+    conf = planned(config)
+    main = {(p.spec["optimizer"], int(p.spec["batch_size"])): p for p in conf
+            if p.study == "main" and np.isclose(p.spec["lr"], published.MAIN_LR) and not p.spec["l2"]}
+    out = []
+    for (opt, b), p in sorted(main.items(), key=lambda x: (x[0][0] != "sgd", x[0])):
+        if opt == "sgd":
+            t = spread_truth(p, sources)
+            out.append(Plan(f"sgd_keeps_spread_b{b}", "spread > 0 (not reproduced below 1 pp)", [p], t,
+                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources)))
+            level = _levels().get((opt, float(p.spec["lr"])))
+            if level:
+                noise, cid = run_noise([p], sources), f"beta_flat_sgd_b{b}"
+                out.append(Plan(cid, "range of \\|beta(t)\\| over the settled run within +-0.5 orders", [p],
+                                Truth((), noise, f"flat at the lowest measured last-tenth level {level:.3f}"),
+                                flat_rate(level, int(p.spec["epochs"]), noise), regime(cid, [p], sources)))
+            for ad in [o for o in ADAPTIVE if (o, b) in main]:
+                q = main[(ad, b)]
+                t = contrast_truth(p, q, sources)
+                out.append(Plan(f"sgd_gt_{ad}_b{b}", f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
+                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(f"sgd_gt_{ad}_b{b}", [p, q], sources)))
+        elif opt in ADAPTIVE:
+            peak = _peaks().get(opt)
+            noise = run_noise([p], sources) if peak else math.nan
+            t = Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}") if peak else None
+            out.append(Plan(f"beta_decay_{opt}_b{b}", "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p], t,
+                            decay_rate(peak, int(p.spec["epochs"]), noise) if peak else None, regime(f"beta_decay_{opt}_b{b}", [p], sources)))
+    lr_l2 = [p for p in conf if p.study == "lr_l2" and p.spec["optimizer"] == "sgd" and not p.spec["l2"]]
+    for b in sorted({int(p.spec["batch_size"]) for p in lr_l2}):
+        at = sorted((p for p in lr_l2 if int(p.spec["batch_size"]) == b), key=lambda p: p.spec["lr"])
+        for lo, hi in zip(at, at[1:], strict=False):
+            t, cid = contrast_truth(lo, hi, sources), f"lr_reduces_sgd_b{b}_{lo.spec['lr']:g}_to_{hi.spec['lr']:g}"
+            out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
+                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(cid, [lo, hi], sources)))
+    for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
+        if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and _peaks().get(p.spec["optimizer"]):
+            t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
+            if t_adapt >= T_ADAPT_LARGE:
+                peak, noise = _peaks()[p.spec["optimizer"]], run_noise([p], sources)
+                cid = f"adapt_beta_falls_{slug(label_of(pd.DataFrame([p.spec])))}"
+                out.append(Plan(cid, "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p],
+                                Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}"),
+                                decay_rate(peak, int(p.spec["epochs"]), noise), regime(cid, [p], sources)))
+    adam = [p for p in conf if p.spec["optimizer"] == "adam" and not p.spec["l2"] and p.study in ("main", "lr_l2", "clock")]
+    adam = list({(p.spec["lr"], p.spec["batch_size"], p.spec["epochs"]): p for p in adam}.values())
+    if len({(p.spec["lr"], p.spec["batch_size"]) for p in adam}) >= 2 and len({p.sigmas for p in adam}) == 1:
+        noise = max(CC._tier_noise(f.parent.parent) for f in EVIDENCE.glob("*/tables/history.csv.gz") if f.parent.parent.name != PILOT)
+        out.append(Plan("collapse_beta_adam_T_adapt", "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
+                        Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise), regime("collapse_beta_adam_T_adapt", adam, sources)))
+    return out
+
+
+# --- compute --------------------------------------------------------------------------------------
+
+def cpu_seconds(p: Planned) -> float:
+    """Core-seconds of one run of ``p`` on this machine (the module's measured constants)."""
+    s = p.spec
+    step = CPU_STEP_S * (1 + int(s["batch_size"]) / 16) / 2 * (CPU_RES32 if p.resolution == 32 else 1)
+    evals = int(s["epochs"]) * (int(s["n_val"]) + int(s["n_test"])) * CPU_EVAL_S * (CPU_RES32 if p.resolution == 32 else 1)
+    return p.steps * step + evals
+
+
+def gpu_hours(p: Planned, compute: dict) -> float:
+    """Central H200-hours of one run of ``p`` (the rates of ``estimate``)."""
+    spec = {**p.spec, "sigma_w": p.sigmas[0], "seed": 0}
+    return packs_gpu_hours([[spec]], compute)[0][1]
+
+
+def cost(reads: Sequence[Planned], seeds: int, k: int, per_run: Callable[[Planned], float]) -> float:
+    """The compute of ``reads`` at ``seeds`` seeds and ``k`` sigma_w (each configuration once)."""
+    return sum(per_run(p) for p in {p.config_id + p.study: p for p in reads}.values()) * seeds * k
+
+
+def grids(full: Sequence[float]) -> list[tuple[float, ...]]:
+    """Evenly spaced sub-grids of ``full`` with both ends: GRID_SIZES values, and the full grid."""
+    full = tuple(full)
+    out = []
+    for k in sorted({k for k in GRID_SIZES if k < len(full)} | {len(full)}):
+        g = tuple(full[i] for i in sorted({round(i * (len(full) - 1) / (k - 1)) for i in range(k)}))
+        if len(full) >= 2 and g not in out:
+            out.append(g)
+    return out
+
+
+def cheapest(plan: Plan, per_run: Callable[[Planned], float]) -> tuple[int, tuple[float, ...], float, float] | None:
+    """(seeds, sigma_w grid, P, compute) of the least compute with P(decision) >= TARGET, or None (beyond the
+    seed cap: MAX_SEEDS; COLLAPSE_MAX_SEEDS for the collapse, each of whose simulations is a whole clock fit)."""
+    if plan.rate is None:
+        return None
+    best = None
+    max_seeds = COLLAPSE_MAX_SEEDS if plan.cid.startswith("collapse") else MAX_SEEDS
+    for g in grids(plan.sigmas):
+        rate = lambda n, g=g: plan.rate(n, g)
+        n = P.seeds_to_reach(rate, 2, TARGET, max_seeds)
+        if math.isfinite(n):
+            c = cost(plan.reads, int(n), len(g), per_run)
+            if best is None or c < best[3]:
+                best = (int(n), g, rate(int(n)), c)
+    return best
+
+
+# --- the printed plan -----------------------------------------------------------------------------
+
+def _grid_text(sigmas: Sequence[float]) -> str:
+    return f"{len(sigmas)} ({', '.join(f'{s:g}' for s in sigmas)})" if len(sigmas) <= 6 else f"{len(sigmas)} ({sigmas[0]:g}-{sigmas[-1]:g})"
+
+
+def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None) -> str:
+    """The plan as Markdown: a row per claim, then the config's total compute."""
+    gpu = config["compute"]["device"] != "cpu"
+    per_run = (lambda p: gpu_hours(p, config["compute"])) if gpu else (lambda p: cpu_seconds(p) / 60 / CPU_CORES)
+    unit = "H200-hours (central)" if gpu else f"minutes on {CPU_CORES} cores"
+    ps = plans(config, sources)
+    lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
+             f"under the assumed truth (initmem.design); compute: {unit}.", "",
+             "| claim | rule | configurations | seeds | sigma_w | assumed truth | noise | P(decision) | regime (runs fit) | compute |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for p in ps:
+        rate = p.rate(p.seeds, p.sigmas) if p.rate and p.seeds >= 2 else math.nan
+        chance = "not testable with one seed" if p.seeds < 2 else ("no truth to simulate" if math.isnan(rate) else f"{rate:.0%}")
+        truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none measured", "")
+        lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
+                     f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), per_run):,.1f} |")
+    total = sum(per_run(p) * p.seeds * len(p.sigmas) for p in planned(config))
+    lines += ["", f"The whole config: {len(planned(config))} configurations, {total:,.1f} {unit}."]
+    if with_cheapest:
+        lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
+                  "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
+        for p in ps:
+            c = cheapest(p, per_run)
+            cap = COLLAPSE_MAX_SEEDS if p.cid.startswith("collapse") else MAX_SEEDS
+            lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
+                                               f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
+    return "\n".join(lines) + "\n"
+
