@@ -119,3 +119,20 @@ def test_the_committed_plan_of_the_paper_is_what_the_planner_prints():
 
 def test_the_side_of_a_contrast_is_the_claims_tables():
     assert D.contrast_rate(D.Truth((np.zeros(2), np.zeros(2)), 0.01, ""), (0.1, 2.5), greater(0))(1, (0.1, 2.5)) == 0.0
+
+
+def test_the_outcome_sets_each_planned_row_beside_its_verdict(tmp_path):
+    import pandas as pd
+
+    from initmem.claims.rows import COLUMNS
+
+    sources = [_measured("tier", spread_pp=10), _measured("tier", optimizer="adam", spread_pp=2)]
+    row = dict.fromkeys(COLUMNS, None) | {"id": "sgd_keeps_spread_b16", "verdict": "reproduced", "statistic_verdict": "reproduced",
+                                          "reproduced": 12.5, "ci_low": 10.0, "ci_high": 15.0, "share_fit": 0.75, "verdict_holm": "reproduced"}
+    (tmp_path / "tables").mkdir()
+    pd.DataFrame([row], columns=COLUMNS).to_csv(tmp_path / "tables" / "claims.csv", index=False)
+    text = D.outcome(_config(), tmp_path, sources)
+    line = next(r for r in text.splitlines() if r.startswith("| `sgd_keeps_spread_b16`"))
+    assert "**reproduced**" in line and "12.5 [10, 15]" in line and "75%" in line
+    assert "| `sgd_gt_adam_b16` |" in text and "not in the claims table" in text
+    assert text.rstrip().endswith("1 of the planned rows are decided by their verdicts (reproduced or not reproduced).")

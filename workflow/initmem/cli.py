@@ -233,6 +233,8 @@ def main(argv: list[str] | None = None) -> None:
     d = sub.add_parser("design", help="per headline claim of a config: P(decision) of its rule, the regime, the compute (initmem.design)")
     d.add_argument("config", nargs="+", help="config files, layered over the embedded default as the workflow does")
     d.add_argument("--cheapest", action="store_true", help="also the least seeds x sigma_w grid giving each claim >= 80%%")
+    d.add_argument("--outcome", metavar="EVIDENCE_DIR", help="instead: the plan beside that trained tier's claims table, planned "
+                                                             "from the committed evidence without the tier itself")
     c = sub.add_parser("config", help="print the configuration the workflow would use for these config files")
     c.add_argument("config", nargs="*", help="config files, layered over the embedded default (none: the default)")
     c.add_argument("--snakemake-args", nargs=argparse.REMAINDER, metavar="ARG",
@@ -275,7 +277,16 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         from initmem.design import report
         from initmem.pipeline.configfiles import load_config
 
-        print(report(load_config(args.config), " ".join(args.config), args.cheapest), end="")
+        config = load_config(args.config)
+        if args.outcome:
+            from pathlib import Path
+
+            from initmem.design import measured, outcome
+
+            folder = Path(args.outcome)
+            print(outcome(config, folder, measured(leave_out=(folder.resolve().name,))), end="")
+        else:
+            print(report(config, " ".join(args.config), args.cheapest), end="")
     elif args.cmd == "estimate":
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.estimate import estimate_table

@@ -170,11 +170,11 @@ def _same(spec: dict, keys: Sequence[str], **want) -> bool:
 # --- what the committed evidence measured ---------------------------------------------------------
 
 @cache
-def measured(evidence: Path = EVIDENCE) -> tuple[Measured, ...]:
+def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tuple[Measured, ...]:
     """Every measured configuration of the committed tiers (``tables/runs.csv``) and of the pilot
-    (``tables/steps_to_fit.csv``: one seed, no noise)."""
+    (``tables/steps_to_fit.csv``: one seed, no noise), but the folders named in ``leave_out``."""
     out = []
-    for folder in sorted(p for p in evidence.iterdir() if (p / "tables" / "runs.csv").exists()):
+    for folder in sorted(p for p in evidence.iterdir() if (p / "tables" / "runs.csv").exists() and p.name not in leave_out):
         res = int((read_yaml(folder / "config.resolved.yaml").get("data") or {}).get("resolution", 32))
         runs = pd.read_csv(folder / "tables" / "runs.csv")
         runs = runs[runs["status"] == "ok"]
@@ -544,3 +544,25 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
     return "\n".join(lines) + "\n"
 
+
+def outcome(config: dict, folder: Path, sources: Sequence[Measured] | None = None) -> str:
+    """The plan beside what the trained tier's claims table (``folder/tables/claims.csv``) says, row by row.
+
+    ``sources`` should be what the plan was made from (the committed evidence before the tier: pass
+    :func:`measured` of a checkout without it); the default reads every committed folder, the tier's own
+    included, so its chances are then post-hoc."""
+    claims = pd.read_csv(folder / "tables" / "claims.csv").set_index("id")
+    lines = ["| claim | P(decision), planned | statistic alone | verdict | after Holm | measured [interval] | runs fitted |",
+             "|---|---|---|---|---|---|---|"]
+    for p in plans(config, sources):
+        planned_p = p.rate(p.seeds, p.sigmas) if p.rate and p.seeds >= 2 else math.nan
+        if p.cid not in claims.index:
+            lines.append(f"| `{p.cid}` | {planned_p:.0%} | not in the claims table | | | | |")
+            continue
+        r = claims.loc[p.cid]
+        fit = "" if pd.isna(r["share_fit"]) else f"{r['share_fit']:.0%}"
+        holm = "" if pd.isna(r["verdict_holm"]) else r["verdict_holm"]
+        lines.append(f"| `{p.cid}` | {'n/a' if math.isnan(planned_p) else f'{planned_p:.0%}'} | {r['statistic_verdict']} | "
+                     f"**{r['verdict']}** | {holm} | {r['reproduced']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {fit} |")
+    decided = sum(claims.loc[p.cid, "verdict"] in (REPRODUCED, NOT_REPRODUCED) for p in plans(config, sources) if p.cid in claims.index)
+    return "\n".join(lines) + f"\n\n{decided} of the planned rows are decided by their verdicts (reproduced or not reproduced).\n"
