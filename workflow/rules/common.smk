@@ -20,7 +20,7 @@ from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.timelimit import capped_compute, partition_time_limit  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
-from initmem.pipeline.identity import (ANALYSIS_CODE, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
+from initmem.pipeline.identity import (ANALYSIS_SCRIPTS, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
                                        data_identity, run_code_version, run_key, source_of)
 from initmem.pipeline.interrupted import logs_since, stopped_jobs, stopped_summary  # noqa: E402
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
@@ -90,8 +90,8 @@ PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
 PRECISION = config["compute"]["precision"]
-# The version of the code behind each kind of analysis output (initmem.pipeline.identity.ANALYSIS_CODE)
-ANALYSIS = {output: analysis_version(output) for output in ANALYSIS_CODE}
+# The version of the code behind each kind of analysis output (what its scripts import: initmem.pipeline.identity.ANALYSIS_SCRIPTS)
+ANALYSIS = {output: analysis_version(output) for output in ANALYSIS_SCRIPTS}
 DATA_CONFIG_JSON = json.dumps(config["data"])
 TRAIN_SETTINGS_JSON = json.dumps(dict(
     device=config["compute"]["device"],
