@@ -94,7 +94,7 @@ STOPPED_BEFORE_TRAINING = f"stopped before training started, nothing lost: {RESU
 
 
 class StoppedBeforeTraining(Exception):
-    """SIGINT or SIGTERM while a training job starts (``import torch``, reading its plan)."""
+    """SIGINT or SIGTERM while a training job imports its modules (``import torch``)."""
 
 
 @contextlib.contextmanager
