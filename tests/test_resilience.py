@@ -112,9 +112,9 @@ def test_ctrl_c_ends_the_invocation_with_where_it_stopped_and_the_same_command_r
     proc = subprocess.Popen([sys.executable, "-m", "snakemake", RUN, "--cores", "1", "--configfile", "c.yaml"], cwd=work,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        _wait_for(lambda: "epoch 1/4" in _log(work))
+        _wait_for(lambda: "epoch 1/4" in _log(work), timeout=900)  # an epoch, at whatever share of the cores the test gets
         os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
+        out, _ = proc.communicate(timeout=600)
     finally:
         proc.kill()
     lines = [line for line in out.splitlines() if line.strip()]
