@@ -22,9 +22,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 # A config file that is not valid YAML: Snakemake reads the --configfile files before the workflow
 # and names neither file nor line, so check them first (file:line:column; silent when they are fine).
+# After Ctrl-C, Snakemake's last line says where training stopped and how to resume; the trap keeps
+# make's own "*** [run] Interrupt" from following it (make still exits with the interrupt's status).
 run: env
 	PYTHONPATH=workflow $(VENV)/bin/python -m initmem config --snakemake-args $(ARGS)
-	$(VENV)/bin/snakemake --cores $(CORES) $(ARGS)
+	trap 'interrupted=1' INT; $(VENV)/bin/snakemake --cores $(CORES) $(ARGS) || { status=$$?; [ -n "$$interrupted" ] || exit $$status; }
 
 test: env
 	$(VENV)/bin/python -m pytest -q $(ARGS)

@@ -406,8 +406,8 @@ def resume_child(mode: str, folder: Path, quick: bool) -> int:
 def _resume_child(mode: str, folder: Path, quick: bool) -> int:
     import torch
 
+    from initmem.engine.loop import Preempted, install_stop_handlers
     from initmem.engine.packed import train_packed
-    from initmem.engine.train import Preempted, install_stop_handlers
 
     device = setup_device(quick)
     runs, data, steps = resume_setup(device, quick)

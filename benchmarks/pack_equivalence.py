@@ -16,7 +16,8 @@ import torch.nn.functional as F
 from initmem.engine.data import build_splits
 from initmem.engine.models import build_model, init_weights
 from initmem.engine.packed import PackedModel, train_packed
-from initmem.engine.train import Tensors, train_run
+from initmem.engine.streams import Tensors
+from initmem.engine.train import train_run
 from initmem.spec import resolve_spec
 
 KEYS = ("train_loss", "val_loss", "test_loss", "kernel_norm")

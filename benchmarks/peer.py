@@ -112,9 +112,9 @@ def engine_spec(arch: str, width: int, batch_size: int, optimizer: str, *, seed:
 
 
 def engine_data(n_train: int, n_eval: int, device: torch.device, pool: tuple[torch.Tensor, torch.Tensor] | None = None):
-    """An :class:`initmem.engine.train.Tensors` of random images: ``n_train`` to train on, ``n_eval``
+    """An :class:`initmem.engine.streams.Tensors` of random images: ``n_train`` to train on, ``n_eval``
     each for validation and test (views of ``pool``, random data, when it is large enough)."""
-    from initmem.engine.train import Tensors
+    from initmem.engine.streams import Tensors
 
     need = n_train + 2 * n_eval
     x, y = pool if pool is not None and len(pool[0]) >= need else random_data(need, device)

@@ -27,10 +27,10 @@ import time
 import torch
 import torch.nn.functional as F
 
+from initmem.engine.compute import compile_forward, set_precision
 from initmem.engine.models import build_model, init_weights
 from initmem.engine.optim import KerasOptimizer
 from initmem.engine.packed import PackedModel
-from initmem.engine.train import compile_forward, set_precision
 
 EPOCH_IMAGES, EPOCHS = 40_000, 300  # one paper run: 300 epochs of 40,000 training images
 

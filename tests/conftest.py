@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -87,11 +88,46 @@ def tiny_splits():
 def tiny_tensors(tiny_splits):
     import torch
 
-    from initmem.engine.train import Tensors
+    from initmem.engine.streams import Tensors
 
     torch.set_num_threads(1)
     # INITMEM_TEST_DEVICE=cuda runs the trainer tests on a GPU (benchmarks/device_check.sh)
     return Tensors.from_splits(tiny_splits, torch.device(os.environ.get("INITMEM_TEST_DEVICE", "cpu")))
+
+
+class StopSwitch:
+    """The training loop's stop request (:class:`initmem.engine.loop.StopRequest`, what SIGINT and
+    SIGTERM set), for a test to set and have cleared: :meth:`request` stops the trainer at its next
+    step, as a signal does; :meth:`stops` expects the ``Preempted`` that follows and clears the request."""
+
+    def __init__(self):
+        from initmem.engine.loop import StopRequest
+
+        self.flag = StopRequest
+
+    def request(self) -> None:
+        self.flag.requested = True
+
+    def clear(self) -> None:
+        self.flag.requested = False
+
+    @contextlib.contextmanager
+    def stops(self, match: str | None = None):
+        from initmem.engine.loop import Preempted
+
+        try:
+            with pytest.raises(Preempted, match=match) as stopped:
+                yield stopped
+        finally:
+            self.clear()
+
+
+@pytest.fixture
+def stop_request():
+    """A :class:`StopSwitch`, cleared after the test whatever it did (no stop request leaks into the next test)."""
+    switch = StopSwitch()
+    yield switch
+    switch.clear()
 
 
 @pytest.fixture(scope="session")

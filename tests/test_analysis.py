@@ -187,8 +187,8 @@ def test_stopped_runs_are_carried_forward_and_diverged_runs_counted():
 def test_collect_keeps_the_recorded_per_epoch_lr(tmp_path):
     from conftest import tiny_spec
 
+    from initmem.engine.loop import summarize
     from initmem.engine.metrics import METRICS_FORMAT
-    from initmem.engine.train import summarize
     from initmem.io import write_json
 
     spec = tiny_spec(lr=0.1, epochs=3)

@@ -79,10 +79,13 @@ def test_editing_adams_file_plans_adams_pack_and_no_other(finished, tmp_path):
 
 
 @pytest.mark.slow
-def test_editing_the_theory_plans_the_clock_table_and_figure_9(finished, tmp_path):
-    work = _edited(finished, tmp_path, "theory/calculator.py", _append("\n\nA_FIXED_BUG = True\n"))
+@pytest.mark.parametrize("module, replans, stands", [("theory/calculator.py", "clocks_table", "linear_check"),
+                                                      ("theory/linear.py", "linear_check", "clocks_table")])
+def test_editing_the_theory_plans_what_imports_the_edited_module(finished, tmp_path, module, replans, stands):
+    """The clock table imports the calculator, Figure 9 the deep linear networks: each edit plans its own output only."""
+    work = _edited(finished, tmp_path, module, _append("\n\nA_FIXED_BUG = True\n"))
     counts, _ = _plan(work)
-    assert counts.get("clocks_table") == 1 and counts.get("linear_check") == 1, counts
+    assert counts.get(replans) == 1 and stands not in counts, counts
     assert not {"train", "run_metrics", "collect_study", "figure"} & set(counts)
 
 
@@ -92,3 +95,83 @@ def test_editing_the_figures_style_plans_the_figures(finished, tmp_path):
     counts, _ = _plan(work)
     assert counts.get("figure") == 1 and counts.get("linear_check") == 1, counts
     assert not {"train", "run_metrics", "collect_study", "clocks_table"} & set(counts)
+
+
+# What each analysis output's code does, as its Snakemake script does it, on a committed tier's tables.
+_RUNS_ITS_CODE = {
+    "tables": "from initmem.cli import log_to, write_tables\n"
+              "write_tables([f'{T}/all.runs.csv'], [f'{T}/all.history.csv.gz'], {k: f'{OUT}/{k}' for k in "
+              "('runs', 'history', 'spreads', 'beta', 'claims', 'claims_md', 'paper_tables_md')})",
+    "figures": "from initmem.cli import figure_file, log_to\n"
+               "for name in ('fig1', 'fig2', 'fig3', 'fig4', 'fig6'):\n"
+               "    figure_file(name, [f'{T}/all.runs.csv', f'{T}/all.history.csv.gz'], f'{OUT}/{name}.pdf', f'{OUT}/{name}.png')",
+    "clocks": "import yaml\nfrom initmem.cli import log_to\nfrom initmem.pipeline.grid import expand_studies\n"
+              "from initmem.theory.calculator import write_clocks_table\n"
+              "write_clocks_table(expand_studies(yaml.safe_load(open(f'{TIER}/config.resolved.yaml'))), f'{OUT}/clocks.csv')",
+    "linear_check": "import initmem.figures.style\nfrom initmem.cli import log_to\nfrom initmem.figures.linear import write_linear_check\n"
+                    "write_linear_check(f'{OUT}/fig9.pdf', f'{OUT}/fig9.png', f'{OUT}/linear_check.csv')",
+}
+
+
+@pytest.mark.parametrize("output", ["tables", "figures", "clocks", pytest.param("linear_check", marks=pytest.mark.slow)])
+def test_an_analysis_outputs_key_holds_every_module_its_code_imports(output, tmp_path):
+    """Run an output's code (what its script calls) and list the package modules it imported: each
+    is one its key holds (:func:`initmem.pipeline.identity.analysis_files`, derived from its
+    scripts' imports), so no edit that changes the output leaves it standing."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    from initmem.pipeline.identity import ANALYSIS_SCRIPTS, analysis_files
+
+    tier = ROOT / "evidence" / "jpeg-cifar10-small"
+    shutil.copy(tier / "tables" / "runs.csv", tmp_path / "all.runs.csv")
+    shutil.copy(tier / "tables" / "history.csv.gz", tmp_path / "all.history.csv.gz")
+    (tmp_path / "out").mkdir()
+    code = (f"T, OUT, TIER = {str(tmp_path)!r}, {str(tmp_path / 'out')!r}, {str(tier)!r}\n{_RUNS_ITS_CODE[output]}\n"
+            "import sys\nfrom pathlib import Path\nimport initmem\nbase = Path(initmem.__file__).parent\n"
+            "print('\\n'.join(sorted(str(Path(m.__file__).relative_to(base)) for n, m in list(sys.modules.items())"
+            " if n.split('.')[0] == 'initmem' and getattr(m, '__file__', None))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "MPLBACKEND": "Agg"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    imported = set(proc.stdout.split())
+    assert imported and imported <= set(analysis_files(output)), (
+        f"{output} ({', '.join(ANALYSIS_SCRIPTS[output])}) imports {sorted(imported - set(analysis_files(output)))}, "
+        "which its key does not hold")
+
+
+def test_an_analysis_outputs_code_is_what_its_scripts_import():
+    """The derived sets on the shipped code (docs/reruns.md's table): every analysis output holds the
+    command line and the package's ``__init__``; no analysis output holds the training engine."""
+    from initmem.pipeline.identity import ANALYSIS_SCRIPTS, analysis_files, imported_files
+
+    for output in ANALYSIS_SCRIPTS:
+        files = analysis_files(output)
+        assert {"cli.py", "__init__.py", "io.py", "spec.py"} <= set(files), output
+        assert not {"engine/train.py", "engine/loop.py", "engine/packed.py", "pipeline/jobs.py"} & set(files), output
+    assert "claims/table.py" in analysis_files("tables") and "figures/paper.py" in analysis_files("figures")
+    assert "theory/calculator.py" in analysis_files("clocks") and "theory/linear.py" in analysis_files("linear_check")
+    assert "figures/linear.py" not in analysis_files("figures") and "theory/linear.py" not in analysis_files("clocks")
+    from conftest import ROOT
+
+    scripts = ROOT / "workflow" / "scripts"
+    assert set(imported_files([scripts / "figure.py"])) == set(analysis_files("figures"))
+
+
+def test_every_rule_keyed_by_an_analysis_version_runs_one_of_its_scripts():
+    """A rule's ``analysis=ANALYSIS["x"]`` param is the version of what its ``script:`` imports."""
+    from conftest import ROOT
+
+    from initmem.pipeline.identity import ANALYSIS_SCRIPTS
+
+    found = 0
+    for smk in (ROOT / "workflow" / "rules").glob("*.smk"):
+        for block in re.split(r"^rule ", smk.read_text(), flags=re.M)[1:]:
+            if (version := re.search(r'ANALYSIS\["(\w+)"\]', block)) is not None:
+                script = re.search(r'script:\s*"\.\./scripts/([\w.]+)"', block)
+                assert script is not None and script.group(1) in ANALYSIS_SCRIPTS[version.group(1)], block.splitlines()[0]
+                found += 1
+    assert found >= 4

@@ -17,7 +17,7 @@ import torch._dynamo
 from test_packed import _runs, assert_same_records
 
 from initmem.engine.packed import train_packed
-from initmem.engine.train import Preempted, _StopFlag, train_run
+from initmem.engine.train import train_run
 
 # torch.compile on the CPU costs seconds a test: the full suite's, not the edit-test loop's
 pytestmark = pytest.mark.slow
@@ -58,16 +58,16 @@ class EpochLog(io.StringIO):
     """A trainer's log that notes how many graphs had been compiled at the end of each epoch, and
     can request a SIGTERM stop there (the trainer checkpoints after the next step and raises)."""
 
-    def __init__(self, stop_after_epoch: int | None = None):
+    def __init__(self, stop_after_epoch: int | None = None, request=None):
         super().__init__()
         self.graphs: list[int] = []
-        self.stop_after_epoch = stop_after_epoch
+        self.stop_after_epoch, self.request = stop_after_epoch, request
 
     def write(self, text: str) -> int:
         if (m := re.search(r"epoch (\d+)/", text)) is not None:
             self.graphs.append(_compiled_graphs())
             if int(m.group(1)) == self.stop_after_epoch:
-                _StopFlag.requested = True
+                self.request()
         return super().write(text)
 
 
@@ -100,17 +100,14 @@ def test_compiled_pack_step_matches_eager_and_a_diverging_member_does_not_recomp
     assert_same_records(compiled, eager, rtol=RTOL)
 
 
-def test_compiled_pack_step_resumes_from_a_mid_epoch_checkpoint(tmp_path, tiny_tensors):
+def test_compiled_pack_step_resumes_from_a_mid_epoch_checkpoint(tmp_path, tiny_tensors, stop_request):
     """SIGTERM after epoch 1 (a member diverged and is masked): the checkpoint written one step into
     epoch 2 resumes compiled to the records of an uninterrupted eager pack (running sums, mask, Adam's step count)."""
     runs = _runs(sigmas=(1.0, 1e30, 0.5), lr=1e-3, optimizer="adam", epochs=3)
     eager = train_packed(runs, tiny_tensors, log=None)
     ckpt = tmp_path / "pack.ckpt"
-    try:
-        with pytest.raises(Preempted, match="epoch 1 step 1"):
-            train_packed(runs, tiny_tensors, compile="step", checkpoint=ckpt, log=EpochLog(stop_after_epoch=1))
-    finally:
-        _StopFlag.requested = False
+    with stop_request.stops("epoch 1 step 1"):
+        train_packed(runs, tiny_tensors, compile="step", checkpoint=ckpt, log=EpochLog(stop_after_epoch=1, request=stop_request.request))
     resumed = train_packed(runs, tiny_tensors, compile="step", checkpoint=ckpt, log=None)
     assert [r["status"] for r in resumed] == ["ok", "diverged", "ok"]
     assert_same_records(resumed, eager, rtol=RTOL)

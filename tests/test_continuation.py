@@ -78,7 +78,7 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
     from conftest import ROOT
     from test_interruptions import _plan, _wait_for_line
 
-    from initmem.pipeline.jobs import PREEMPTED_EXIT
+    from initmem.pipeline.interrupted import PREEMPTED_EXIT
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -98,6 +98,7 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == PREEMPTED_EXIT, out
     text = log.read_text()
-    assert re.search(r"SIGTERM: checkpoint saved at epoch \d+ step \d+", text)
+    assert re.search(r"stopped at epoch \d+ step \d+, checkpoint saved: run the same command to resume\n"
+                     r"time limit: Slurm job 4242 requeued", text)
     assert "time limit: Slurm job 4242 requeued, continuation 1 of 2 (no Snakemake retry used)" in text
     assert (tmp_path / "scontrol.calls").read_text() == "requeue 4242\n"

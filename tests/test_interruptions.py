@@ -16,20 +16,20 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, tiny_spec
 
-from initmem.engine.train import Preempted, _StopFlag
-from initmem.pipeline.jobs import PREEMPTED_EXIT, train_pack
+from initmem.pipeline.interrupted import PREEMPTED_EXIT
+from initmem.pipeline.jobs import train_pack
 
 
 class StopAt(io.StringIO):
-    """A trainer's log that requests a stop when a line matching ``pattern`` is written."""
+    """A trainer's log that calls ``request`` (a stop request) when a line matching ``pattern`` is written."""
 
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, request):
         super().__init__()
-        self.pattern = pattern
+        self.pattern, self.request = pattern, request
 
     def write(self, text: str) -> int:
         if re.search(self.pattern, text):
-            _StopFlag.requested = True
+            self.request()
         return super().write(text)
 
 
@@ -41,16 +41,14 @@ def _epoch_lines(log: str, run_id: str) -> int:
     return len(re.findall(rf"^\[{re.escape(run_id)}\] epoch \d+/", log, re.M))
 
 
-def test_a_loop_pack_member_that_finished_is_never_trained_again(tmp_path, tiny_splits):
+def test_a_loop_pack_member_that_finished_is_never_trained_again(tmp_path, tiny_splits, stop_request):
     """Loop engine, no periodic checkpoints: stopped during its second member, the pack resumes
     with the first member's record as it was (zero epochs trained again) and the second's from its checkpoint."""
     runs = [{"run_id": f"r{i}", "spec": tiny_spec(sigma_w=s, seed=i, epochs=3)} for i, s in enumerate((1.0, 2.0))]
     reference = train_pack(runs, tiny_splits, device="cpu", engine="loop", log=None)
-    try:
-        with pytest.raises(Preempted, match="checkpoint saved at epoch 1 step 1"):
-            train_pack(runs, tiny_splits, device="cpu", engine="loop", checkpoint_dir=tmp_path, log=StopAt(r"^\[r1\] epoch 1/"))
-    finally:
-        _StopFlag.requested = False
+    with stop_request.stops("checkpoint saved at epoch 1 step 1"):
+        train_pack(runs, tiny_splits, device="cpu", engine="loop", checkpoint_dir=tmp_path,
+                   log=StopAt(r"^\[r1\] epoch 1/", stop_request.request))
     log = io.StringIO()
     resumed = train_pack(runs, tiny_splits, device="cpu", engine="loop", checkpoint_dir=tmp_path, log=log)
     assert (_epoch_lines(log.getvalue(), "r0"), _epoch_lines(log.getvalue(), "r1")) == (0, 2)
@@ -58,16 +56,13 @@ def test_a_loop_pack_member_that_finished_is_never_trained_again(tmp_path, tiny_
     assert _strip(resumed) == _strip(reference)
 
 
-def test_a_vmap_pack_member_that_finished_stays_finished(tmp_path, tiny_splits):
+def test_a_vmap_pack_member_that_finished_stays_finished(tmp_path, tiny_splits, stop_request):
     """vmap engine: a member that diverged in epoch 1 is masked; stopped in epoch 2, the pack resumes
     training only the other two, and every record equals an uninterrupted pack's."""
     runs = [{"run_id": f"r{i}", "spec": tiny_spec(sigma_w=s, seed=i, epochs=3, lr=0.01)} for i, s in enumerate((1.0, 1e30, 0.5))]
     reference = train_pack(runs, tiny_splits, device="cpu", engine="vmap", log=None)
-    try:
-        with pytest.raises(Preempted, match="checkpoint saved at epoch 1 step 1"):
-            train_pack(runs, tiny_splits, device="cpu", engine="vmap", checkpoint_dir=tmp_path, log=StopAt(r"epoch 1/3"))
-    finally:
-        _StopFlag.requested = False
+    with stop_request.stops("checkpoint saved at epoch 1 step 1"):
+        train_pack(runs, tiny_splits, device="cpu", engine="vmap", checkpoint_dir=tmp_path, log=StopAt(r"epoch 1/3", stop_request.request))
     log = io.StringIO()
     resumed = train_pack(runs, tiny_splits, device="cpu", engine="vmap", checkpoint_dir=tmp_path, log=log)
     assert "resumed at epoch 1 step 1 with 2 of 3 runs" in log.getvalue()
@@ -116,23 +111,57 @@ def _wait_for_line(proc: subprocess.Popen, log: Path, text: str) -> None:
         time.sleep(0.02)  # polling for the event, not waiting for a duration
 
 
-def test_ctrl_c_checkpoints_and_exits_for_a_resume(tmp_path):
-    """SIGINT (Ctrl-C) to the trainer: a checkpoint at the next step and the requeue status, as SIGTERM;
+STOP_LINE = r"stopped at epoch \d+ step \d+, checkpoint saved: run the same command to resume"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_checkpoints_says_so_in_one_line_and_the_rerun_resumes(tmp_path, sig):
+    """SIGINT (Ctrl-C) or SIGTERM to the trainer: a checkpoint at the next step, one line after the
+    last epoch line of its log (no traceback, no exit-status noise) and the stopped-job status;
     the rerun resumes from it and finishes the run."""
     plan, data = _plan(tmp_path, epochs=6)
     log = tmp_path / "train.log"
     proc = _train_plan(tmp_path, plan, data, log)
     _wait_for_line(proc, log, "epoch 1/")
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == PREEMPTED_EXIT, out
-    assert re.search(r"SIGINT: checkpoint saved at epoch \d+ step \d+", log.read_text())
+    after_epochs = log.read_text().split("\n[r] epoch ")[-1].splitlines()[1:]
+    assert len(after_epochs) == 1 and re.fullmatch(STOP_LINE, after_epochs[0]), log.read_text()
     assert list((tmp_path / "ckpt").rglob("r.ckpt")) and not (tmp_path / "pack.json").exists()
     rerun = _train_plan(tmp_path, plan, data, log)
     out, _ = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, out
     assert re.search(r"resumed at epoch 1 step \d+", log.read_text())
     assert [len(r["history"]["epoch"]) for r in json.loads((tmp_path / "pack.json").read_text())["runs"]] == [6]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_while_the_trainer_starts_is_one_line(capsys, sig):
+    """Ctrl-C during `import torch` (before the training loop's handlers): one line and status 75, no traceback."""
+    from initmem.pipeline.interrupted import STOPPED_BEFORE_TRAINING, stoppable_start
+
+    previous = signal.getsignal(sig)
+    with pytest.raises(SystemExit) as stopped, stoppable_start():
+        os.kill(os.getpid(), sig)  # its handler runs before the next statement
+        raise AssertionError("not stopped")
+    assert stopped.value.code == PREEMPTED_EXIT
+    assert capsys.readouterr().err == STOPPED_BEFORE_TRAINING + "\n"
+    assert signal.getsignal(sig) is previous
+
+
+def test_the_invocation_line_names_every_stopped_job(tmp_path):
+    from initmem.pipeline.interrupted import STOPPED_BEFORE_TRAINING, stop_line, stopped_jobs, stopped_summary
+
+    one, two, done = tmp_path / "main-a.log", tmp_path / "main-b.log", tmp_path / "main-c.log"
+    one.write_text("[r] epoch 1/4 ...\n" + stop_line("[r] SIGINT: checkpoint saved at epoch 1 step 3") + "\n")
+    two.write_text(STOPPED_BEFORE_TRAINING + "\n")
+    done.write_text("[r] epoch 4/4 ...\n")
+    assert stopped_summary(stopped_jobs([one, done])) == "stopped at epoch 1 step 3, checkpoint saved: run the same command to resume"
+    assert stopped_summary(stopped_jobs([one, two, done])) == (
+        "2 training jobs stopped (main-a at epoch 1 step 3, main-b before training started), checkpoints saved: "
+        "run the same command to resume")
+    assert stopped_summary(stopped_jobs([done])) is None
 
 
 def test_shipped_configs_checkpoint_on_a_time_basis():

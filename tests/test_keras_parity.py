@@ -21,10 +21,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from initmem.engine.compute import step_inputs
 from initmem.engine.models import build_model
 from initmem.engine.optim import KerasOptimizer, lr_schedule
 from initmem.engine.packed import PackedModel, pack_step
-from initmem.engine.train import l2_penalty, run_step, step_inputs
+from initmem.engine.train import l2_penalty, run_step
 
 FIXTURE = Path(__file__).parent / "fixtures" / "keras" / "resnet9_w4.npz"
 TOLERANCE = 1e-7  # max |engine - Keras| over every weight and moving statistic, float64

@@ -11,7 +11,7 @@ from test_packed import _runs, assert_same_records
 
 from initmem.engine.compute import Layout
 from initmem.engine.packed import Pack, train_packed
-from initmem.engine.train import Preempted, _StopFlag, train_run
+from initmem.engine.train import train_run
 
 
 def test_channels_last_lays_out_a_packs_kernels_and_images_as_nhwc_for_its_grouped_convolution():
@@ -78,11 +78,14 @@ def test_a_packs_kernels_really_are_channels_last(tiny_tensors):
 
 
 class StopAfterEpochOne:
-    """A trainer's log that requests a stop when epoch 1 ends (the trainer checkpoints after the next step)."""
+    """A trainer's log that calls ``request`` (a stop request) when epoch 1 ends (the trainer checkpoints after the next step)."""
+
+    def __init__(self, request):
+        self.request = request
 
     def write(self, text: str) -> int:
         if "epoch 1/" in text:
-            _StopFlag.requested = True
+            self.request()
         return len(text)
 
     def flush(self) -> None:
@@ -90,15 +93,12 @@ class StopAfterEpochOne:
 
 
 @pytest.mark.parametrize("first, second", [("contiguous", "channels_last"), ("channels_last", "contiguous")])
-def test_a_checkpoint_resumes_in_the_other_layout(tmp_path, tiny_tensors, first, second):
+def test_a_checkpoint_resumes_in_the_other_layout(tmp_path, tiny_tensors, first, second, stop_request):
     runs = _runs(optimizer="adam", lr=1e-3)
     reference = train_packed(runs, tiny_tensors, memory_format=second, log=None)
     ckpt = tmp_path / "pack.ckpt"
-    try:
-        with pytest.raises(Preempted):
-            train_packed(runs, tiny_tensors, checkpoint=ckpt, memory_format=first, log=StopAfterEpochOne())
-    finally:
-        _StopFlag.requested = False
+    with stop_request.stops():
+        train_packed(runs, tiny_tensors, checkpoint=ckpt, memory_format=first, log=StopAfterEpochOne(stop_request.request))
     resumed = train_packed(runs, tiny_tensors, checkpoint=ckpt, memory_format=second, log=None)
     assert_same_records(resumed, reference, rtol=RTOL)
     assert [r["history"]["epoch"] for r in resumed] == [[1, 2]] * 3

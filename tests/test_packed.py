@@ -21,9 +21,10 @@ import torch
 import torch.nn.functional as F
 from conftest import tiny_spec
 
+from initmem.engine.compute import set_precision
 from initmem.engine.models import build_model, init_weights
 from initmem.engine.packed import PackedModel, check_packable, train_packed
-from initmem.engine.train import Preempted, _StopFlag, set_precision, train_run
+from initmem.engine.train import train_run
 
 EXACT = ("epoch", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
 LOSSES = ("train_loss", "val_loss", "test_loss", "kernel_norm")
@@ -129,7 +130,7 @@ def test_members_stop_early_at_their_own_epochs(tiny_tensors):
     assert_same_records(packed, single, rtol=None)  # large steps: rounding shows in the losses within epochs
 
 
-def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensors):
+def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensors, stop_request):
     runs = _runs(sigmas=(0.3, 1.0, 2.0), seeds=(0, 1, 2), lr=0.5, epochs=5, patience=1, augment=True, optimizer="adam")
     reference = train_packed(runs, tiny_tensors, log=None)
     ckpt = tmp_path / "pack.ckpt"
@@ -141,16 +142,15 @@ def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensor
     def counting_backward(self, *args, **kwargs):
         calls["n"] += 1
         if calls["n"] == stop_after:
-            _StopFlag.requested = True
+            stop_request.request()
         return original(self, *args, **kwargs)
 
     torch.Tensor.backward = counting_backward
     try:
-        with pytest.raises(Preempted, match="epoch 2 step 1"):
+        with stop_request.stops("epoch 2 step 1"):
             train_packed(runs, tiny_tensors, checkpoint=ckpt, log=None)
     finally:
         torch.Tensor.backward = original
-        _StopFlag.requested = False
     resumed = train_packed(runs, tiny_tensors, checkpoint=ckpt, log=None)
     strip = lambda recs: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in recs]
     assert json.dumps(strip(resumed)) == json.dumps(strip(reference))

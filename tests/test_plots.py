@@ -9,8 +9,8 @@ import pytest
 from conftest import tiny_spec
 
 from initmem.claims.analysis import collect
+from initmem.engine.loop import summarize
 from initmem.engine.metrics import METRICS_FORMAT
-from initmem.engine.train import summarize
 from initmem.figures.common import save_figure
 from initmem.figures.registry import make_figure
 from initmem.io import write_json

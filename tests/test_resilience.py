@@ -3,6 +3,7 @@ checkpoints, and bad inputs that must leave no partial outputs."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -94,11 +95,35 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path, reference, sig):
     assert not (work / RUN).exists()  # no half-written metrics file
     assert _ckpt(work).exists()
     if sig == signal.SIGTERM:
-        assert "SIGTERM: checkpoint saved at epoch 2 step" in _log(work)  # saved mid-epoch
+        assert "stopped at epoch 2 step" in _log(work)  # saved mid-epoch
     snakemake(RUN, "--cores", "1", "--configfile", "c.yaml", "--rerun-incomplete", cwd=work)
     assert "resumed at epoch 2" in _log(work)
     assert _metrics(work / RUN) == reference  # bit-identical on CPU (timing aside)
     assert not _ckpt(work).exists()  # removed once the metrics file is written
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_invocation_with_where_it_stopped_and_the_same_command_resumes(tmp_path, reference):
+    """Ctrl-C in the terminal (SIGINT to Snakemake's process group): the trainer checkpoints, and the
+    invocation's last line is the trainer's, saying where it stopped and how to resume, not
+    Snakemake's generic error; the same command resumes to the uninterrupted metrics."""
+    work = workdir_copy(tmp_path)
+    (work / "c.yaml").write_text(RESUME)
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", RUN, "--cores", "1", "--configfile", "c.yaml"], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        _wait_for(lambda: "epoch 1/4" in _log(work), timeout=900)  # an epoch, at whatever share of the cores the test gets
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert proc.returncode == 1
+    assert re.fullmatch(r"stopped at epoch 1 step \d+, checkpoint saved: run the same command to resume", lines[-1]), out[-3000:]
+    assert _log(work).splitlines()[-1] == lines[-1]
+    snakemake(RUN, "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    assert "resumed at epoch 1" in _log(work)
+    assert _metrics(work / RUN) == reference
 
 
 def _job_shell(snakemake_pid: int) -> int | None:
@@ -117,8 +142,6 @@ def _job_shell(snakemake_pid: int) -> int | None:
 def test_sigterm_to_a_job_whose_shell_stays_its_parent_reaches_the_trainer(tmp_path):
     """A shell that does not replace itself with its last command (bash < 5.1; here a command after
     it): SIGTERM to the job still reaches the trainer, which checkpoints and exits with the requeue status."""
-    from initmem.pipeline.jobs import PREEMPTED_EXIT
-
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text(RESUME)
     with open(work / "Snakefile", "a") as fh:
@@ -131,8 +154,7 @@ def test_sigterm_to_a_job_whose_shell_stays_its_parent_reaches_the_trainer(tmp_p
         os.kill(job, signal.SIGTERM)
         proc.wait(timeout=120)
         log = _log(work)
-        assert "SIGTERM: checkpoint saved at epoch 1 step" in log
-        assert f"exiting with status {PREEMPTED_EXIT}" in log
+        assert log.splitlines()[-1].startswith("stopped at epoch 1 step")
         assert _ckpt(work).exists() and not (work / RUN).exists()
     finally:
         proc.kill()

@@ -15,7 +15,7 @@ from conftest import tiny_spec
 from torch.utils._pytree import tree_map
 
 from initmem.engine.packed import train_packed
-from initmem.engine.train import Preempted, _StopFlag, train_run
+from initmem.engine.train import train_run
 
 
 class OnCuda(torch.Tensor):
@@ -66,13 +66,13 @@ def loads_onto_cuda(monkeypatch):
 class StopAfterEpoch(io.StringIO):
     """A trainer's log that requests a stop when epoch ``epoch`` ends (the trainer checkpoints after the next step)."""
 
-    def __init__(self, epoch: int):
+    def __init__(self, epoch: int, request):
         super().__init__()
-        self.epoch = epoch
+        self.epoch, self.request = epoch, request
 
     def write(self, text: str) -> int:
         if (m := re.search(r"epoch (\d+)/", text)) is not None and int(m.group(1)) == self.epoch:
-            _StopFlag.requested = True
+            self.request()
         return super().write(text)
 
 
@@ -80,12 +80,9 @@ def _strip(records: list[dict]) -> str:
     return json.dumps([{k: v for k, v in r.items() if k != "wall_seconds"} for r in records])
 
 
-def _interrupted(train, ckpt) -> None:
-    try:
-        with pytest.raises(Preempted, match="epoch 1 step 1"):
-            train(checkpoint=ckpt, log=StopAfterEpoch(1))
-    finally:
-        _StopFlag.requested = False
+def _interrupted(train, ckpt, stop_request) -> None:
+    with stop_request.stops("epoch 1 step 1"):
+        train(checkpoint=ckpt, log=StopAfterEpoch(1, stop_request.request))
 
 
 def _pack(sigmas):
@@ -94,7 +91,7 @@ def _pack(sigmas):
 
 
 @pytest.mark.parametrize("kind", ["single run", "pack", "pack with a masked member"])
-def test_a_checkpoint_resumes_with_every_restored_tensor_on_a_gpu(tmp_path, tiny_tensors, loads_onto_cuda, kind):
+def test_a_checkpoint_resumes_with_every_restored_tensor_on_a_gpu(tmp_path, tiny_tensors, loads_onto_cuda, kind, stop_request):
     if kind == "single run":
         spec = tiny_spec(augment=True, optimizer="adam", lr=1e-3, epochs=3)
         train = lambda **kw: [train_run(spec, tiny_tensors, "r0", **kw)]
@@ -103,7 +100,7 @@ def test_a_checkpoint_resumes_with_every_restored_tensor_on_a_gpu(tmp_path, tiny
         train = lambda **kw: train_packed(runs, tiny_tensors, **kw)
     reference = train(log=None)
     ckpt = tmp_path / "c.ckpt"
-    _interrupted(train, ckpt)
+    _interrupted(train, ckpt, stop_request)
     assert not loads_onto_cuda
     resumed = train(checkpoint=ckpt, log=None)
     assert len(loads_onto_cuda) == 1  # it really resumed from the checkpoint, with everything "on the GPU"

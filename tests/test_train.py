@@ -7,7 +7,8 @@ import torch
 from conftest import tiny_spec
 
 from initmem.engine.optim import learning_rate
-from initmem.engine.train import augment_batch, train_run
+from initmem.engine.streams import augment_batch
+from initmem.engine.train import train_run
 from initmem.pipeline.jobs import train_pack
 
 
@@ -140,7 +141,7 @@ def test_augmentation_is_flip_and_shifted_crop():
 
 
 def test_summary_fields(tiny_tensors):
-    from initmem.engine.train import summarize
+    from initmem.engine.loop import summarize
 
     h = {"epoch": [1, 2, 3], "val_loss": [2.0, 1.0, 1.0], "val_acc": [0.3, 0.6, 0.7], "test_acc": [0.2, 0.5, 0.6],
          "train_acc": [0.5, 0.996, 1.0], "kernel_norm": [1.0, 2.0, 3.0]}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from initmem.claims.report import _fmt, _interval  # the READMEs' number and interval format
+from initmem.claims.report import format_interval, format_number  # the READMEs' number and interval format
 
 HERE = Path(__file__).resolve().parent
 DECIDED = ("reproduced", "not reproduced")
@@ -42,7 +42,7 @@ def _claims_row(claims: pd.DataFrame, cid: str) -> dict:
     if isinstance(r.get("verdict_holm"), str) and r["verdict_holm"] != r["verdict"]:
         verdict += f" ({r['verdict_holm']} after Holm)"
     fit = "" if math.isnan(r["share_fit"]) else f"{100 * r['share_fit']:.0f}%"
-    return {"row": f"`{cid}`", "statistic": statistic, "verdict": verdict, "measured": f"{_fmt(r['reproduced'])} {_interval(r['ci_low'], r['ci_high'])}",
+    return {"row": f"`{cid}`", "statistic": statistic, "verdict": verdict, "measured": f"{format_number(r['reproduced'])} {format_interval(r['ci_low'], r['ci_high'])}",
             "fit": fit, "would": r["would_decide"] if isinstance(r["would_decide"], str) else ""}
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 from initmem import paper
 from initmem.claims import calibration as Cal
 from initmem.claims import shapes as Sh
-from initmem.claims.collapse_calibration import CLOCK_TIER, _schedule_sums, _tier_noise
+from initmem.claims.collapse_calibration import CLOCK_TIER, schedule_sums, tier_noise
 from initmem.claims.collapse_calibration import power as collapse_power
 from initmem.claims.power import contrast_decision_rate, seeds_to_reach, spread_decision_rate
 from initmem.claims.spreads import residual_sd
@@ -149,7 +149,7 @@ def rows(n_sims: int, collapse_sims: int) -> list[dict]:
     add("c (dropped)", "Adam lr 2.5e-2 b=16 |beta| falls >= 0.6 orders", f"1-order fall (paper: 1-2) from the measured peak {peak:.3f}", en_adam,
         CLOCK_SEEDS, lambda n: shape_rate("decay", peak * 10 ** (-1.0 * t), n, en_adam, n_sims // 4, 3))
     # d. Adam at 3 batch sizes, one lr: collapse under T_adapt, not the epoch clock
-    cn = _tier_noise(CLOCK_TIER)
+    cn = tier_noise(CLOCK_TIER)
     configs = tuple((CLOCK_LR, b, CLOCK_EPOCHS) for b in CLOCK_BATCHES)
     # what the rule reads: every plain Adam configuration of main, lr_l2 and clock (main's lr 1e-3 too),
     # at the smaller seed count of the two studies
@@ -172,7 +172,7 @@ def rows(n_sims: int, collapse_sims: int) -> list[dict]:
 def clocks_table() -> str:
     lines = ["| configuration | steps | T_adapt | T_SGD |", "|---|---|---|---|"]
     for opt, lr, b, e, _ in CONFIGS:
-        s = _schedule_sums(lr, b, e, N_TRAIN)
+        s = schedule_sums(lr, b, e, N_TRAIN)
         lines.append(f"| {opt} lr {lr:g} b={b} E={e} | {int(s['steps'][-1])} | {s['T_adapt'][-1]:.3g} | {s['T_sgd'][-1]:.3g} |")
     return "\n".join(lines)
 

@@ -68,8 +68,8 @@ def log_to(path: str | Path, attempts: bool = False) -> Iterator[None]:
         sys.stdout, sys.stderr = _Tee(old_out, *streams), _Tee(old_err, *streams)
         try:
             yield
-        except BaseException as exc:  # the job's error (or exit status) belongs in its log too
-            if not (isinstance(exc, SystemExit) and exc.code in (0, None)):
+        except BaseException as exc:  # the job's error belongs in its log too (an exit status alone: it said why)
+            if not (isinstance(exc, SystemExit) and (exc.code is None or isinstance(exc.code, int))):
                 print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             raise
         finally:
@@ -320,9 +320,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         with log_to(args.log) if args.log else contextlib.nullcontext():
             prepare_data(cfg, args.out)
     elif args.cmd == "train-plan":
-        from initmem.pipeline.jobs import train_plan_file
+        from initmem.pipeline.interrupted import stoppable_start
 
         with log_to(args.log, attempts=True) if args.log else contextlib.nullcontext():
+            with stoppable_start():  # Ctrl-C during `import torch`: one line, no traceback
+                from initmem.pipeline.jobs import train_plan_file
             train_plan_file(args.plan, args.data, args.out, json.loads(args.settings), threads=args.threads,
                             checkpoint_dir=args.checkpoint_dir)
     else:

@@ -455,7 +455,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
     adam = [p for p in conf if p.spec["optimizer"] == "adam" and not p.spec["l2"] and p.study in ("main", "lr_l2", "clock")]
     adam = list({(p.spec["lr"], p.spec["batch_size"], p.spec["epochs"]): p for p in adam}.values())
     if len({(p.spec["lr"], p.spec["batch_size"]) for p in adam}) >= 2 and len({p.sigmas for p in adam}) == 1:
-        noise = max(CC._tier_noise(f.parent.parent) for f in EVIDENCE.glob("*/tables/history.csv.gz") if f.parent.parent.name != PILOT)
+        noise = max(CC.tier_noise(f.parent.parent) for f in EVIDENCE.glob("*/tables/history.csv.gz") if f.parent.parent.name != PILOT)
         out.append(Plan("collapse_beta_adam_T_adapt", "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
                         Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise), regime("collapse_beta_adam_T_adapt", adam, sources)))
     return out

@@ -52,13 +52,3 @@ def read_json(path: str | os.PathLike) -> Any:
     with open(path) as fh:
         return json.load(fh)
 
-
-def write_yaml(path: str | os.PathLike, obj: Any, log_path: str | os.PathLike | None = None) -> None:
-    """Write ``obj`` as YAML atomically (and say so in ``log_path``)."""
-    import yaml
-
-    with atomic_path(path) as tmp:
-        tmp.write_text(yaml.safe_dump(json.loads(json.dumps(obj)), sort_keys=False))
-    if log_path is not None:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(log_path).write_text(f"wrote {path}\n")

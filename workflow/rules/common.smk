@@ -3,6 +3,7 @@ import atexit
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -19,8 +20,9 @@ from initmem.pipeline.grid import expand_studies  # noqa: E402
 from initmem.pipeline.timelimit import capped_compute, partition_time_limit  # noqa: E402
 from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
-from initmem.pipeline.identity import (ANALYSIS_CODE, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
+from initmem.pipeline.identity import (ANALYSIS_SCRIPTS, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
                                        data_identity, run_code_version, run_key, source_of)
+from initmem.pipeline.interrupted import logs_since, stopped_jobs, stopped_summary  # noqa: E402
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
                                          record_provenance, restore_file, wrote_into)
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
@@ -28,6 +30,7 @@ from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_pl
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.pipeline.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
 
+INVOCATION_STARTED = time.time()  # training logs written since belong to this invocation
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
 # Where this config's tables, figures and their logs go (docs/outputs.md): with `name: X`, under
@@ -87,8 +90,8 @@ PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
 PRECISION = config["compute"]["precision"]
-# The version of the code behind each kind of analysis output (initmem.pipeline.identity.ANALYSIS_CODE)
-ANALYSIS = {output: analysis_version(output) for output in ANALYSIS_CODE}
+# The version of the code behind each kind of analysis output (what its scripts import: initmem.pipeline.identity.ANALYSIS_SCRIPTS)
+ANALYSIS = {output: analysis_version(output) for output in ANALYSIS_SCRIPTS}
 DATA_CONFIG_JSON = json.dumps(config["data"])
 TRAIN_SETTINGS_JSON = json.dumps(dict(
     device=config["compute"]["device"],
@@ -263,7 +266,9 @@ if workflow.is_main_process:
 def _after_the_jobs(succeeded: bool) -> None:
     """Record this config as the one that wrote this folder's tables and figures (a failed invocation
     only if it wrote some; otherwise it puts back the record it found: its resolved_config job may
-    have run), and name the runs of this invocation that diverged."""
+    have run), and name the runs of this invocation that diverged. After Ctrl-C (or SIGTERM to the
+    trainers) the invocation ends with the stopped training jobs' line instead of Snakemake's
+    generic error, when they are all that failed."""
     outputs = finished_outputs(workflow.dag.finished_jobs)
     files = json.loads(os.environ[INVOCATION_ENV])["configfiles"]
     if succeeded or wrote_into([o for o in outputs if o != RESOLVED_CONFIG], (TABLES_DIR, FIGURES_DIR)):
@@ -273,3 +278,9 @@ def _after_the_jobs(succeeded: bool) -> None:
     new_runs = [o for o in outputs if o.startswith("results/runs/")]
     if (line := diverged_summary(new_runs)):
         print(line, file=sys.stderr)
+    stopped = {} if succeeded else stopped_jobs(logs_since("results/logs/train", INVOCATION_STARTED))
+    if (line := stopped_summary(stopped)):
+        print(line, file=sys.stderr, flush=True)
+        failed = {str(job.log[0]) for job in getattr(workflow.scheduler, "failed", ()) if job.log}
+        if failed <= set(stopped):  # nothing else failed: this line is the invocation's last
+            sys.exit(1)

@@ -37,7 +37,7 @@ from initmem.claims import power as P
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
 from initmem.claims.analysis import CONFIG_KEYS, carry_forward, scale_label
-from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, decay_row, label_of, row, spread_gap, to_cell
+from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, Reading, decay_row, label_of, row, spread_gap, to_cell
 from initmem.engine.clocks import paper_constant_lr_clocks
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
@@ -152,7 +152,7 @@ def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
                 if what != "spread":
                     note += f"; {_signed_beta(cell)}"
                 rows.append(row(f"cell_{slug(c.label)}_{'spread' if what == 'spread' else 'beta'}_{suffix}", "cell",
-                                f"{c.label}: {what} ({unit})", math.nan, scale, est, cells=[cell], read_at=read_at, note=note))
+                                f"{c.label}: {what} ({unit})", math.nan, scale, Reading(est, cells=[cell], read_at=read_at, note=note)))
     return rows
 
 
@@ -165,7 +165,7 @@ def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     if not large:
         most = max((c.clocks.get("T_adapt", 0) for c in adaptive), default=math.nan)
         return [row("adapt_beta_falls_large_T", "direction", f"adaptive |beta(t)| falls once T_adapt >= {T_ADAPT_LARGE:g} (orders)",
-                    math.nan, scale, missing=f"no adaptive configuration reaches T_adapt >= {T_ADAPT_LARGE:g} (largest: {most:.3g})")]
+                    math.nan, scale, Reading(missing=f"no adaptive configuration reaches T_adapt >= {T_ADAPT_LARGE:g} (largest: {most:.3g})"))]
     return [decay_row(f"adapt_beta_falls_{slug(c.label)}", f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
                        f"ending at T_adapt {c.clocks['T_adapt']:.3g}", c.curve(), scale, floor_is_enough=False,
                        note=f"'decay by 1-2 orders' read where the paper's Adam runs end: T_adapt >= {T_ADAPT_LARGE:g}")
@@ -188,7 +188,7 @@ def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
                         f"curves across lr and b align (paper: {CLOCK_NAMES[clock]}, p = {p0:g}, q = {q0:g}; epoch clock: p = 0, q = 1)")
             if len(group) < 2:
                 rows.append(row(cid, "direction", quantity, math.nan, scale,
-                                missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}"))
+                                Reading(missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}")))
                 continue
             rows.append(_collapse_row(cid, quantity, group, what, clock, scale))
     return rows
@@ -210,7 +210,7 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
     n_runs, n_seeds = int(sum(c.n_runs for c in curves)), min(c.n_seeds for c in curves)
     if n_seeds < 2:
         est = V.Estimate(math.nan, math.nan, math.nan, "none: 1 seed", n_runs, n_seeds, np.array([math.nan]))
-        return row(cid, "direction", quantity, math.nan, scale, est, decided=(V.ONE_SEED, ""), cells=curves, read_at=CURVE, note=how)
+        return row(cid, "direction", quantity, math.nan, scale, Reading(est, decided=(V.ONE_SEED, ""), cells=curves, read_at=CURVE, note=how))
     fit = C.estimate_clock(curves, prepare, clock, lrs, batches)
     decision = C.collapse_decision(fit)
     design = fit.design
@@ -242,8 +242,8 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         power = P.would_decide(rate, n_seeds, CC.ROW_MAX_SEEDS, "simulated at the row's configurations and per-run noise under its "
                                f"measured exponents, if the true clock equals the estimate; the calibration's curve shape, "
                                f"{CC.ROW_POWER_SIMS} simulations per seed count")
-    r = row(cid, "direction", quantity, paper, scale, est, side=side, decided=(decision.verdict, decision.why), cells=curves,
-            read_at=CURVE, note=note, power=power)
+    r = row(cid, "direction", quantity, paper, scale, Reading(est, side=side, decided=(decision.verdict, decision.why), cells=curves,
+            read_at=CURVE, note=note, power=power))
     return r | {"statistic_verdict": decision.tested}
 
 
@@ -276,7 +276,7 @@ def _side_rows(cid: str, c: ClockCell, ref: ClockCell, what: str, clock: str, sc
             if decided[0] == V.INCONCLUSIVE:
                 power = P.would_decide(P.rate_for(est, RETAINED, [cell]), est.n_seeds)
         return [row(f"{cid}_retains", "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)", math.nan, scale,
-                    est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power)]
+                    Reading(est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power))]
     return []
 
 
@@ -309,7 +309,7 @@ def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
         if not any(r["id"].endswith(suffix) for r in rows):
             largest = max((_paper_clock(c, "T_sgd") for c in sgd), default=math.nan)
             rows.append(row(cid, "direction", f"SGD spread {'at T_SGD <= ' + format(T_RETAINS, 'g') if suffix == '_retains' else 'past T_SGD ' + format(T_DROPS, 'g')}",
-                            math.nan, scale, missing=f"{why} (largest T_SGD in the paper's arithmetic: {largest:.3g})"))
+                            math.nan, scale, Reading(missing=f"{why} (largest T_SGD in the paper's arithmetic: {largest:.3g})")))
     return rows
 
 
@@ -335,8 +335,8 @@ def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     if not any(r["id"].endswith("_drops") for r in rows):
         largest = max((_paper_clock(c, "T_l2") for c in with_l2), default=math.nan)
         rows.append(row("l2_repairs_past_threshold", "direction", f"SGD+L2 spread past T_L2 {T_DROPS:g}", math.nan, scale,
-                        missing=f"no SGD+L2 configuration at T_L2 >= {T_DROPS:g} beside a reference without L2 or with a smaller L2 "
-                                f"at the same lr and b (largest T_L2 in the paper's arithmetic: {largest:.3g})"))
+                        Reading(missing=f"no SGD+L2 configuration at T_L2 >= {T_DROPS:g} beside a reference without L2 or with a smaller L2 "
+                                f"at the same lr and b (largest T_L2 in the paper's arithmetic: {largest:.3g})")))
     return rows
 
 

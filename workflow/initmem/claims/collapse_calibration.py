@@ -45,7 +45,7 @@ class SimDesign:
 
 
 @functools.cache
-def _schedule_sums(lr: float, b: int, epochs: int, n_train: int) -> dict:
+def schedule_sums(lr: float, b: int, epochs: int, n_train: int) -> dict:
     """Per epoch: raw steps and the cosine schedule's cumulative sum of eta and of eta^2 / b (cached: read only)."""
     per = math.ceil(n_train / b)
     K = per * epochs
@@ -68,7 +68,7 @@ def simulate(design: SimDesign, truth, rng: np.random.Generator) -> list[Cell]:
     """One draw of the design's cells under ``truth`` ((p, q), 'epoch-only', or one (p, q) per configuration)."""
     base = []
     for (lr, b, epochs), one in zip(design.configs, _per_config(design, truth), strict=True):
-        sums = _schedule_sums(lr, b, epochs, design.n_train)
+        sums = schedule_sums(lr, b, epochs, design.n_train)
         if one == "epoch-only":
             tau = np.arange(1, epochs + 1, dtype=float)
         else:
@@ -93,7 +93,7 @@ def judge(design: SimDesign, cells: list[Cell], what: str, draws: int) -> C.Cloc
                             draws=draws)
 
 
-def _tier_noise(folder: Path) -> float:
+def tier_noise(folder: Path) -> float:
     """The tier's per-run noise: the median over (configuration, epoch, sigma_w) of the seeds' sd of val acc."""
     import pandas as pd  # analysis-only dependency
 
@@ -112,7 +112,7 @@ def designs(name: str) -> list[SimDesign]:
         folder = TIERS[name]
         runs = pd.read_csv(folder / "tables" / "runs.csv")
         plain = runs[(runs["l2"].fillna(0) == 0) & (runs["weight_decay"].fillna(0) == 0 if "weight_decay" in runs else True)]
-        noise = _tier_noise(folder)
+        noise = tier_noise(folder)
         n_train = int(runs["n_train"].iloc[0]) if "n_train" in runs else 1000
         out = []
         for opt, clock in (("adam", "T_adapt"), ("sgd", "T_sgd")):

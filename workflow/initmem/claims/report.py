@@ -40,16 +40,18 @@ READING = ("Read at: `tau_best` (the paper's protocol, the predictor at argmin v
            "`tau_best fitted`: share whose tau_best is at or after that epoch.")
 
 
-def _fmt(v, spec: str = ".3g") -> str:
+def format_number(v, spec: str = ".3g") -> str:
+    """A number as the READMEs and claims tables print it (3 significant digits; NaN: empty), anything else as a Markdown-safe string."""
     if isinstance(v, (float, np.floating)):
         return "" if math.isnan(v) else format(float(v), spec)
     return str(v).replace("|", "\\|")  # a literal | would end the Markdown cell
 
 
-def _interval(lo: float, hi: float) -> str:
+def format_interval(lo: float, hi: float) -> str:
+    """``[lo, hi]`` in :func:`format_number`'s digits, open at an infinite end; empty when either end is NaN."""
     if np.isnan(lo) or np.isnan(hi):
         return ""
-    return f"{'(' if np.isinf(lo) else '['}{_fmt(lo)}, {_fmt(hi)}{')' if np.isinf(hi) else ']'}"  # an infinite end is open
+    return f"{'(' if np.isinf(lo) else '['}{format_number(lo)}, {format_number(hi)}{')' if np.isinf(hi) else ']'}"  # an infinite end is open
 
 
 def _share(v: float) -> str:
@@ -82,7 +84,7 @@ def counts_line(table: pd.DataFrame) -> str:
 def _table(df: pd.DataFrame, cols: dict) -> str:
     """A Markdown table of ``df`` with ``cols``: header -> function of a row."""
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(f(r)) for f in cols.values()) + " |" for _, r in df.iterrows()]
+    lines += ["| " + " | ".join(format_number(f(r)) for f in cols.values()) + " |" for _, r in df.iterrows()]
     return "\n".join(lines) + "\n"
 
 
@@ -92,14 +94,14 @@ def verdict_table(table: pd.DataFrame, compact: bool = False) -> str:
     measured, missing = directions(table)
     if compact:
         cols = {"claim": lambda r: r["quantity"], "read at": lambda r: r["read_at"],
-                "measured [interval]": lambda r: f"{_fmt(r['reproduced'])} {_interval(r['ci_low'], r['ci_high'])}".strip(),
+                "measured [interval]": lambda r: f"{format_number(r['reproduced'])} {format_interval(r['ci_low'], r['ci_high'])}".strip(),
                 "verdict (the interval alone)": lambda r: f"**{r['verdict']}**"
                 + (f" ({r['statistic_verdict']})" if r["statistic_verdict"] != r["verdict"] else "")}
     else:
         cols = {"claim": lambda r: r["quantity"], "read at": lambda r: r["read_at"], "measured": lambda r: r["reproduced"],
-                "interval": lambda r: _interval(r["ci_low"], r["ci_high"]), "paper's side": lambda r: r["paper_side"],
+                "interval": lambda r: format_interval(r["ci_low"], r["ci_high"]), "paper's side": lambda r: r["paper_side"],
                 "statistic alone": lambda r: r["statistic_verdict"], "verdict": lambda r: f"**{r['verdict']}**",
-                "after Holm": lambda r: f"{r.get('verdict_holm', '')} (p {_fmt(r.get('p_holm', math.nan), '.2g')})"
+                "after Holm": lambda r: f"{r.get('verdict_holm', '')} (p {format_number(r.get('p_holm', math.nan), '.2g')})"
                 if np.isfinite(r.get("p_holm", math.nan)) else "",
                 "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
                 "would decide": lambda r: r.get("would_decide", "")}
@@ -120,9 +122,9 @@ def _cells_table(cells: pd.DataFrame) -> str:
         for what, label in (("spread", "spread (pp)"), ("beta", "|beta|")):
             for at in (AT_BEST, AT_END):
                 x = get(what, at)
-                r[f"{label} at {at}"] = f"{_fmt(x['reproduced'])} {_interval(x['ci_low'], x['ci_high'])}".strip()
+                r[f"{label} at {at}"] = f"{format_number(x['reproduced'])} {format_interval(x['ci_low'], x['ci_high'])}".strip()
                 if what == "spread":
-                    r[f"{label} at {at}"] += f", noise-only {_fmt(x.get('null_mean', math.nan))}, p {_fmt(x.get('p_null', math.nan), '.2g')}"
+                    r[f"{label} at {at}"] += f", noise-only {format_number(x.get('null_mean', math.nan))}, p {format_number(x.get('p_null', math.nan), '.2g')}"
                 else:
                     r[f"{label} at {at}"] += f" ({x['note'].split('; ')[-1]})"
         first = g.iloc[0]
@@ -146,7 +148,7 @@ def claims_markdown(table: pd.DataFrame) -> str:
     if not measured.empty:
         cols = {"id": lambda r: r["id"], "quantity": lambda r: r["quantity"], "read at": lambda r: r["read_at"],
                 "paper": lambda r: r["paper"], "measured": lambda r: r["reproduced"],
-                "interval": lambda r: _interval(r["ci_low"], r["ci_high"]), "method": lambda r: r["ci_method"],
+                "interval": lambda r: format_interval(r["ci_low"], r["ci_high"]), "method": lambda r: r["ci_method"],
                 "paper's side": lambda r: r["paper_side"], "statistic alone": lambda r: r["statistic_verdict"],
                 "verdict": lambda r: r["verdict"], "fitted": lambda r: _share(r["share_fit"]),
                 "tau_best fitted": lambda r: _share(r["share_best_fitted"]), "runs": lambda r: int(r["n_runs"]),
@@ -166,7 +168,7 @@ def claims_markdown(table: pd.DataFrame) -> str:
     if not n.empty:
         out += ["## Headline numbers\n", _table(n, {"id": lambda r: r["id"], "quantity": lambda r: r["quantity"], "paper": lambda r: r["paper"],
                                                      "measured": lambda r: r["reproduced"],
-                                                     "interval": lambda r: _interval(r["ci_low"], r["ci_high"]),
+                                                     "interval": lambda r: format_interval(r["ci_low"], r["ci_high"]),
                                                      "noise-only mean": lambda r: r.get("null_mean", math.nan),
                                                      "p (noise)": lambda r: r.get("p_null", math.nan),
                                                      "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
@@ -271,16 +273,16 @@ def decided_lines(name: str, table: pd.DataFrame) -> list[str]:
         if split is None:
             if r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED, V.PARTLY_TESTED):
                 word = r["verdict"] + (f" (tested part: {r['statistic_verdict']})" if r["verdict"] == V.PARTLY_TESTED else "")
-                holm = "" if r.get("verdict_holm", r["verdict"]) == r["verdict"] else f"; **{r['verdict_holm']}** after Holm (p {_fmt(r['p_holm'], '.2g')})"
-                lines.append(f"- `{name}`: {r['quantity']}: **{word}**, {_fmt(r['reproduced'])} "
-                             f"{_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']}{holm})")
+                holm = "" if r.get("verdict_holm", r["verdict"]) == r["verdict"] else f"; **{r['verdict_holm']}** after Holm (p {format_number(r['p_holm'], '.2g')})"
+                lines.append(f"- `{name}`: {r['quantity']}: **{word}**, {format_number(r['reproduced'])} "
+                             f"{format_interval(r['ci_low'], r['ci_high'])} (paper's side {r['paper_side']}{holm})")
             continue
         key, text = split
         halves = measured[measured["id"].map(lambda c, key=key: (_split_key(c) or ("",))[0] == key)]
         if key in seen or not halves["verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED]).any():
             continue
         seen.add(key)
-        parts = "; ".join(f"{h['quantity']}: {h['verdict']}, {_fmt(h['reproduced'])} {_interval(h['ci_low'], h['ci_high'])}".rstrip()
+        parts = "; ".join(f"{h['quantity']}: {h['verdict']}, {format_number(h['reproduced'])} {format_interval(h['ci_low'], h['ci_high'])}".rstrip()
                           for _, h in halves.iterrows())
         lines.append(f"- `{name}`: {text}: **{_whole(list(halves['verdict']))}** (its halves: {parts})")
     return lines

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -107,19 +109,54 @@ def matched(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
                     f"{'/'.join(map(str, sorted(seeds))) or 'none'} ({len(a) - len(ka)} + {len(b) - len(kb)} runs left out)")
 
 
-def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estimate | None = None, *,
-        side: Side | None = None, decided: tuple[str, str] | None = None, cells: list[Cell] = (),
-        read_at: str = AT_BEST, note: str = "", missing: str = "", power: str = "", contrast: bool = False) -> dict:
-    """One claims.csv row.
+@dataclass(frozen=True)
+class Reading:
+    """How one claims.csv row reaches its verdict (:func:`row`): the estimate (None: the config
+    lacks what the claim needs, and ``missing`` says what), the paper's ``side``, the ``cells`` it
+    reads (their regime), a verdict ``decided`` elsewhere (verdict, why), the seeds that would
+    decide it (``power``; for an inconclusive direction without one, derived from the estimate: a
+    spread contrast of the two cells when ``contrast``), where it is read and a note."""
 
-    ``est`` None: the config lacks what the claim needs (``not measured`` for a direction, with
-    ``missing`` as the reason). A direction's verdict is ``decided`` (verdict, note) or the estimate
-    against ``side``; a claim whose cells are outside the regime its registry entry states
-    (:func:`initmem.claims.registry.regime_check`) gets ``outside the paper's regime``, and the
-    verdict of the statistic alone stays in ``statistic_verdict``. An ``inconclusive`` direction
-    without its own ``power`` text says how many seeds would decide it (:func:`initmem.claims.power.would_decide`,
-    a spread contrast of the two cells when ``contrast``)."""
-    base = {"id": cid, "kind": kind, "quantity": quantity, "paper": paper, "read_at": read_at, "exact_as_run": math.nan,
+    est: Estimate | None = None
+    side: Side | None = None
+    decided: tuple[str, str] | None = None
+    cells: Sequence[Cell] = ()
+    read_at: str = AT_BEST
+    note: str = ""
+    missing: str = ""
+    power: str = ""
+    contrast: bool = False
+
+    def statistic_verdict(self, kind: str) -> tuple[str, list[str]]:
+        """The verdict of the statistic alone (a direction's: ``decided``, or the estimate against
+        ``side``; another kind has none) and the notes it brings, the row's own note among them."""
+        est, notes = self.est, [self.note]
+        if est.non_monotone:  # a spread contrast: say which cell's end-to-end drop is not its spread
+            notes.append(est.non_monotone)
+        if kind != "direction":
+            return "", notes
+        if self.decided is not None:
+            return self.decided[0], [self.decided[1], *notes]
+        if not math.isfinite(est.effect) and not est.one_seed:
+            return V.INCONCLUSIVE, ["no value", *notes]
+        return V.side_verdict(est, self.side), notes
+
+    def would_decide(self, kind: str, verdict: str) -> str:
+        """``power``, or for an inconclusive direction of the statistic alone the seeds that would decide it."""
+        if kind == "direction" and verdict == V.INCONCLUSIVE and self.decided is None and not self.power and self.side is not None:
+            return P.would_decide(P.rate_for(self.est, self.side, list(self.cells), contrast=self.contrast), self.est.n_seeds)
+        return self.power
+
+
+def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: Reading = Reading()) -> dict:
+    """One claims.csv row: what the claim is (id, kind, quantity, the paper's number, the scale it
+    was measured at) and how it is decided (:class:`Reading`).
+
+    Without an estimate a direction is ``not measured``. A claim whose cells are outside the
+    regime its registry entry states (:func:`initmem.claims.registry.regime_check`) gets
+    ``outside the paper's regime``, and the verdict of the statistic alone stays in ``statistic_verdict``."""
+    est, side = reading.est, reading.side
+    base = {"id": cid, "kind": kind, "quantity": quantity, "paper": paper, "read_at": reading.read_at, "exact_as_run": math.nan,
             "scale": scale, "paper_side": side.text() if side is not None else ""}
     if est is None:
         v = V.NOT_MEASURED if kind == "direction" else ""
@@ -127,25 +164,13 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, est: Estim
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
                        "null_mean": math.nan, "p_null": math.nan, "section": "", "regime": "", "would_decide": "",
                        "p_decision": math.nan, "p_holm": math.nan, "verdict_holm": v,
-                       "note": "; ".join(n for n in (missing or "not in this config", note) if n)}
-    notes = [note]
-    v = ""
-    if est.non_monotone:  # a spread contrast: say which cell's end-to-end drop is not its spread
-        notes.append(est.non_monotone)
-    if kind == "direction":
-        if decided is not None:
-            v, why = decided
-            notes.insert(0, why)
-        elif not math.isfinite(est.effect) and not est.one_seed:
-            v, notes = V.INCONCLUSIVE, ["no value", *notes]
-        else:
-            v = V.side_verdict(est, side)
-    stat_v = v
-    if kind == "direction" and stat_v == V.INCONCLUSIVE and decided is None and not power and side is not None:
-        power = P.would_decide(P.rate_for(est, side, list(cells), contrast=contrast), est.n_seeds)
-    reg = V.regime(list(cells))
+                       "note": "; ".join(n for n in (reading.missing or "not in this config", reading.note) if n)}
+    stat_v, notes = reading.statistic_verdict(kind)
+    power = reading.would_decide(kind, stat_v)
+    reg = V.regime(list(reading.cells))
     claim = lookup(cid) if kind == "direction" else None
-    in_regime, why = regime_check(claim, cells)
+    in_regime, why = regime_check(claim, reading.cells)
+    v = stat_v
     if in_regime is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
         v = V.OUTSIDE_REGIME
         notes.append(f"outside the paper's regime {why}")
@@ -172,14 +197,14 @@ def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.Dat
     max - min in both cells, bounded by seed-paired t over every pair of sigma_w), the two run sets matched on sigma_w and seeds (:func:`matched`);
     the note says where a cell's sigma_w profile is not monotone (:func:`initmem.claims.spreads.monotone_test`)."""
     if a.empty or b.empty:
-        return row(cid, "direction", quantity, paper, scale, side=side, missing=missing or "not in this config")
+        return row(cid, "direction", quantity, paper, scale, Reading(side=side, missing=missing or "not in this config"))
     a, b, match = matched(a, b)
     cells = [to_cell(a), to_cell(b)]
     if any(c is None for c in cells):
-        return row(cid, "direction", quantity, paper, scale, side=side, missing=match)
+        return row(cid, "direction", quantity, paper, scale, Reading(side=side, missing=match))
     est = Sp.contrast_estimate(cells)
-    return row(cid, "direction", quantity, paper, scale, est, side=side, cells=cells, contrast=True,
-               note="; ".join(n for n in (match, note) if n))
+    return row(cid, "direction", quantity, paper, scale, Reading(est, side=side, cells=cells, contrast=True,
+               note="; ".join(n for n in (match, note) if n)))
 
 
 def fits(c: Cell, seeds: list) -> tuple[np.ndarray, np.ndarray]:
@@ -201,6 +226,6 @@ def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough
     if Sh.sign_changes(cell.slopes([]), cell.epochs):
         note += "; beta changes sign between its peak and the last tenth (there |beta| counts only down to the noise floor)"
     side = V.greater(Sh.DECAY_ORDERS)
-    return row(cid, "direction", quantity, math.nan, scale, fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
+    return row(cid, "direction", quantity, math.nan, scale, Reading(fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
                note=f"{note}; >= {Sh.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
-                    f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak")
+                    f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak"))

@@ -37,6 +37,7 @@ from initmem.claims.rows import (
     CURVE,
     LABEL,
     PAPER_LR,
+    Reading,
     curve_cell,
     decay_row,
     difference,
@@ -131,7 +132,7 @@ def number_claims(runs: pd.DataFrame) -> list[dict]:
             else:
                 est = Sp.spread_estimate(cell)
         scale = scale_label(runs, study) if est is not None else f"not in this config (study {study})"
-        rows.append(row(cid, "number", quantity, paper, scale, est, cells=[cell] if cell else []))
+        rows.append(row(cid, "number", quantity, paper, scale, Reading(est, cells=[cell] if cell else [])))
     for _, r in long_run_comparison(runs).iterrows():
         rows += _long_rows(runs, r)
     return rows
@@ -150,15 +151,15 @@ def _long_rows(runs: pd.DataFrame, r: pd.Series) -> list[dict]:
             (f"main_b{b}_spread_matched", f"main-grid SGD b={b} spread on the long run's sigma_w and seeds (pp)",
              PAPER_MAIN["sgd", 128] if b == 128 else math.nan, main_cell)):
         est = Sp.spread_estimate(cell) if cell is not None else None
-        rows.append(row(cid, "number", quantity, paper, scale, est, cells=[cell] if cell else [],
-                        note=note + ("; paper: '~26 pp'" if b == 128 else "")))
+        rows.append(row(cid, "number", quantity, paper, scale, Reading(est, cells=[cell] if cell else [],
+                        note=note + ("; paper: '~26 pp'" if b == 128 else ""))))
     side = between(-LONG_UNCHANGED_PP, LONG_UNCHANGED_PP)
     cells = [long_cell, main_cell]
     est = V.estimate(cells, difference(Sp.spread_pp)) if None not in cells else None
     rows.append(row(f"long_b{b}_retains", "direction",
                     f"long constant-LR minus main-grid SGD spread, b={b}, matched (pp): both regimes retain the spread",
-                    math.nan, scale, est, side=side, cells=[c for c in cells if c],
-                    note=f"{note}; 'essentially unchanged' read as within {LONG_UNCHANGED_PP:g} pp"))
+                    math.nan, scale, Reading(est, side=side, cells=[c for c in cells if c],
+                    note=f"{note}; 'essentially unchanged' read as within {LONG_UNCHANGED_PP:g} pp")))
     return rows
 
 
@@ -180,9 +181,9 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
         decided = retained_verdict(est) if not est.one_seed else None
         power = P.would_decide(P.rate_for(est, RETAINED, [cell]), est.n_seeds) if decided and decided[0] == V.INCONCLUSIVE else ""
         rows.append(row(f"sgd_keeps_spread_b{b}", "direction", f"SGD b={b}: sigma_w spread of the selected predictor (pp): SGD remembers "
-                        "where it started", _paper(PAPER_MAIN, "sgd", b), scale, est, side=RETAINED, decided=decided, cells=[cell],
+                        "where it started", _paper(PAPER_MAIN, "sgd", b), scale, Reading(est, side=RETAINED, decided=decided, cells=[cell],
                         power=power, note=f"read with the calibrated single-spread rule: reproduced above 0, not reproduced below "
-                                          f"{GONE_PP:g} pp (the paper's words for a spread that is gone)"))
+                                          f"{GONE_PP:g} pp (the paper's words for a spread that is gone)")))
         for opt in [o for o in ADAPTIVE if o in opts]:
             paper = _paper(PAPER_MAIN, "sgd", b) - _paper(PAPER_MAIN, opt, b)
             rows.append(spread_gap(f"sgd_gt_{opt}_b{b}", f"SGD minus {LABEL[opt]} spread, b={b} (pp)", paper,
@@ -210,10 +211,10 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
         epochs = int(cell.config.get("epochs", 0) or 0)
         procedure = "" if b == 128 and epochs >= 300 else f"measured at b={b} after {epochs} epochs, not the paper's b=128 after 300"
         rows.append(row(f"sgd_b{b}_interpolates", "number", f"SGD b={b}: lowest seed-mean train acc at tau_best over the sigma_w sweep (%)",
-                        published.INTERP_TRAIN_ACC, scale, est, cells=[cell],
+                        published.INTERP_TRAIN_ACC, scale, Reading(est, cells=[cell],
                         note="; ".join(n for n in ("a diagnostic of the paper's regime, not a claim: the paper's SGD b=128 'exceeds "
                                                    "99.5% training accuracy across the entire sigma_w sweep' after its 300-epoch procedure",
-                                                   procedure) if n)))
+                                                   procedure) if n))))
     return rows
 
 
@@ -242,8 +243,8 @@ def repair_claims(runs: pd.DataFrame) -> list[dict]:
     cell = run_cell(runs, "lr_l2", lr=1e-2, l2=5e-3, batch_size=128)
     est = Sp.spread_estimate(cell) if cell is not None else None
     rows.append(row("l2_5e-3_b128_below_1pp", "direction", "SGD eta=1e-2 L2=5e-3 b=128 spread (pp): collapses below 1 pp",
-                    math.nan, scale, est, side=less(BELOW_PP), cells=[cell] if cell else [],
-                    missing="lr_l2 has no lr 1e-2, L2 5e-3, b=128 cell"))
+                    math.nan, scale, Reading(est, side=less(BELOW_PP), cells=[cell] if cell else [],
+                    missing="lr_l2 has no lr 1e-2, L2 5e-3, b=128 cell")))
     return rows
 
 
@@ -283,15 +284,15 @@ def recipe_depth_claims(runs: pd.DataFrame) -> list[dict]:
         cell = run_cell(runs, "best_recipe", variant="sgd_standard", batch_size=b)
         est = Sp.spread_estimate(cell) if cell is not None else None
         rows.append(row(f"recipe_b{b}_erases", "direction", f"standard SGD recipe b={b} |Delta| (pp): the spread collapses",
-                        0.0, scale, est, side=less(BELOW_PP), cells=[cell] if cell else [],
-                        note="; ".join(n for n in (f"'collapses to zero' read as below {BELOW_PP:g} pp", instead) if n)))
+                        0.0, scale, Reading(est, side=less(BELOW_PP), cells=[cell] if cell else [],
+                        note="; ".join(n for n in (f"'collapses to zero' read as below {BELOW_PP:g} pp", instead) if n))))
         sgd_r, adam_r, match = matched(select(best, None, variant="sgd_standard", batch_size=b), select(best, None, variant="adam", batch_size=b))
         cells = [to_cell(sgd_r), to_cell(adam_r)]
         mean_acc = lambda m: 100 * np.nanmean(m, axis=-1)
         est = V.estimate(cells, difference(mean_acc)) if None not in cells else None
         rows.append(row(f"recipe_beats_adam_b{b}", "direction", f"standard SGD recipe minus Adam test acc, b={b}, mean over sigma_w (pp)",
-                        math.nan, scale, est, side=greater(0), cells=[c for c in cells if c],
-                        note="; ".join(n for n in (match, instead) if n)))
+                        math.nan, scale, Reading(est, side=greater(0), cells=[c for c in cells if c],
+                        note="; ".join(n for n in (match, instead) if n))))
     depth = runs[runs["study"] == "depth"]
     if not depth.empty and "variant" in depth:
         scale = scale_label(runs, ["main", "depth"])
@@ -306,8 +307,8 @@ def recipe_depth_claims(runs: pd.DataFrame) -> list[dict]:
                     est = V.estimate([r9, deep], lambda m, i9=i9, idp=idp: 100 * (m[0][:, i9] - m[1][:, idp]))
                 rows.append(row(f"depth_{arch}_trains_worse_b{b}", "direction",
                                 f"SGD train acc at tau_best, sigma_w={top:g}, b={b}: ResNet-9 minus {arch.replace('resnet', 'ResNet-')} (pp)",
-                                math.nan, scale, est, side=greater(0), cells=[c for c in (r9, deep) if c],
-                                missing=f"main lacks sigma_w={top:g} or b={b}"))
+                                math.nan, scale, Reading(est, side=greater(0), cells=[c for c in (r9, deep) if c],
+                                missing=f"main lacks sigma_w={top:g} or b={b}")))
     return rows
 
 
@@ -361,13 +362,13 @@ def _flat_rows(cell: V.Cell, b: int, scale: str) -> list[dict]:
             power = (f"seeds x Sxx(sigma_w) >= {need:.3g} (now {cell.n_seeds} x {sxx:.3g}): ~{seeds:.0f} seeds at this sigma_w grid "
                      f"to bring the noise floor below the lowest settled tenth ({low:.3g})")
     rows = [row(f"beta_flat_sgd_b{b}", "direction", f"SGD b={b}: range of |beta(t)| over the settled run, log10(highest / lowest tenth), + when rising (orders)",
-                0.0, scale, change, side=V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS), decided=decided, cells=[cell], read_at=CURVE, power=power,
-                note=f"'stays flat' read as within {Sh.FLAT_ORDERS:g} orders either way (rising fails too); noise floor {floor:.3g} (2 OLS SE)")]
+                0.0, scale, Reading(change, side=V.between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS), decided=decided, cells=[cell], read_at=CURVE, power=power,
+                note=f"'stays flat' read as within {Sh.FLAT_ORDERS:g} orders either way (rising fails too); noise floor {floor:.3g} (2 OLS SE)"))]
     level = V.estimate([cell], lambda m: Sh.beta_shape(*m[0], cell.epochs).last, prepare=fits)
     band = V.between(Sh.PAPER_FLAT_LEVEL * 10 ** -Sh.LEVEL_ORDERS, Sh.PAPER_FLAT_LEVEL * 10 ** Sh.LEVEL_ORDERS)
     rows.append(row(f"beta_level_sgd_b{b}", "direction", f"SGD b={b}: |beta| in the last tenth of training",
-                    Sh.PAPER_FLAT_LEVEL, scale, level, side=band, cells=[cell], read_at=AT_END,
-                    note=f"paper: 'flat near 1e-1', read as within {Sh.LEVEL_ORDERS:g} orders of 0.1; noise floor {floor:.3g}"))
+                    Sh.PAPER_FLAT_LEVEL, scale, Reading(level, side=band, cells=[cell], read_at=AT_END,
+                    note=f"paper: 'flat near 1e-1', read as within {Sh.LEVEL_ORDERS:g} orders of 0.1; noise floor {floor:.3g}")))
     return rows
 
 
@@ -383,7 +384,7 @@ def timescale_claims() -> list[dict]:
         spec = {"optimizer": "sgd", "lr": lr, "batch_size": b, "epochs": e, "n_train": 40_000, "l2": l2,
                 "schedule": schedule, "alpha": 0.01, "weight_decay": None}
         est = V.Estimate(paper_constant_lr_clocks(spec)[clock], math.nan, math.nan, "", 0, 0, np.zeros(1))
-        r = row(cid, "clock", quantity, paper, "", est, read_at="")
+        r = row(cid, "clock", quantity, paper, "", Reading(est, read_at=""))
         r["exact_as_run"] = run_clocks(spec)[clock]
         r["scale"] = (f"reproduced: the paper's constant-lr arithmetic at its scale (n_train=40000, K = E n/b); "
                       f"exact_as_run: the recorded sum under the {schedule} schedule the paper's run used")

@@ -81,7 +81,7 @@ class PackedModel:
         self._shared = vmap(self._call, in_dims=(0, 0, None))  # every model the same images
 
     def compile(self, training: bool = True) -> None:
-        """Run the vectorised forward passes through :func:`initmem.engine.train.compile_forward`; ``training``
+        """Run the vectorised forward passes through :func:`initmem.engine.compute.compile_forward`; ``training``
         off: only the evaluation's (a compiled step traces the training forward itself)."""
         if training:
             self._own = compile_forward(self._own, True)

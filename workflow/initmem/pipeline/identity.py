@@ -9,9 +9,10 @@ entries they import). So adding an entry retrains nothing, editing one optimizer
 runs only, and editing the core retrains every run. Never because of its neighbours in a pack,
 resources, paths or bookkeeping settings (docs/reruns.md, "What makes a run retrain").
 
-Each analysis output is keyed by the code of the package folders and modules it uses
-(:data:`ANALYSIS_CODE`), every file in them found by listing the folder: a new module there counts
-without anyone adding it to a list.
+Each analysis output is keyed by the code its Snakemake scripts import (:data:`ANALYSIS_SCRIPTS`,
+:func:`imported_files`): the package modules found by following their imports, so a module that
+starts being used counts without anyone adding it to a list, and an edit to one it never imports
+reruns nothing.
 """
 
 from __future__ import annotations
@@ -35,28 +36,15 @@ NOT_IN_RUN_KEYS = {
     "engine/device.py": "which device trains and what is recorded about it; a device choice is bookkeeping "
                         "(on a GPU it turns on cuDNN's deterministic mode, a difference at rounding level only)",
 }
-# Package parts (folders, or modules) whose code decides each analysis output (never a reason to retrain).
-_TABLES = ("claims", "paper.py", "pipeline/records.py", "evidence.py", "engine/clocks.py", "engine/metrics.py", "spec.py", "io.py", "cli.py",
-           "presentation.py")
-ANALYSIS_CODE = {
-    "tables": _TABLES,                     # the per-study tables, runs.csv ... claims.md
-    "figures": (*_TABLES, "figures"),      # Figures 1-8 and 10
-    "clocks": ("theory", "paper.py", "engine/clocks.py", "spec.py", "pipeline/grid.py", "io.py", "cli.py"),  # clocks.csv
-    "linear_check": ("theory", "paper.py", "figures", "io.py", "cli.py"),  # Figure 9 and linear_check.csv
+# The Snakemake scripts behind each analysis output (workflow/scripts/; the rules that run them pass
+# the output's version as a param): its code is what they import of the package (:func:`imported_files`).
+ANALYSIS_SCRIPTS = {
+    "tables": ("collect_study.py", "tables.py"),  # the per-study tables, runs.csv ... claims.md
+    "figures": ("figure.py",),                    # Figures 1-8 and 10
+    "clocks": ("clocks_table.py",),               # clocks.csv
+    "linear_check": ("linear_check.py",),         # Figure 9 and linear_check.csv
 }
-
-
-def package_files(parts: tuple[str, ...] | list[str], base: Path = LIBRARY) -> tuple[str, ...]:
-    """Every module of ``parts`` (folders, searched at any depth, or single modules) under ``base``,
-    as sorted paths relative to it."""
-    found: set[str] = set()
-    for part in parts:
-        path = base / part
-        if path.is_dir():
-            found |= {str(f.relative_to(base)) for f in path.rglob("*.py")}
-        elif path.is_file():
-            found.add(part)
-    return tuple(sorted(found))
+SCRIPTS = LIBRARY.parent / "scripts"
 
 
 def _trainer_core(base: Path = LIBRARY) -> tuple[str, ...]:
@@ -237,8 +225,90 @@ def source_of(data_id: dict) -> str:
 
 @functools.cache
 def analysis_version(output: str = "tables") -> str:
-    """The version of the code behind one kind of analysis output (a key of :data:`ANALYSIS_CODE`)."""
-    return code_version(package_files(ANALYSIS_CODE[output]))
+    """The version of the code behind one kind of analysis output (a key of :data:`ANALYSIS_SCRIPTS`)."""
+    return code_version(analysis_files(output))
+
+
+def analysis_files(output: str) -> tuple[str, ...]:
+    """The package modules behind one kind of analysis output: what its scripts import, followed
+    through the package (:func:`imported_files`)."""
+    return imported_files([SCRIPTS / name for name in ANALYSIS_SCRIPTS[output]])
+
+
+_ALL = "*"  # a whole module is used (``import initmem.x``, ``from initmem import x``), not some of its names
+
+
+def _module_file(module: str, base: Path) -> Path | None:
+    """The file of a dotted package module (``initmem.claims.table``), or None when it is none."""
+    path = base.joinpath(*module.split(".")[1:])
+    return path / "__init__.py" if (path / "__init__.py").is_file() else path.with_suffix(".py") if path.with_suffix(".py").is_file() else None
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``."""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+
+
+@functools.cache
+def _units(path: Path, state: tuple) -> tuple[dict, dict]:
+    """A module's top-level units: each function or class by name, and ``None`` for every other
+    top-level statement (run on import), each with the package imports (module, names) and the
+    top-level names it references."""
+    del state  # part of the cache key: an edited file is read again
+    units: dict[str | None, tuple[set, set]] = {}
+    for stmt in ast.parse(path.read_text(), filename=str(path)).body:
+        if _is_main_guard(stmt):  # runs as a script only, never on import
+            continue
+        name = stmt.name if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
+        imports, refs = units.setdefault(name, (set(), set()))
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "initmem":
+                imports |= {(node.module, a.name) for a in node.names}
+            elif isinstance(node, ast.Import):
+                imports |= {(a.name, _ALL) for a in node.names if a.name.split(".")[0] == "initmem"}
+            elif isinstance(node, ast.Name):
+                refs.add(node.id)
+    return units, {}
+
+
+def imported_files(scripts: list[Path], base: Path = LIBRARY) -> tuple[str, ...]:
+    """The package modules that ``scripts`` import, at any depth, as sorted paths under ``base``.
+
+    Followed by name: ``from initmem.m import f`` brings in m's top-level statements and the units
+    (functions, classes) that f and they reference, with what those import, and so on; the imports
+    inside m's other functions are not followed (``cli.py`` imports the engine only in the
+    functions that train). ``import initmem.m`` and ``from initmem import m`` use all of m. Every
+    package module imported brings its packages' ``__init__.py``."""
+    todo: list[tuple[str, str | None]] = []  # (module, a name it defines, _ALL, or None: its top-level statements only)
+    for script in scripts:
+        tree = ast.parse(Path(script).read_text(), filename=str(script))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "initmem":
+                todo += [(node.module, a.name) for a in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [(a.name, _ALL) for a in node.names if a.name.split(".")[0] == "initmem"]
+    done: dict[str, set] = {}
+    while todo:
+        module, name = todo.pop()
+        if name not in (_ALL, None) and _module_file(f"{module}.{name}", base) is not None:
+            module, name = f"{module}.{name}", _ALL  # from initmem.figures import paper: the module paper
+        path = _module_file(module, base)
+        if path is None:
+            continue
+        parts = module.split(".")
+        todo += [(".".join(parts[:i]), None) for i in range(1, len(parts))]  # the packages' __init__.py run first
+        units, _ = _units(path, _file_state(path))
+        names = set(units) if name is _ALL else {None, name}
+        seen = done.setdefault(module, set())
+        while names - seen:
+            unit = (names - seen).pop()
+            seen.add(unit)
+            imports, refs = units.get(unit, (set(), set()))
+            todo += sorted(imports, key=str)
+            names |= refs & set(units)
+    return tuple(sorted(str(_module_file(m, base).relative_to(base)) for m in done))
 
 
 @functools.cache

@@ -17,13 +17,15 @@ from typing import TextIO
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
 from initmem.engine.device import device_environment, pick_device
-from initmem.engine.train import Preempted, StopRequest, Tensors, install_stop_handlers, train_run
+from initmem.engine.loop import Preempted, StopRequest, install_stop_handlers
+from initmem.engine.streams import Tensors
+from initmem.engine.train import train_run
 from initmem.pipeline.continuation import continue_after_stop
+from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
 from initmem.pipeline.planning import read_plan
 from initmem.pipeline.records import write_pack
 
 ENGINES = ("vmap", "loop")
-PREEMPTED_EXIT = 75  # EX_TEMPFAIL: stopped by SIGTERM or SIGINT after saving a checkpoint; rerun to resume
 
 
 def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
@@ -104,9 +106,10 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
                              checkpoint_every=int(settings.get("checkpoint_every", 0)),
                              checkpoint_minutes=float(settings.get("checkpoint_minutes") or 0),
                              memory_format=settings.get("memory_format", "contiguous"), log=sys.stderr)  # read now: the job's log may have replaced it
-    except Preempted as exc:
-        print(f"{exc}; exiting with status {PREEMPTED_EXIT}, a restart resumes from the checkpoint", file=sys.stderr, flush=True)
-        print(continue_after_stop(StopRequest.reason, int(settings.get("attempts", 1)), os.environ), file=sys.stderr, flush=True)
+    except Preempted as exc:  # one line (the last of the log), and on Slurm what became of the job
+        print(stop_line(str(exc)), file=sys.stderr, flush=True)
+        if os.environ.get("SLURM_JOB_ID"):
+            print(continue_after_stop(StopRequest.reason, int(settings.get("attempts", 1)), os.environ), file=sys.stderr, flush=True)
         sys.exit(PREEMPTED_EXIT)
     for member, record in zip(members, records, strict=True):
         record["key"] = member["key"]
