@@ -62,7 +62,7 @@ TARGET = 0.8
 MAX_SEEDS = 200
 INTERP = published.INTERP_TRAIN_ACC / 100
 SHAPE_SIMS, COLLAPSE_SIMS, COLLAPSE_DRAWS = 100, 100, 100
-COLLAPSE_MAX_SEEDS = 64
+CURVE_MAX_SEEDS = 64
 GRID_SIZES = (2, 3, 4, 5, 7, 9, 13, 25)  # --cheapest's sigma_w grids: these sizes (and the full grid) of evenly spaced values
 PAPER_FALL_ORDERS = 1.0  # "decay by 1-2 orders of magnitude": the lower end
 # CPU cost of one single-thread job on this machine (2 vCPU AMD EPYC, ResNet-9 width 8, float32, loop engine),
@@ -135,6 +135,11 @@ class Plan:
     rate: Callable[[int, tuple[float, ...]], float] | None   # (seeds, sigma_w grid) -> P(decision)
     regime: str
     note: str = ""
+
+    @property
+    def kind(self) -> str:
+        """"spread" (a spread or a contrast of spreads) or "curve" (a |beta| shape or the collapse)."""
+        return "curve" if self.cid.startswith(("beta_", "adapt_beta", "collapse")) else "spread"
 
     @property
     def seeds(self) -> int:
@@ -495,18 +500,22 @@ def grids(full: Sequence[float]) -> list[tuple[float, ...]]:
 
 def cheapest(plan: Plan, per_run: Callable[[Planned], float]) -> tuple[int, tuple[float, ...], float, float] | None:
     """(seeds, sigma_w grid, P, compute) of the least compute with P(decision) >= TARGET, or None (beyond the
-    seed cap: MAX_SEEDS; COLLAPSE_MAX_SEEDS for the collapse, each of whose simulations is a whole clock fit)."""
+    seed cap: MAX_SEEDS for spreads and contrasts; CURVE_MAX_SEEDS for the curve rules, whose every simulation
+    is a whole |beta| or clock fit)."""
     if plan.rate is None:
         return None
     best = None
-    max_seeds = COLLAPSE_MAX_SEEDS if plan.cid.startswith("collapse") else MAX_SEEDS
-    for g in grids(plan.sigmas):
-        rate = lambda n, g=g: plan.rate(n, g)
-        n = P.seeds_to_reach(rate, 2, TARGET, max_seeds)
-        if math.isfinite(n):
-            c = cost(plan.reads, int(n), len(g), per_run)
-            if best is None or c < best[3]:
-                best = (int(n), g, rate(int(n)), c)
+    max_seeds = MAX_SEEDS if plan.kind == "spread" else CURVE_MAX_SEEDS
+    for g in reversed(grids(plan.sigmas)):  # the full grid first: its cost bounds the search on the smaller ones
+        cap = max_seeds if best is None else min(max_seeds, math.ceil(best[3] / cost(plan.reads, 1, len(g), per_run)) - 1)
+        if best is not None and (cap < 2 or plan.rate(cap, g) < TARGET):  # the chance grows with the seeds: none below the cap
+            continue
+        n = P.seeds_to_reach(lambda n, g=g: plan.rate(n, g), 2, TARGET, cap)
+        if not math.isfinite(n):
+            continue
+        c = cost(plan.reads, int(n), len(g), per_run)
+        if best is None or c < best[3]:
+            best = (int(n), g, plan.rate(int(n), g), c)
     return best
 
 
@@ -539,7 +548,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
         for p in ps:
             c = cheapest(p, per_run)
-            cap = COLLAPSE_MAX_SEEDS if p.cid.startswith("collapse") else MAX_SEEDS
+            cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
     return "\n".join(lines) + "\n"
