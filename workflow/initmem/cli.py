@@ -279,8 +279,6 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
         config = load_config(args.config)
         if args.outcome:
-            from pathlib import Path
-
             from initmem.design import measured, outcome
 
             folder = Path(args.outcome)
