@@ -317,10 +317,6 @@ def regime(cid: str, reads: Sequence[Planned], sources: Sequence[Measured]) -> s
 
 # --- the rules' decision rates --------------------------------------------------------------------
 
-def _subgrid(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> np.ndarray:
-    return np.interp(np.asarray(sigmas, float), np.asarray(full, float), means)
-
-
 # Each rate is cached by its truth, seeds and grid: claims that share a truth (and --cheapest's search) simulate once.
 
 @cache
@@ -541,8 +537,9 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none measured", "")
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), per_run):,.1f} |")
-    total = sum(per_run(p) * p.seeds * len(p.sigmas) for p in planned(config))
-    lines += ["", f"The whole config: {len(planned(config))} configurations, {total:,.1f} {unit}."]
+    conf = planned(config)
+    total = sum(per_run(p) * p.seeds * len(p.sigmas) for p in conf)
+    lines += ["", f"The whole config: {len(conf)} configurations, {total:,.1f} {unit}."]
     if with_cheapest:
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
@@ -563,7 +560,8 @@ def outcome(config: dict, folder: Path, sources: Sequence[Measured] | None = Non
     claims = pd.read_csv(folder / "tables" / "claims.csv").set_index("id")
     lines = ["| claim | P(decision), planned | statistic alone | verdict | after Holm | measured [interval] | runs fitted |",
              "|---|---|---|---|---|---|---|"]
-    for p in plans(config, sources):
+    ps = plans(config, sources)
+    for p in ps:
         planned_p = p.rate(p.seeds, p.sigmas) if p.rate and p.seeds >= 2 else math.nan
         if p.cid not in claims.index:
             lines.append(f"| `{p.cid}` | {planned_p:.0%} | not in the claims table | | | | |")
@@ -573,5 +571,5 @@ def outcome(config: dict, folder: Path, sources: Sequence[Measured] | None = Non
         holm = "" if pd.isna(r["verdict_holm"]) else r["verdict_holm"]
         lines.append(f"| `{p.cid}` | {'n/a' if math.isnan(planned_p) else f'{planned_p:.0%}'} | {r['statistic_verdict']} | "
                      f"**{r['verdict']}** | {holm} | {r['reproduced']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {fit} |")
-    decided = sum(claims.loc[p.cid, "verdict"] in (REPRODUCED, NOT_REPRODUCED) for p in plans(config, sources) if p.cid in claims.index)
+    decided = sum(claims.loc[p.cid, "verdict"] in (REPRODUCED, NOT_REPRODUCED) for p in ps if p.cid in claims.index)
     return "\n".join(lines) + f"\n\n{decided} of the planned rows are decided by their verdicts (reproduced or not reproduced).\n"
