@@ -66,3 +66,31 @@ def _forget() -> None:
     identity._TREES.clear()
     for cached in (identity.trainer_version, identity._entry_version):
         cached.cache_clear()
+
+
+def test_the_engine_core_keys_runs_as_the_finished_runs_were_keyed(monkeypatch):
+    """Every finished run's key holds the core's version: an edit that changes it retrains them all.
+    If the edit changes numbers, put its new version here; if it provably does not, list it in
+    identity.SAME_NUMBERS_AS with the version it computes the numbers of (docs/reruns.md)."""
+    assert identity.trainer_version() == "a6a2e72afa3b8440"
+    # the listed equivalence is what keeps it: the core's own syntax trees give another version
+    monkeypatch.setattr(identity, "SAME_NUMBERS_AS", {})
+    identity.trainer_version.cache_clear()
+    try:
+        assert identity.trainer_version() == "8cb43772315cf811"
+    finally:
+        identity.trainer_version.cache_clear()
+
+
+def test_an_equivalence_holds_for_the_exact_code_it_names(tmp_path):
+    """An edit of a core listed in SAME_NUMBERS_AS gives a version of its own: the runs retrain."""
+    import shutil
+
+    base = tmp_path / "initmem"
+    for name in identity.TRAINER_MODULES:
+        (base / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(identity.LIBRARY / name, base / name)
+    assert code_version(identity.TRAINER_MODULES, base=base) in identity.SAME_NUMBERS_AS
+    loop = base / "engine/loop.py"
+    loop.write_text(loop.read_text() + "\nEDITED = True\n")
+    assert code_version(identity.TRAINER_MODULES, base=base) not in identity.SAME_NUMBERS_AS

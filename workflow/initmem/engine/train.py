@@ -10,8 +10,7 @@ A NaN/inf loss ends the run as ``diverged`` with the history so far.
 
 This module is the single run's model, step and evaluation (:class:`SingleRun`); the epochs,
 checkpoints, resume and stopping are the one loop's (:mod:`initmem.engine.loop`), which
-:func:`initmem.engine.packed.train_packed` shares. The names the rest of the project imports from
-here (the loop's, the streams', the compute settings') are re-exported.
+:func:`initmem.engine.packed.train_packed` shares.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import torch.nn.functional as F
 
 from initmem.engine.compute import (
     EVAL_BATCH,
-    PRECISIONS,
     Layout,
     check_compile,
     compile_forward,
@@ -37,27 +35,10 @@ from initmem.engine.compute import (
     static_inputs,
     step_inputs,
 )
-from initmem.engine.loop import (
-    HISTORY_KEYS,
-    INTERP_ACC,
-    Preempted,
-    RunState,
-    StopRequest,
-    environment,
-    install_stop_handlers,
-    summarize,
-    train_loop,
-)
+from initmem.engine.loop import train_loop
 from initmem.engine.models import build_model, init_weights, kernel_norm, kernels
 from initmem.engine.optim import KerasOptimizer
-from initmem.engine.streams import Tensors, apply_augment, augment_batch, draw_augment, draw_epoch_augment, seed_streams
-
-__all__ = ["EVAL_BATCH", "HISTORY_KEYS", "INTERP_ACC", "PRECISIONS", "Preempted", "RunState", "SingleRun", "StopRequest",
-           "Tensors", "_StopFlag", "apply_augment", "augment_batch", "check_compile", "compile_forward", "compile_step",
-           "draw_augment", "draw_epoch_augment", "environment", "evaluate", "install_stop_handlers", "l2_penalty",
-           "run_step", "seed_streams", "set_precision", "static_inputs", "step_inputs", "summarize", "train_run"]
-
-_StopFlag = StopRequest  # the stop flag, under the name the tests and benchmarks/device_check.py set
+from initmem.engine.streams import Tensors
 
 
 def l2_penalty(model: torch.nn.Module, l2: float) -> torch.Tensor | float:
