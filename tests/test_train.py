@@ -178,3 +178,11 @@ def test_host_reads_do_not_grow_with_steps(tiny_splits, monkeypatch, engine):
         assert [r["status"] for r in records] == ["ok", "ok"]
         reads.append(count[0])
     assert reads[0] == reads[1] > 0
+
+
+def test_the_engines_interpolation_threshold_is_the_papers():
+    """tau_interp (the first epoch at >= 99.5% train accuracy) uses the paper's threshold (Sec. 3.1)."""
+    from initmem.engine.loop import INTERP_ACC
+    from initmem.paper import INTERP_TRAIN_ACC
+
+    assert INTERP_ACC == INTERP_TRAIN_ACC / 100

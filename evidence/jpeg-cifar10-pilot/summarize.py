@@ -19,10 +19,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from initmem.engine.loop import INTERP_ACC
 from initmem.io import atomic_path, read_json
+from initmem.paper import INTERP_TRAIN_ACC
 
 HERE = Path(__file__).resolve().parent
+INTERP_ACC = INTERP_TRAIN_ACC / 100  # a fraction, as the history holds train_acc
 # cell -> (study suffix, n_train, resolution): config/evidence-pilot.yaml is the n128-r16 cell
 CELLS = {"n128-r16": ("", 128, 16), "n256-r16": ("_n256_r16", 256, 16), "n512-r16": ("_n512_r16", 512, 16),
          "n256-r32": ("_n256_r32", 256, 32)}

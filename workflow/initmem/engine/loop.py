@@ -47,6 +47,9 @@ from initmem.engine.metrics import METRICS_FORMAT
 from initmem.engine.optim import lr_schedule
 from initmem.engine.streams import Tensors, batch_of, draw_epoch, seed_streams
 
+# The paper's interpolation threshold (initmem.paper.INTERP_TRAIN_ACC, as a fraction), restated here
+# because a run's key holds the engine's code only: an edit to the paper's sentences retrains nothing.
+# tests/test_train.py holds the two equal.
 INTERP_ACC = 0.995
 HISTORY_KEYS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
                 "kernel_norm", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
