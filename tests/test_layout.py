@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from initmem.pipeline.identity import TRAINER_MODULES, code_version, trainer_version
+from initmem.pipeline.identity import TRAINER_MODULES, code_version
 
 LIBRARY = ROOT / "workflow" / "initmem"
 # Floors, bottom up: a module may import its own subpackage and anything on a lower floor.
@@ -92,12 +92,12 @@ def test_a_pure_move_of_the_trainer_changes_no_run_key(tmp_path):
             text = text.replace(f"initmem.{package}.", "initmem.")
         (tmp_path / Path(name).name).write_text(text)
         flat.append(Path(name).name)
-    assert code_version(flat, base=tmp_path) == trainer_version()
+    assert code_version(flat, base=tmp_path) == code_version(TRAINER_MODULES)
     # ...while a change of what the code does still changes it
     clocks = tmp_path / "clocks.py"
     shutil.copy(clocks, tmp_path / "orig")
     clocks.write_text(clocks.read_text().replace("math.ceil(n / b)", "math.floor(n / b)"))
-    assert code_version(flat, base=tmp_path) != trainer_version()
+    assert code_version(flat, base=tmp_path) != code_version(TRAINER_MODULES)
 
 
 def test_the_papers_numbers_are_written_in_one_library_file():
