@@ -8,6 +8,8 @@
 VENV ?= .venv
 PYTHON ?= python3
 CORES ?= 2
+# pytest-xdist workers; each test file runs whole on one worker (its module fixtures once): TEST_WORKERS=0 runs in this process
+TEST_WORKERS ?= 2
 ARGS ?=
 
 .PHONY: run test test-fast env lint
@@ -29,10 +31,10 @@ run: env
 	trap 'interrupted=1' INT; $(VENV)/bin/snakemake --cores $(CORES) $(ARGS) || { status=$$?; [ -n "$$interrupted" ] || exit $$status; }
 
 test: env
-	$(VENV)/bin/python -m pytest -q $(ARGS)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(ARGS)
 
 test-fast: env
-	$(VENV)/bin/python -m pytest -q -m "not slow" $(ARGS)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(ARGS)
 
 lint: env
 	$(VENV)/bin/ruff check .
