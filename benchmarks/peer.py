@@ -102,6 +102,26 @@ def peer_images_per_second(width: int, batch_size: int, optimizer: str, device: 
     return steady_rate(step, warm, steps, batch_size, device)
 
 
+def engine_step_images_per_second(width: int, batch_size: int, optimizer: str, device: torch.device, steps: int,
+                                  warm: int = 2) -> float:
+    """Training images/s of the engine's step alone (:class:`initmem.engine.train.SingleRun`: the Keras
+    model, loss, on-device sums and optimizer), timed in process on batches drawn as the peer draws
+    them: what the step's Keras semantics cost, without the loop around it."""
+    from initmem.engine.train import SingleRun
+
+    run = SingleRun(engine_spec("resnet9", width, batch_size, optimizer), torch.Generator().manual_seed(0), device,
+                    "float32", False)
+    run.train()
+    run.lr.fill_(LR[optimizer])
+    x, y = random_data(batch_size * (warm + steps), device)
+    order = torch.randperm(len(x), device=device)
+
+    def step(i: int) -> None:
+        idx = order[i * batch_size:(i + 1) * batch_size]
+        run.step(x[idx][None], y[idx][None])  # a single run is member 0 of the loop's batches
+    return steady_rate(step, warm, steps, batch_size, device)
+
+
 def engine_spec(arch: str, width: int, batch_size: int, optimizer: str, *, seed: int = 0, augment: bool = False) -> dict:
     """A resolved run spec of the paper's recipe (cosine schedule, no L2) for a throughput measurement."""
     from initmem.spec import resolve_spec

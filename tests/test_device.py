@@ -230,3 +230,47 @@ def test_the_tf32_check_tells_a_float32_winograd_conv_from_tf32_and_covers_a_mat
         err = float((torch.nn.functional.conv2d(rounding(xs).double(), rounding(ws).double(), padding=1) - ref).norm() / ref.norm())
         assert err > conv["threshold"]
     assert "TF32 off works" in devmod.tf32_summary(results)
+
+
+_FREED_RSS = """
+import sys, torch
+from initmem.engine.device import keep_freed_host_memory
+def rss_mib():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+applied = keep_freed_host_memory() if sys.argv[1] == "kept" else None
+before = rss_mib()
+block = torch.ones(64 << 20, dtype=torch.uint8)  # 64 MiB, touched
+del block
+print(applied, rss_mib() - before)
+"""
+
+
+@pytest.mark.parametrize("mode", ["glibc", "kept"])
+def test_a_training_process_keeps_the_memory_it_frees(mode):
+    """A 64 MiB block freed: glibc's defaults hand it back to the kernel (the next step faults it in
+    afresh); after keep_freed_host_memory the process keeps it for reuse."""
+    out = subprocess.run([sys.executable, "-c", _FREED_RSS, mode], capture_output=True, text=True, check=True).stdout.split()
+    kept_mib = float(out[1])
+    if mode == "kept":
+        assert out[0] == "True" and kept_mib > 60
+    else:
+        assert kept_mib < 4
+
+
+def test_keeping_freed_memory_is_a_no_op_without_glibc(monkeypatch):
+    monkeypatch.setattr(devmod.ctypes.util, "find_library", lambda name: None)
+    assert devmod.keep_freed_host_memory() is False
+
+
+def test_the_training_job_keeps_freed_memory(monkeypatch, tmp_path):
+    """train-plan turns it on before training (a plan it cannot read stops it after that)."""
+    from initmem.pipeline import jobs
+
+    calls = []
+    monkeypatch.setattr(jobs, "keep_freed_host_memory", lambda: calls.append(True) or True)
+    monkeypatch.setattr(jobs, "install_stop_handlers", lambda: None)
+    monkeypatch.setattr(jobs, "read_plan", lambda plan: [])
+    monkeypatch.setattr(jobs, "load_prepared", lambda data: (_ for _ in ()).throw(RuntimeError("stop here")))
+    with pytest.raises(RuntimeError, match="stop here"):
+        jobs.train_plan_file(tmp_path / "p.json", tmp_path / "d.npz", tmp_path / "o.json", {})
+    assert calls == [True]

@@ -16,7 +16,7 @@ from typing import TextIO
 
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
-from initmem.engine.device import device_environment, pick_device
+from initmem.engine.device import device_environment, keep_freed_host_memory, pick_device
 from initmem.engine.loop import Preempted, StopRequest, install_stop_handlers
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
@@ -93,6 +93,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
 
     members = read_plan(plan)
     torch.set_num_threads(int(threads))
+    keep_freed_host_memory()
     install_stop_handlers()
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
     # config) or from other trainer code never resumes from this one's state
