@@ -93,7 +93,8 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
 
     members = read_plan(plan)
     torch.set_num_threads(int(threads))
-    keep_freed_host_memory()
+    if settings.get("device") == "cpu" or not torch.cuda.is_available():  # a step's tensors live in host memory
+        keep_freed_host_memory()
     install_stop_handlers()
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
     # config) or from other trainer code never resumes from this one's state
