@@ -99,16 +99,16 @@ def test_editing_the_figures_style_plans_the_figures(finished, tmp_path):
 
 # What each analysis output's code does, as its Snakemake script does it, on a committed tier's tables.
 _RUNS_ITS_CODE = {
-    "tables": "from initmem.cli import log_to, write_tables\n"
+    "tables": "from initmem.scriptjobs import log_to, write_tables\n"
               "write_tables([f'{T}/all.runs.csv'], [f'{T}/all.history.csv.gz'], {k: f'{OUT}/{k}' for k in "
               "('runs', 'history', 'spreads', 'beta', 'claims', 'claims_md', 'paper_tables_md')})",
-    "figures": "from initmem.cli import figure_file, log_to\n"
+    "figures": "from initmem.scriptjobs import figure_file, log_to\n"
                "for name in ('fig1', 'fig2', 'fig3', 'fig4', 'fig6'):\n"
                "    figure_file(name, [f'{T}/all.runs.csv', f'{T}/all.history.csv.gz'], f'{OUT}/{name}.pdf', f'{OUT}/{name}.png')",
-    "clocks": "import yaml\nfrom initmem.cli import log_to\nfrom initmem.pipeline.grid import expand_studies\n"
+    "clocks": "import yaml\nfrom initmem.scriptjobs import log_to\nfrom initmem.pipeline.grid import expand_studies\n"
               "from initmem.theory.calculator import write_clocks_table\n"
               "write_clocks_table(expand_studies(yaml.safe_load(open(f'{TIER}/config.resolved.yaml'))), f'{OUT}/clocks.csv')",
-    "linear_check": "import initmem.figures.style\nfrom initmem.cli import log_to\nfrom initmem.figures.linear import write_linear_check\n"
+    "linear_check": "import initmem.figures.style\nfrom initmem.scriptjobs import log_to\nfrom initmem.figures.linear import write_linear_check\n"
                     "write_linear_check(f'{OUT}/fig9.pdf', f'{OUT}/fig9.png', f'{OUT}/linear_check.csv')",
 }
 
@@ -145,13 +145,14 @@ def test_an_analysis_outputs_key_holds_every_module_its_code_imports(output, tmp
 
 def test_an_analysis_outputs_code_is_what_its_scripts_import():
     """The derived sets on the shipped code (docs/reruns.md's table): every analysis output holds the
-    command line and the package's ``__init__``; no analysis output holds the training engine."""
+    scripts' entry points and the package's ``__init__``; none holds the command line (an edit to it
+    reruns no analysis) nor the training engine."""
     from initmem.pipeline.identity import ANALYSIS_SCRIPTS, analysis_files, imported_files
 
     for output in ANALYSIS_SCRIPTS:
         files = analysis_files(output)
-        assert {"cli.py", "__init__.py", "io.py", "spec.py"} <= set(files), output
-        assert not {"engine/train.py", "engine/loop.py", "engine/packed.py", "pipeline/jobs.py"} & set(files), output
+        assert {"scriptjobs.py", "__init__.py", "io.py", "spec.py"} <= set(files), output
+        assert not {"cli.py", "engine/train.py", "engine/loop.py", "engine/packed.py", "pipeline/jobs.py"} & set(files), output
     assert "claims/table.py" in analysis_files("tables") and "figures/paper.py" in analysis_files("figures")
     assert "theory/calculator.py" in analysis_files("clocks") and "theory/linear.py" in analysis_files("linear_check")
     assert "figures/linear.py" not in analysis_files("figures") and "theory/linear.py" not in analysis_files("clocks")

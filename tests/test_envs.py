@@ -24,8 +24,8 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 
 # rule -> (the initmem modules and cli functions its command runs). Scripts are read from their files.
 SHELL_ENTRIES = {
-    "prepare_data": (["initmem.cli", "initmem.engine.data"], ["main", "log_to", "prepare_data", "_user_errors"]),
-    "train": (["initmem.cli", "initmem.pipeline.jobs"], ["main", "log_to", "_user_errors"]),
+    "prepare_data": (["initmem.cli", "initmem.engine.data"], ["main", "prepare_data", "_user_errors"]),
+    "train": (["initmem.cli", "initmem.pipeline.jobs"], ["main", "_user_errors"]),
     "run_metrics": (["initmem.cli", "initmem.pipeline.records"], ["main", "_user_errors"]),
 }
 # The static walk over-approximates: run_metrics reaches initmem.engine.data and initmem.engine.device only for

@@ -28,6 +28,17 @@ def test_there_is_committed_evidence():
     assert ROOT / "evidence" / "jpeg-cifar10-small" in FOLDERS
 
 
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
+def test_each_tiers_linear_check_is_stamped_with_todays_code(folder):
+    """Re-analysis recomputes Figure 9's check only when its code's version differs from the stamp, and
+    rewrites the stamp: a stale committed stamp costs every fresh clone the recomputation and leaves a
+    changed file. After an edit to that code: python -m initmem reanalyse evidence/<tier>, and commit."""
+    from initmem.pipeline.identity import analysis_version
+
+    stamp = folder / "tables" / "linear_check.version"
+    assert stamp.read_text().strip() == analysis_version("linear_check"), f"{stamp} is stale: re-analyse {folder.name}"
+
+
 @pytest.fixture(scope="module")
 def reanalysed(tmp_path_factory) -> dict[Path, Path]:
     """Each committed folder copied without its generated tables and re-analysed once (the tests

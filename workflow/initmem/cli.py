@@ -1,4 +1,4 @@
-"""Entry points: what the Snakemake scripts call, and ``python -m initmem`` for use without Snakemake.
+"""Entry points: ``python -m initmem`` for use without Snakemake, and the training and data jobs' commands.
 
     python -m initmem prepare --source synthetic --n-train 512 --n-val 256 --n-test 256 data.npz
     python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
@@ -13,67 +13,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from initmem.spec import entry_names
-
-
-class _Tee:
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, text: str) -> int:
-        for s in self.streams:
-            s.write(text)
-            s.flush()
-        return len(text)
-
-    def flush(self) -> None:
-        for s in self.streams:
-            s.flush()
-
-
-@contextlib.contextmanager
-def log_to(path: str | Path, attempts: bool = False) -> Iterator[None]:
-    """Copy stdout and stderr into ``path`` (progress stays visible on the console too).
-
-    ``attempts``: Snakemake empties a job's log before every attempt, so the log is also appended
-    to ``<path>.attempts`` (not a Snakemake log) and ``path`` starts with the earlier attempts'
-    text: after a preemption and resume the log still shows the epochs before it and why it stopped.
-    """
-    import datetime
-    import platform
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    history = path.with_name(path.name + ".attempts")
-    earlier = history.read_text() if attempts and history.is_file() else ""
-    with contextlib.ExitStack() as stack:
-        fh = stack.enter_context(open(path, "w"))
-        streams = [fh]
-        if attempts:
-            fh.write(earlier)
-            streams.append(stack.enter_context(open(history, "a")))
-            n = earlier.count("=== attempt ") + 1
-            header = (f"=== attempt {n}: {datetime.datetime.now().isoformat(timespec='seconds')} on "
-                      f"{platform.node()} (pid {os.getpid()}) ===\n")
-            for s in streams:
-                s.write(header)
-                s.flush()
-        old_out, old_err = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = _Tee(old_out, *streams), _Tee(old_err, *streams)
-        try:
-            yield
-        except BaseException as exc:  # the job's error belongs in its log too (an exit status alone: it said why)
-            if not (isinstance(exc, SystemExit) and (exc.code is None or isinstance(exc.code, int))):
-                print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            raise
-        finally:
-            sys.stdout, sys.stderr = old_out, old_err
 
 
 def prepare_data(data_cfg: dict, out: str | Path) -> None:
@@ -90,73 +34,6 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
     save_prepared(splits, out)
     print(f"prepared {out}: train {len(splits.x_train)}, val {len(splits.x_val)}, test {len(splits.x_test)} "
           f"from {splits.meta['source']} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
-
-
-def collect_study(files: list[str], study: str, runs_out: str | Path, history_out: str | Path) -> None:
-    """One study's metrics files -> run table and history table (atomic CSV writes)."""
-    from initmem.claims.analysis import collect
-    from initmem.io import atomic_path
-    from initmem.pipeline.guards import snakemake_command
-    from initmem.pipeline.records import RecordError
-
-    try:
-        runs, history = collect(list(files), study)
-    except RecordError as exc:  # a damaged metrics file: cut it from its pack again, then collect
-        damaged = str(exc).split(":", 1)[0]
-        raise RecordError(f"{exc}; repair it from its pack: rm {damaged} && {snakemake_command(str(runs_out), keep_targets=True)}") from None
-    for df, path in ((runs, runs_out), (history, history_out)):
-        with atomic_path(path) as tmp:
-            df.to_csv(tmp, index=False, compression="gzip" if str(path).endswith(".gz") else None)
-    print(f"{study}: {len(runs)} runs ({(runs['status'] != 'ok').sum()} diverged), {len(history)} epoch rows",
-          file=sys.stderr)
-
-
-def _read_tables(files: list[str]):
-    """Concatenated per-study tables; an empty or truncated one (a study always has runs) is an error
-    that names it and the command that makes it again."""
-    import pandas as pd
-
-    from initmem.pipeline.guards import snakemake_command
-
-    frames = []
-    for f in files:
-        try:
-            frame = pd.read_csv(f)
-        except pd.errors.EmptyDataError:
-            if str(f).endswith(".runs.csv"):
-                raise ValueError(f"{f}: empty (a study always has runs); make it again: rm {f} && {snakemake_command(f, keep_targets=True)}") from None
-            continue  # a history with no finished epoch (every run diverged at once)
-        except (pd.errors.ParserError, EOFError, OSError) as exc:
-            raise ValueError(f"{f}: damaged table ({type(exc).__name__}); make it again: rm {f} && "
-                             f"{snakemake_command(f, keep_targets=True)}") from None
-        if frame.empty and str(f).endswith(".runs.csv"):
-            raise ValueError(f"{f}: no rows (a study always has runs); make it again: rm {f} && {snakemake_command(f, keep_targets=True)}")
-        if not frame.empty:  # a history with no finished epoch (every run diverged at once)
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def write_tables(runs_files: list[str], history_files: list[str], outputs: dict[str, str]) -> None:
-    """runs.csv, history.csv.gz, spreads.csv, beta.csv, claims.csv/.md, paper_tables.md."""
-    from initmem.evidence import ANALYSIS_FLOAT, analysis_tables, write_table
-
-    runs, history = _read_tables(list(runs_files)), _read_tables(list(history_files))
-    keys = {"spreads.csv": "spreads", "beta.csv": "beta", "claims.csv": "claims", "claims.md": "claims_md",
-            "paper_tables.md": "paper_tables_md"}  # file name -> the rule's output name
-    tables = {"runs": runs, "history": history} | {keys[name]: t for name, t in analysis_tables(runs, history).items()}
-    for key, content in tables.items():
-        write_table(content, Path(outputs[key]), None if key in ("runs", "history") else ANALYSIS_FLOAT)
-    print(f"tables: {len(runs)} runs, {len(tables['beta'])} beta rows", file=sys.stderr)
-
-
-def figure_file(name: str, table_files: list[str], pdf: str | Path, png: str | Path) -> None:
-    """Build one figure from per-study tables and write PDF + PNG."""
-    from initmem.figures.common import save_figure
-    from initmem.figures.registry import make_figure
-
-    runs = _read_tables([f for f in table_files if f.endswith(".runs.csv")])
-    history = _read_tables([f for f in table_files if f.endswith(".history.csv.gz")])
-    save_figure(make_figure(name, runs, history), pdf, png)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -315,10 +192,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         cfg = json.loads(args.config_json) if args.config_json else {
             "source": args.source, "archive": args.archive, "verify_md5": not args.no_verify_md5,
             "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test}
+        from initmem.scriptjobs import log_to
+
         with log_to(args.log) if args.log else contextlib.nullcontext():
             prepare_data(cfg, args.out)
     elif args.cmd == "train-plan":
         from initmem.pipeline.interrupted import stoppable_start
+        from initmem.scriptjobs import log_to
 
         with log_to(args.log, attempts=True) if args.log else contextlib.nullcontext():
             with stoppable_start():  # Ctrl-C during `import torch`: one line, no traceback

@@ -2,8 +2,8 @@
 
 import _path  # noqa: F401
 
-from initmem.cli import log_to
 from initmem.pipeline.grid import expand_studies
+from initmem.scriptjobs import log_to
 from initmem.theory.calculator import write_clocks_table
 
 with log_to(snakemake.log[0]):  # noqa: F821

@@ -2,7 +2,7 @@
 
 import _path  # noqa: F401
 
-from initmem.cli import log_to, write_tables
+from initmem.scriptjobs import log_to, write_tables
 
 with log_to(snakemake.log[0]):  # noqa: F821
     write_tables(snakemake.input.runs, snakemake.input.history, dict(snakemake.output.items()))  # noqa: F821
