@@ -35,6 +35,15 @@ def fake_record(study: str, run_id: str, spec: dict, rng: np.random.Generator) -
             "summary": summarize(h, 10 * spec["sigma_w"]), "env": {"device": "cpu"}, "wall_seconds": 1.0}
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Each test's figures closed after it (pyplot keeps every open figure alive)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     rng = np.random.default_rng(0)
@@ -303,7 +312,7 @@ def _render_caption(name: str, **snakemake) -> str:
     text = jinja2.Template((REPORT / name).read_text()).render(snakemake=SimpleNamespace(**snakemake))
     assert text.strip(), f"{name} renders an empty caption for {snakemake}"
     messages = io.StringIO()
-    docutils.core.publish_string(text, writer_name="html", settings_overrides={"warning_stream": messages, "report_level": 2})
+    docutils.core.publish_string(text, writer="html", settings_overrides={"warning_stream": messages, "report_level": 2})
     return messages.getvalue()
 
 
