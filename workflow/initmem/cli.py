@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--cheapest", action="store_true", help="also the least seeds x sigma_w grid giving each claim >= 80%%")
     d.add_argument("--outcome", metavar="EVIDENCE_DIR", help="instead: the plan beside that trained tier's claims table, planned "
                                                              "from the committed evidence without the tier itself")
+    d.add_argument("--leave-out", metavar="FOLDER", action="append", default=[],
+                   help="plan without this committed evidence folder (a name under evidence/; repeatable): the plan "
+                        "as it was made before that tier was trained")
     c = sub.add_parser("config", help="print the configuration the workflow would use for these config files")
     c.add_argument("config", nargs="*", help="config files, layered over the embedded default (none: the default)")
     c.add_argument("--snakemake-args", nargs=argparse.REMAINDER, metavar="ARG",
@@ -161,7 +164,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             folder = Path(args.outcome)
             print(outcome(config, folder, measured(leave_out=(folder.resolve().name,))), end="")
         else:
-            print(report(config, " ".join(args.config), args.cheapest), end="")
+            from initmem.design import EVIDENCE, measured
+
+            unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir()})
+            if unknown:
+                parser.error(f"--leave-out {', '.join(unknown)}: no such folder under evidence/")
+            sources = measured(leave_out=tuple(args.leave_out)) if args.leave_out else None
+            print(report(config, " ".join(args.config), args.cheapest, sources), end="")
     elif args.cmd == "estimate":
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.estimate import estimate_table
