@@ -52,12 +52,13 @@ from initmem.claims.rows import ADAPTIVE, LABEL, label_of
 from initmem.claims.spreads import residual_sd
 from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
-from initmem.pipeline.configfiles import read_yaml
+from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import packs_gpu_hours
 from initmem.pipeline.grid import expand_studies
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 PILOT = "jpeg-cifar10-pilot"
+PILOT_CONFIG = "config/evidence-pilot.yaml"  # what the pilot trained (its sizes/ files change n_train, resolution, epochs)
 TARGET = 0.8
 MAX_SEEDS = 200
 INTERP = published.INTERP_TRAIN_ACC / 100
@@ -177,7 +178,8 @@ def _same(spec: dict, keys: Sequence[str], **want) -> bool:
 @cache
 def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tuple[Measured, ...]:
     """Every measured configuration of the committed tiers (``tables/runs.csv``) and of the pilot
-    (``tables/steps_to_fit.csv``: one seed, no noise), but the folders named in ``leave_out``."""
+    (``tables/steps_to_fit.csv``: one seed, no noise; its rate, batch size and test size are those of
+    the runs :data:`PILOT_CONFIG` specifies), but the folders named in ``leave_out``."""
     out = []
     for folder in sorted(p for p in evidence.iterdir() if (p / "tables" / "runs.csv").exists() and p.name not in leave_out):
         res = int((read_yaml(folder / "config.resolved.yaml").get("data") or {}).get("resolution", 32))
@@ -196,9 +198,13 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
     pilot = evidence / PILOT / "tables" / "steps_to_fit.csv"
     if pilot.exists():
         t = pd.read_csv(pilot)
+        trained = {r.spec["optimizer"]: r.spec for runs in expand_studies(load_config([evidence.parent / PILOT_CONFIG])).values() for r in runs}
         for (opt, n, res, steps), g in t.groupby(["optimizer", "n_train", "resolution", "steps_run"]):
             g = g.sort_values("sigma_w")
-            spec = {"optimizer": opt, "lr": 1e-3, "batch_size": 16, "epochs": int(steps * 16 // n), "l2": 0.0, "n_train": int(n), "n_test": 200}
+            s = trained[opt]
+            b = int(s["batch_size"])
+            spec = {"optimizer": opt, "lr": float(s["lr"]), "batch_size": b, "epochs": int(steps * b // n), "l2": float(s["l2"]),
+                    "n_train": int(n), "n_test": int(s["n_test"])}
             out.append(Measured(PILOT, spec, int(res), g["sigma_w"].to_numpy(float), g["test_acc_best"].to_numpy(float), math.nan, 1,
                                 int(steps), g["steps_to_fit"].to_numpy(float)))
     return tuple(out)
