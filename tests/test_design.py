@@ -136,6 +136,15 @@ def test_the_regime_tiers_committed_plan_is_what_the_planner_prints_without_the_
     assert plan.splitlines()[1:] and plan in committed.split("\n", 1)[1]
 
 
+def test_a_left_out_tier_is_left_out_of_every_estimate():
+    """Not only the spreads and noise: the |beta| peaks and levels and the collapse noise read the
+    tables of the folders the sources come from."""
+    every = D._tables(D.measured(), "beta.csv")
+    without = D._tables(D.measured(leave_out=("jpeg-cifar10-regime",)), "beta.csv")
+    assert any(f.parts[-3] == "jpeg-cifar10-regime" for f in every)
+    assert without and not any(f.parts[-3] == "jpeg-cifar10-regime" for f in without) and set(without) < set(every)
+
+
 def test_leave_out_names_a_folder_that_is_not_there(capsys):
     from initmem.cli import main
 

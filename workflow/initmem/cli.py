@@ -154,23 +154,18 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         expand_studies(config)  # what the workflow checks when it parses: every run spec
         print(yaml.safe_dump(config, sort_keys=False), end="")
     elif args.cmd == "design":
-        from initmem.design import report
+        from initmem.design import EVIDENCE, measured, outcome, report
         from initmem.pipeline.configfiles import load_config
 
         config = load_config(args.config)
-        if args.outcome:
-            from initmem.design import measured, outcome
-
-            folder = Path(args.outcome)
-            print(outcome(config, folder, measured(leave_out=(folder.resolve().name,))), end="")
-        else:
-            from initmem.design import EVIDENCE, measured
-
-            unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir()})
-            if unknown:
-                parser.error(f"--leave-out {', '.join(unknown)}: no such folder under evidence/")
-            sources = measured(leave_out=tuple(args.leave_out)) if args.leave_out else None
-            print(report(config, " ".join(args.config), args.cheapest, sources), end="")
+        unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir()})
+        if unknown:
+            parser.error(f"--leave-out {', '.join(unknown)}: no such folder under evidence/")
+        # an outcome is planned as its tier was: without the tier itself
+        leave_out = set(args.leave_out) | ({Path(args.outcome).resolve().name} if args.outcome else set())
+        sources = measured(leave_out=tuple(sorted(leave_out)))
+        print(outcome(config, Path(args.outcome), sources) if args.outcome else report(config, " ".join(args.config), args.cheapest, sources),
+              end="")
     elif args.cmd == "estimate":
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.estimate import estimate_table

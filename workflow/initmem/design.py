@@ -386,11 +386,17 @@ def collapse_rate(reads: Sequence[Planned], noise: float) -> Callable[[int, tupl
     return lambda n, s: 0.0 if n < 2 else _collapse_p(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))
 
 
+def _tables(sources: Sequence[Measured], name: str) -> tuple[Path, ...]:
+    """The table ``name`` of each committed folder ``sources`` were measured in: a folder left out of the
+    sources (``measured(leave_out=...)``) is left out of every estimate."""
+    return tuple(f for f in (EVIDENCE / folder / "tables" / name for folder in sorted({m.source for m in sources})) if f.is_file())
+
+
 @cache
-def _peaks(evidence: Path = EVIDENCE) -> dict[str, float]:
-    """Per adaptive optimizer, the smallest held |beta| peak over the committed tiers' configurations."""
+def _peaks(tables: tuple[Path, ...]) -> dict[str, float]:
+    """Per adaptive optimizer, the smallest held |beta| peak over the configurations of these beta tables."""
     out: dict[str, float] = {}
-    for f in sorted(evidence.glob("*/tables/beta.csv")):
+    for f in tables:
         b = pd.read_csv(f)
         for (opt, *_), g in b.groupby(["optimizer", "lr", "batch_size", "epochs", "l2"]):
             if opt in ADAPTIVE:
@@ -399,10 +405,10 @@ def _peaks(evidence: Path = EVIDENCE) -> dict[str, float]:
 
 
 @cache
-def _levels(evidence: Path = EVIDENCE) -> dict[tuple[str, float], float]:
-    """Per (SGD-family optimizer, lr), the lowest last-tenth |beta| level over the committed tiers' configurations without L2."""
+def _levels(tables: tuple[Path, ...]) -> dict[tuple[str, float], float]:
+    """Per (SGD-family optimizer, lr), the lowest last-tenth |beta| level over these beta tables' configurations without L2."""
     out: dict[tuple[str, float], float] = {}
-    for f in sorted(evidence.glob("*/tables/beta.csv")):
+    for f in tables:
         b = pd.read_csv(f)
         for (opt, lr, _, _, l2), g in b.groupby(["optimizer", "lr", "batch_size", "epochs", "l2"]):
             if opt == "sgd" and not l2:
@@ -418,6 +424,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
     """The headline claims the claims table would test on ``config``, each with its assumed truth and rule."""
     sources = measured() if sources is None else sources
     conf = planned(config)
+    peaks, levels = _peaks(_tables(sources, "beta.csv")), _levels(_tables(sources, "beta.csv"))
     main = {(p.spec["optimizer"], int(p.spec["batch_size"])): p for p in conf
             if p.study == "main" and np.isclose(p.spec["lr"], published.MAIN_LR) and not p.spec["l2"]}
     out = []
@@ -426,7 +433,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
             t = spread_truth(p, sources)
             out.append(Plan(f"sgd_keeps_spread_b{b}", "spread > 0 (not reproduced below 1 pp)", [p], t,
                             spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources)))
-            level = _levels().get((opt, float(p.spec["lr"])))
+            level = levels.get((opt, float(p.spec["lr"])))
             if level:
                 noise, cid = run_noise([p], sources), f"beta_flat_sgd_b{b}"
                 out.append(Plan(cid, "range of \\|beta(t)\\| over the settled run within +-0.5 orders", [p],
@@ -438,7 +445,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
                 out.append(Plan(f"sgd_gt_{ad}_b{b}", f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
                                 contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(f"sgd_gt_{ad}_b{b}", [p, q], sources)))
         elif opt in ADAPTIVE:
-            peak = _peaks().get(opt)
+            peak = peaks.get(opt)
             noise = run_noise([p], sources) if peak else math.nan
             t = Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}") if peak else None
             out.append(Plan(f"beta_decay_{opt}_b{b}", "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p], t,
@@ -451,10 +458,10 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
             out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
                             contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(cid, [lo, hi], sources)))
     for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
-        if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and _peaks().get(p.spec["optimizer"]):
+        if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and peaks.get(p.spec["optimizer"]):
             t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
             if t_adapt >= T_ADAPT_LARGE:
-                peak, noise = _peaks()[p.spec["optimizer"]], run_noise([p], sources)
+                peak, noise = peaks[p.spec["optimizer"]], run_noise([p], sources)
                 cid = f"adapt_beta_falls_{slug(label_of(pd.DataFrame([p.spec])))}"
                 out.append(Plan(cid, "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p],
                                 Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}"),
@@ -462,7 +469,8 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
     adam = [p for p in conf if p.spec["optimizer"] == "adam" and not p.spec["l2"] and p.study in ("main", "lr_l2", "clock")]
     adam = list({(p.spec["lr"], p.spec["batch_size"], p.spec["epochs"]): p for p in adam}.values())
     if len({(p.spec["lr"], p.spec["batch_size"]) for p in adam}) >= 2 and len({p.sigmas for p in adam}) == 1:
-        noise = max(CC.tier_noise(f.parent.parent) for f in EVIDENCE.glob("*/tables/history.csv.gz") if f.parent.parent.name != PILOT)
+        noise = max((CC.tier_noise(f.parent.parent) for f in _tables(sources, "history.csv.gz") if f.parent.parent.name != PILOT),
+                    default=CC.PAPER_NOISE)
         out.append(Plan("collapse_beta_adam_T_adapt", "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
                         Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise), regime("collapse_beta_adam_T_adapt", adam, sources)))
     return out
