@@ -262,18 +262,16 @@ def test_keeping_freed_memory_is_a_no_op_without_glibc(monkeypatch):
     assert devmod.keep_freed_host_memory() is False
 
 
-@pytest.mark.parametrize("device, gpu, kept", [("cpu", True, True), ("auto", False, True), ("cuda", True, False)])
-def test_a_training_job_on_the_cpu_keeps_freed_memory(monkeypatch, tmp_path, device, gpu, kept):
-    """train-plan turns it on before training on the CPU, not where the step's tensors are on a GPU
-    (a plan it cannot read stops it after that)."""
+@pytest.mark.parametrize("picked, kept", [("cpu", True), ("cuda", False)])
+def test_a_training_job_on_the_cpu_keeps_freed_memory(monkeypatch, picked, kept):
+    """A pack trained on the CPU turns it on once its device is picked; one on a GPU, whose steps'
+    tensors live in GPU memory, leaves the allocator as it is (moving the data stops it after that)."""
     from initmem.pipeline import jobs
 
     calls = []
     monkeypatch.setattr(jobs, "keep_freed_host_memory", lambda: calls.append(True) or True)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu)
-    monkeypatch.setattr(jobs, "install_stop_handlers", lambda: None)
-    monkeypatch.setattr(jobs, "read_plan", lambda plan: [])
-    monkeypatch.setattr(jobs, "load_prepared", lambda data: (_ for _ in ()).throw(RuntimeError("stop here")))
+    monkeypatch.setattr(jobs, "pick_device", lambda name, log: torch.device(picked))
+    monkeypatch.setattr(jobs.Tensors, "from_splits", lambda splits, dev: (_ for _ in ()).throw(RuntimeError("stop here")))
     with pytest.raises(RuntimeError, match="stop here"):
-        jobs.train_plan_file(tmp_path / "p.json", tmp_path / "d.npz", tmp_path / "o.json", {"device": device})
+        jobs.train_pack([], None, device="auto")
     assert calls == ([True] if kept else [])

@@ -43,6 +43,8 @@ def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine
     if engine not in ENGINES:
         raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
     dev = pick_device(device, log)
+    if dev.type == "cpu":  # the steps' tensors live in host memory
+        keep_freed_host_memory()
     data = Tensors.from_splits(splits, dev)
     for r in runs:
         if r["spec"]["n_train"] != len(splits.x_train):
@@ -93,8 +95,6 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
 
     members = read_plan(plan)
     torch.set_num_threads(int(threads))
-    if settings.get("device") == "cpu" or not torch.cuda.is_available():  # a step's tensors live in host memory
-        keep_freed_host_memory()
     install_stop_handlers()
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
     # config) or from other trainer code never resumes from this one's state
