@@ -66,7 +66,9 @@ CLOCK_LABEL = {"T_sgd": "T_SGD", "T_adapt": "T_adapt", "T_l2": "T_L2"}
 REGISTRY: list[Claim] = [
     Claim(r"sgd_keeps_spread_b\d+", "optimizers", Q_SGD, "Sec. 3.1", "the SGD spread (pp), max - min of seed means over sigma_w",
           "main grid, lr 1e-3, each batch size", "> 0 (not reproduced below 1 pp)"),
-    Claim(r"sgd_gt_(adam|adamw|muon|muon_full)_b\d+", "optimizers", Q_ADAM, "Sec. 3.1", "SGD spread minus the adaptive one (pp), paired seeds",
+    # one row per adaptive optimizer file (CLOCK = "T_adapt") and batch size, named by the claims table
+    # from the optimizer registry: the pattern names no optimizer, so a new file's row reads as Adam's
+    Claim(r"sgd_gt_\w+_b\d+", "optimizers", Q_ADAM, "Sec. 3.1", "SGD spread minus the adaptive one (pp), paired seeds",
           "main grid, lr 1e-3, each batch size", "> 0"),
     Claim(r"momentum_lt_sgd_b\d+", "optimizers", Q_MOMENTUM, "Sec. 3.1", "SGD minus SGD-momentum spread (pp)", "main grid, lr 1e-3, b=16", "> 0"),
     Claim(r"batch_raises_\w+_spread", "optimizers", "We find that large batch slows forgetting under a fixed-epoch budget.", "Sec. 3.2",
