@@ -1,0 +1,58 @@
+"""Similarity numbers: the dimensionless numbers that decide whether a small design measures the
+paper's quantity, each beside the paper's value (issue 50, item 1).
+
+Pure functions, torch-free: :func:`design_numbers` reads a resolved run spec and the training set's
+size (what ``design`` knows before anything trains); :func:`fit_of_selected` reads a tier's runs
+table (one row per run with ``tau_best`` and ``tau_interp``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+# Keras BatchNormalization's momentum: moving = 0.99 moving + 0.01 batch.
+BN_MOMENTUM = 0.99
+# The start's weight in the moving statistics that counts as forgotten (0.99^458 = 0.01).
+BN_FORGOTTEN = 0.01
+# The paper's values as issue 50 reads them: an epoch is 313-2,500 steps (config/paper.yaml's 40,000
+# training images at b = 128 ... 16; b = 256 gives 157), 750,000 steps in all for the longest runs,
+# T_SGD ~1.8e-2 at the end of SGD training, test accuracy 58-85 %.
+PAPER = {"steps_per_epoch": (313, 2500), "total_steps": 750_000, "T_sgd_end": 1.8e-2, "test_acc": (0.58, 0.85)}
+
+
+def bn_settling_steps(momentum: float = BN_MOMENTUM, forgotten: float = BN_FORGOTTEN) -> float:
+    """Steps after which the moving statistics' start weighs ``forgotten``: ln(forgotten) / ln(momentum)."""
+    if not 0 < momentum < 1 or not 0 < forgotten < 1:
+        raise ValueError(f"momentum {momentum} and forgotten {forgotten} must both lie strictly between 0 and 1")
+    return math.log(forgotten) / math.log(momentum)
+
+
+def design_numbers(spec: Mapping, n_train: int) -> dict[str, float]:
+    """The numbers a config fixes before training: steps per epoch, BatchNorm's settling steps, their
+    ratio (below 1: the first epochs are read with stale statistics) and the total steps."""
+    if n_train <= 0:
+        raise ValueError(f"n_train = {n_train} must be positive")
+    steps = math.ceil(n_train / int(spec["batch_size"]))
+    settle = bn_settling_steps() if spec.get("norm", "batchnorm") == "batchnorm" else 0.0
+    return {"steps_per_epoch": steps, "bn_settling_steps": settle,
+            "epochs_to_settle": settle / steps, "total_steps": steps * int(spec["epochs"])}
+
+
+def fit_of_selected(runs: Iterable[Mapping]) -> float | None:
+    """Share of runs whose selected predictor fits: tau_interp <= tau_best (a run that never reached
+    the interpolation threshold does not fit); None for no runs."""
+    rows = list(runs)
+    if not rows:
+        return None
+    fitted = [r for r in rows if _number(r.get("tau_interp")) is not None and _number(r.get("tau_best")) is not None
+              and _number(r["tau_interp"]) <= _number(r["tau_best"])]
+    return len(fitted) / len(rows)
+
+
+def _number(value: object) -> float | None:
+    """A table cell as a number; None for an empty or NaN cell (a run that never interpolated)."""
+    if value is None or value == "":
+        return None
+    x = float(value)
+    return None if math.isnan(x) else x
