@@ -33,3 +33,17 @@ def test_fit_counts_only_runs_that_interpolated_by_the_selected_epoch():
 def test_bad_momentum_is_one_clear_error():
     with pytest.raises(ValueError, match="momentum 1.0"):
         bn_settling_steps(1.0)
+
+
+def test_a_tiers_table_gives_each_configurations_numbers():
+    from initmem.similarity import tier_numbers
+    base = {"study": "s", "optimizer": "sgd", "lr": 0.001, "batch_size": 16, "epochs": 300, "n_train": 256, "norm": "batchnorm"}
+    runs = [{**base, "sigma_w": 0.1, "tau_best": 40, "tau_interp": 30, "val_acc_best": 0.3, "test_acc_best": 0.30},
+            {**base, "sigma_w": 0.1, "tau_best": 5, "tau_interp": "", "val_acc_best": 0.1, "test_acc_best": 0.10},
+            {**base, "sigma_w": 2.5, "tau_best": 50, "tau_interp": 60, "val_acc_best": 0.2, "test_acc_best": 0.20}]
+    by_sigma = {row["sigma_w"]: row for row in tier_numbers(runs)}
+    assert by_sigma["0.1"]["fit_of_selected"] == 0.5
+    assert by_sigma["0.1"]["above_chance"] == 0.5
+    assert by_sigma["0.1"]["test_acc_median"] == pytest.approx(0.2)
+    assert by_sigma["2.5"]["fit_of_selected"] == 0.0
+    assert by_sigma["2.5"]["steps_per_epoch"] == 16

@@ -56,3 +56,35 @@ def _number(value: object) -> float | None:
         return None
     x = float(value)
     return None if math.isnan(x) else x
+
+
+CONFIG_COLUMNS = ("study", "optimizer", "lr", "batch_size", "sigma_w")
+
+
+def tier_numbers(runs: Iterable[Mapping]) -> list[dict]:
+    """Per configuration (:data:`CONFIG_COLUMNS`) of a tier's runs table: its design numbers
+    (:func:`design_numbers`), the fit of its selected predictors (:func:`fit_of_selected`), the
+    median test accuracy at tau_best and the share of selected predictors above chance level
+    (validation accuracy at tau_best above 0.15)."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in runs:
+        groups.setdefault(tuple(str(r[c]) for c in CONFIG_COLUMNS), []).append(r)
+    out = []
+    for config, rows in groups.items():
+        first = rows[0]
+        design = design_numbers({"batch_size": int(first["batch_size"]), "epochs": int(first["epochs"]),
+                                 "norm": first.get("norm", "batchnorm")}, int(first["n_train"]))
+        tests = sorted(x for r in rows if (x := _number(r.get("test_acc_best"))) is not None)
+        vals = [x for r in rows if (x := _number(r.get("val_acc_best"))) is not None]
+        out.append({**dict(zip(CONFIG_COLUMNS, config, strict=True)), "runs": len(rows), **design,
+                    "fit_of_selected": fit_of_selected(rows),
+                    "test_acc_median": _median(tests),
+                    "above_chance": sum(v > 0.15 for v in vals) / len(vals) if vals else None})
+    return out
+
+
+def _median(sorted_values: list[float]) -> float | None:
+    n = len(sorted_values)
+    if not n:
+        return None
+    return sorted_values[n // 2] if n % 2 else (sorted_values[n // 2 - 1] + sorted_values[n // 2]) / 2
