@@ -47,3 +47,12 @@ def test_a_tiers_table_gives_each_configurations_numbers():
     assert by_sigma["0.1"]["test_acc_median"] == pytest.approx(0.2)
     assert by_sigma["2.5"]["fit_of_selected"] == 0.0
     assert by_sigma["2.5"]["steps_per_epoch"] == 16
+
+
+def test_the_table_prints_each_configuration_beside_the_papers_values():
+    from initmem.similarity import markdown, tier_numbers
+    row = {"study": "s", "optimizer": "adam", "lr": 0.001, "batch_size": 16, "epochs": 300, "n_train": 256, "norm": "batchnorm",
+           "sigma_w": 0.1, "tau_best": 5, "tau_interp": "", "val_acc_best": 0.108, "test_acc_best": 0.103}
+    text = markdown(tier_numbers([row]))
+    assert "paper 313-2500" in text and "paper 0.2-1.5" in text and "750,000" in text
+    assert "| s | adam | 0.001 | 16 | 0.1 | 1 | 16 | 28.6 | 4,800 | 0.00 | 0.103 | 0.00 |" in text

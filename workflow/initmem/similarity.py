@@ -88,3 +88,31 @@ def _median(sorted_values: list[float]) -> float | None:
     if not n:
         return None
     return sorted_values[n // 2] if n % 2 else (sorted_values[n // 2 - 1] + sorted_values[n // 2]) / 2
+
+
+def markdown(numbers: list[dict]) -> str:
+    """:func:`tier_numbers` as a markdown table, with the paper's values in its header."""
+    lo, hi = PAPER["steps_per_epoch"]
+    head = ("| study | optimizer | lr | b | sigma_w | runs | steps/epoch (paper "
+            f"{lo}-{hi}) | epochs for BN to settle (paper {bn_settling_steps() / hi:.1f}-{bn_settling_steps() / lo:.1f}) | total steps (paper {PAPER['total_steps']:,}) "
+            "| selected fit (tau_interp <= tau_best) | median test acc at tau_best (paper "
+            f"{PAPER['test_acc'][0]:.2f}-{PAPER['test_acc'][1]:.2f}) | val acc at tau_best > 0.15 |")
+    lines = [head, "|" + "---|" * 12]
+
+    def cell(x: float | None, fmt: str) -> str:
+        return "-" if x is None else format(x, fmt)
+    for r in numbers:
+        lines.append(f"| {r['study']} | {r['optimizer']} | {r['lr']} | {r['batch_size']} | {r['sigma_w']} | {r['runs']} "
+                     f"| {r['steps_per_epoch']} | {r['epochs_to_settle']:.1f} | {r['total_steps']:,} "
+                     f"| {cell(r['fit_of_selected'], '.2f')} | {cell(r['test_acc_median'], '.3f')} | {cell(r['above_chance'], '.2f')} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m initmem.similarity evidence/<tier>/tables/runs.csv
+    import csv
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m initmem.similarity RUNS_CSV")
+    with open(sys.argv[1], newline="") as fh:
+        print(markdown(tier_numbers(csv.DictReader(fh))))
