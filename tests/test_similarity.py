@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from initmem.similarity import bn_settling_steps, design_numbers, fit_of_selected
+from initmem.claims.similarity import bn_settling_steps, design_numbers, fit_of_selected
 
 
 def test_keras_batchnorm_forgets_its_start_after_458_steps():
@@ -36,7 +36,7 @@ def test_bad_momentum_is_one_clear_error():
 
 
 def test_a_tiers_table_gives_each_configurations_numbers():
-    from initmem.similarity import tier_numbers
+    from initmem.claims.similarity import tier_numbers
     base = {"study": "s", "optimizer": "sgd", "lr": 0.001, "batch_size": 16, "epochs": 300, "n_train": 256, "norm": "batchnorm"}
     runs = [{**base, "sigma_w": 0.1, "tau_best": 40, "tau_interp": 30, "val_acc_best": 0.3, "test_acc_best": 0.30},
             {**base, "sigma_w": 0.1, "tau_best": 5, "tau_interp": "", "val_acc_best": 0.1, "test_acc_best": 0.10},
@@ -50,7 +50,7 @@ def test_a_tiers_table_gives_each_configurations_numbers():
 
 
 def test_the_table_prints_each_configuration_beside_the_papers_values():
-    from initmem.similarity import markdown, tier_numbers
+    from initmem.claims.similarity import markdown, tier_numbers
     row = {"study": "s", "optimizer": "adam", "lr": 0.001, "batch_size": 16, "epochs": 300, "n_train": 256, "norm": "batchnorm",
            "sigma_w": 0.1, "tau_best": 5, "tau_interp": "", "val_acc_best": 0.108, "test_acc_best": 0.103}
     text = markdown(tier_numbers([row]))

@@ -108,11 +108,11 @@ def markdown(numbers: list[dict]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m initmem.similarity evidence/<tier>/tables/runs.csv
+if __name__ == "__main__":  # python -m initmem.claims.similarity evidence/<tier>/tables/runs.csv
     import csv
     import sys
 
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m initmem.similarity RUNS_CSV")
+        sys.exit("usage: .venv/bin/python -m initmem.claims.similarity RUNS_CSV")
     with open(sys.argv[1], newline="") as fh:
         print(markdown(tier_numbers(csv.DictReader(fh))))
