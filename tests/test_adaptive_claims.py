@@ -62,3 +62,12 @@ def test_a_renamed_copy_of_adams_file_reads_as_adam_on_the_regime_tier(tmp_path)
     assert renamed["verdict"] == adam["verdict"] and renamed["statistic_verdict"] == adam["statistic_verdict"]
     for col in ("reproduced", "ci_low", "ci_high", "p_decision"):
         assert float(renamed[col]) == pytest.approx(float(adam[col]), rel=1e-9), col
+
+
+def test_every_committed_direction_row_resolves_to_a_claim_with_section_and_regime():
+    import pandas as pd
+
+    ids = {i for p in ROOT.glob("evidence/*/tables/claims.csv") for i in pd.read_csv(p).query("kind == 'direction'")["id"]}
+    assert ids
+    unresolved = sorted(i for i in ids if (c := lookup(i)) is None or not c.section or not c.regime_text())
+    assert unresolved == []
