@@ -194,6 +194,29 @@ def test_changing_the_rates_never_moves_a_trained_run(tmp_path):
     assert max(len(p.members) for p in new.values()) > max(len(p.members) for p in old.values())  # new packs grew
 
 
+def test_a_rate_table_change_keeps_every_started_packs_members(tmp_path):
+    """Packs whose trainer has started (a started marker, no pack file yet) keep their members when a
+    measured rate table sizes packs otherwise: their checkpoints stay theirs."""
+    from initmem.pipeline.planning import started_path
+
+    config = paper()
+    config["studies"] = {"depth": config["studies"]["depth"]}
+    flat = {**config, "compute": {**config["compute"], "images_per_second": 2000}}
+    runs = expand_studies(config)["depth"]
+    old, _ = plan_studies(flat, {"depth": runs})["depth"]
+    started = [p for p in old.values() if p.members[0][1]["arch"] == "resnet110"]
+    assert len(started) > 1
+    for pack in started:
+        plan = tmp_path / "plans" / "depth" / f"{pack.name}.json"
+        write_plan(plan, [{"run_id": r, "spec": s, "key": "k"} for r, s in pack.members])
+        started_path(plan).write_text("{}\n")
+    new, pack_of = plan_studies(config, {"depth": runs}, tmp_path / "plans", tmp_path / "packs")["depth"]
+    for pack in started:
+        assert new[pack.name].members == pack.members and new[pack.name].bound
+        assert all(pack_of[r] == pack.name for r, _ in pack.members)
+    assert max(len(p.members) for p in new.values()) > max(len(p.members) for p in old.values())  # the rest re-sized
+
+
 def test_gpu_jobs_ask_for_the_cuda_context_and_the_checkpoint_peak():
     spec = next(r.spec for r in expand_studies(paper())["main"] if r.spec["optimizer"] == "adam")
     pack = [spec] * 8

@@ -20,9 +20,11 @@ from initmem.engine.device import device_environment, keep_freed_host_memory, pi
 from initmem.engine.loop import Preempted, StopRequest, install_stop_handlers
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
+from initmem.io import atomic_path, read_json
 from initmem.pipeline.continuation import continue_after_stop
 from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
-from initmem.pipeline.planning import read_plan
+from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack, lease_text
+from initmem.pipeline.planning import read_plan, started_path
 from initmem.pipeline.records import write_pack
 
 ENGINES = ("vmap", "loop")
@@ -87,18 +89,55 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
 
     ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
     memory_format, max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
+    With a ``checkpoint_dir`` the job holds the pack's checkpoint folder for its whole length
+    (:mod:`initmem.pipeline.packlock`): a second job on the same pack exits with :data:`BUSY_EXIT`
+    and one line naming the first, having trained and deleted nothing; one that gets the pack after
+    its holder wrote it finds it done. While it trains, a started marker beside the plan
+    (:func:`initmem.pipeline.planning.started_path`) keeps the pack's members planned together.
     Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume);
     a Slurm job stopped at its time limit first requeues itself (:mod:`initmem.pipeline.continuation`,
     up to ``attempts`` - 1 times).
     """
-    import torch
-
     members = read_plan(plan)
-    torch.set_num_threads(int(threads))
-    install_stop_handlers()
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
     # config) or from other trainer code never resumes from this one's state
     ckpt_dir = Path(checkpoint_dir) / keys_folder(members) if checkpoint_dir else None
+    if ckpt_dir is None:
+        _train_plan_members(members, data, out, settings, threads, None)
+        return
+    try:
+        with hold_pack(ckpt_dir, Path(out).stem) as lease:
+            if _written(out, members):
+                print(f"{out}: already written by the job that held the pack; nothing to train", file=sys.stderr, flush=True)
+                return
+            started = started_path(plan)
+            with atomic_path(started) as tmp:
+                tmp.write_text(lease_text(lease) + "\n")
+            _train_plan_members(members, data, out, settings, threads, ckpt_dir)
+            started.unlink(missing_ok=True)  # the pack file binds the plan from now on
+    except PackBusy as exc:
+        print(str(exc), file=sys.stderr, flush=True)
+        sys.exit(BUSY_EXIT)
+    if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
+        ckpt_dir.rmdir()
+
+
+def _written(out: str | Path, members: list[dict]) -> bool:
+    """Whether ``out`` is already this plan's pack file (every member's record, under its key now)."""
+    try:
+        runs = read_json(out)["runs"]
+        return sorted((r["run_id"], r["key"]) for r in runs) == sorted((m["run_id"], m["key"]) for m in members)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _train_plan_members(members: list[dict], data: str | Path, out: str | Path, settings: dict, threads: int,
+                        ckpt_dir: Path | None) -> None:
+    """Train a plan's members, write their pack file and remove their checkpoints (see :func:`train_plan_file`)."""
+    import torch
+
+    torch.set_num_threads(int(threads))
+    install_stop_handlers()
     splits = load_prepared(data)
     print(f"training {len(members)} run(s): {', '.join(m['run_id'] for m in members)}", file=sys.stderr, flush=True)
     try:
@@ -117,8 +156,6 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
         record["key"] = member["key"]
     write_pack(out, records)
     finish_pack(members, ckpt_dir, bool(settings.get("keep_checkpoints", False)))
-    if ckpt_dir is not None and ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
-        ckpt_dir.rmdir()
 
 
 def keys_folder(members: list[dict]) -> str:

@@ -1,10 +1,13 @@
 """Packs that never change under a finished run: which runs train together, decided once.
 
 A pack's *plan* (``results/plans/<study>/<pack>.json``) lists its members (run id and spec).
-Once its pack file exists the plan is binding: a configured run whose spec equals its entry there
+Once its pack has started (its trainer writes a started marker, ``<pack>.started`` beside the plan,
+before it trains) or its pack file exists, the plan is binding: a configured run whose spec equals its entry there
 stays in that pack for good, so adding a seed or a sigma_w value, changing ``pack.max_models`` or
 ``pack.max_images``, or removing runs never moves a finished run into another pack (which would
-make Snakemake retrain it). Only the remaining runs are grouped, per configuration, in grid order,
+make Snakemake retrain it), and a measured rate table, ``compute.compile`` or a partition time
+limit that would size packs otherwise never regroups a pack in flight (which would orphan its
+checkpoints). Only the remaining runs are grouped, per configuration, in grid order,
 into new packs named after their members. That grouping is also stable while packs finish: taking
 whole packs out of a configuration's list leaves the others' boundaries where they were, so a
 training job that re-reads the workflow on a cluster node finds its own pack again.
@@ -37,7 +40,7 @@ PLAN_FORMAT = 1
 
 @dataclass(frozen=True)
 class Pack:
-    """One training job: its name and members as ``(run_id, spec)``; ``bound`` when already trained."""
+    """One training job: its name and members as ``(run_id, spec)``; ``bound`` once started or trained."""
 
     name: str
     members: tuple[tuple[str, dict], ...]
@@ -63,8 +66,13 @@ def plan_path(plans_dir: str | Path, study: str, pack: str) -> Path:
     return Path(plans_dir) / study / f"{pack}.json"
 
 
+def started_path(plan: str | Path) -> Path:
+    """The marker a pack's trainer writes beside its plan before it trains (removed once its pack file is written)."""
+    return Path(plan).with_suffix(".started")
+
+
 def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str, data_id: dict | None = None) -> list[Pack]:
-    """Plans of the study's packs that have been trained (their pack file exists), of the data
+    """Plans of the study's packs that have started (a started marker) or been trained (their pack file exists), of the data
     identity ``data_id`` (or of any, for plans that do not say). A damaged plan is skipped: its
     runs are simply planned again."""
     folder = Path(plans_dir) / study
@@ -73,7 +81,7 @@ def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str,
     packs = []
     for path in sorted(folder.glob("*.json")):
         name = path.name[: -len(".json")]
-        if not (Path(packs_dir) / study / f"{name}.json").is_file():
+        if not (Path(packs_dir) / study / f"{name}.json").is_file() and not started_path(path).is_file():
             continue
         try:
             plan = read_json(path)
