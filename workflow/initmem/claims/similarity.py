@@ -1,5 +1,5 @@
 """Similarity numbers: the dimensionless numbers that decide whether a small design measures the
-paper's quantity, each beside the paper's value (issue 50, item 1).
+paper's quantity, each beside the paper's value.
 
 Pure functions, torch-free: :func:`design_numbers` reads a resolved run spec and the training set's
 size (what ``design`` knows before anything trains); :func:`fit_of_selected` reads a tier's runs
@@ -9,13 +9,14 @@ table (one row per run with ``tau_best`` and ``tau_interp``).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping
 
 # Keras BatchNormalization's momentum: moving = 0.99 moving + 0.01 batch.
 BN_MOMENTUM = 0.99
 # The start's weight in the moving statistics that counts as forgotten (0.99^458 = 0.01).
 BN_FORGOTTEN = 0.01
-# The paper's values as issue 50 reads them: an epoch is 313-2,500 steps (config/paper.yaml's 40,000
+# The paper's values: an epoch is 313-2,500 steps (config/paper.yaml's 40,000
 # training images at b = 128 ... 16; b = 256 gives 157), 750,000 steps in all for the longest runs,
 # T_SGD ~1.8e-2 at the end of SGD training, test accuracy 58-85 %.
 PAPER = {"steps_per_epoch": (313, 2500), "total_steps": 750_000, "T_sgd_end": 1.8e-2, "test_acc": (0.58, 0.85)}
@@ -74,20 +75,13 @@ def tier_numbers(runs: Iterable[Mapping]) -> list[dict]:
         first = rows[0]
         design = design_numbers({"batch_size": int(first["batch_size"]), "epochs": int(first["epochs"]),
                                  "norm": first.get("norm", "batchnorm")}, int(first["n_train"]))
-        tests = sorted(x for r in rows if (x := _number(r.get("test_acc_best"))) is not None)
+        tests = [x for r in rows if (x := _number(r.get("test_acc_best"))) is not None]
         vals = [x for r in rows if (x := _number(r.get("val_acc_best"))) is not None]
         out.append({**dict(zip(CONFIG_COLUMNS, config, strict=True)), "runs": len(rows), **design,
                     "fit_of_selected": fit_of_selected(rows),
-                    "test_acc_median": _median(tests),
+                    "test_acc_median": statistics.median(tests) if tests else None,
                     "above_chance": sum(v > 0.15 for v in vals) / len(vals) if vals else None})
     return out
-
-
-def _median(sorted_values: list[float]) -> float | None:
-    n = len(sorted_values)
-    if not n:
-        return None
-    return sorted_values[n // 2] if n % 2 else (sorted_values[n // 2 - 1] + sorted_values[n // 2]) / 2
 
 
 def markdown(numbers: list[dict]) -> str:
