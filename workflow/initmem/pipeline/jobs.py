@@ -20,10 +20,10 @@ from initmem.engine.device import device_environment, keep_freed_host_memory, pi
 from initmem.engine.loop import Preempted, StopRequest, install_stop_handlers
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
-from initmem.io import atomic_path, read_json
+from initmem.io import read_json, write_json
 from initmem.pipeline.continuation import continue_after_stop
 from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
-from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack, lease_text
+from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack
 from initmem.pipeline.planning import read_plan, started_path
 from initmem.pipeline.records import write_pack
 
@@ -111,8 +111,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
                 print(f"{out}: already written by the job that held the pack; nothing to train", file=sys.stderr, flush=True)
                 return
             started = started_path(plan)
-            with atomic_path(started) as tmp:
-                tmp.write_text(lease_text(lease) + "\n")
+            write_json(started, lease)
             _train_plan_members(members, data, out, settings, threads, ckpt_dir)
             started.unlink(missing_ok=True)  # the pack file binds the plan from now on
     except PackBusy as exc:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import socket
 import time
@@ -109,7 +108,3 @@ def hold_pack(folder: str | Path, pack: str) -> Iterator[dict]:
             (folder / name).unlink(missing_ok=True)
         os.close(fd)
 
-
-def lease_text(lease: dict) -> str:
-    """A lease as one JSON line (the started marker's content)."""
-    return json.dumps(lease, sort_keys=True)
