@@ -97,11 +97,15 @@ SPEC_KEYS = ("arch", "width", "norm", "pool", "optimizer", "lr", "schedule", "al
              "batch_size", "l2", "weight_decay", "momentum", "augment", "patience", "sigma_w", "seed")
 # Keys a config may leave out, with the value that applies then. A spec holds them only where they
 # differ from it, so adding one changes no existing run's spec (nor, hence, its id or its reruns).
-OPTIONAL_SPEC_KEYS = {"weight_decay_mode": "decoupled"}
+OPTIONAL_SPEC_KEYS = {"weight_decay_mode": "decoupled", "bn_eval": "moving", "train_eval": False}
 KNOWN_KEYS = SPEC_KEYS + tuple(OPTIONAL_SPEC_KEYS)
 # decoupled: Keras' p <- p - eta_k wd p before the update; coupled: g <- g + wd p (PyTorch's
 # ``weight_decay``), which momentum and Adam's moments then carry
 WEIGHT_DECAY_MODES = ("decoupled", "coupled")
+# The BatchNorm statistics every evaluation reads: moving (Keras: the momentum-0.99 averages training
+# keeps, which need ~460 steps to forget their start) or precise (recomputed on the training set under
+# the weights being evaluated, then the moving ones restored: training itself is unchanged)
+BN_EVALS = ("moving", "precise")
 # Keras' Adam-family defaults (Adam, AdamW and Muon's AdamW branch)
 ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-7
 
@@ -149,6 +153,10 @@ def validate_spec(spec: dict[str, Any], where: str) -> None:
     if spec.get("weight_decay_mode", "decoupled") not in WEIGHT_DECAY_MODES:
         raise ConfigError(f"{where}: weight_decay_mode = {spec['weight_decay_mode']!r} is unknown; "
                           f"choose one of {list(WEIGHT_DECAY_MODES)}")
+    if spec.get("bn_eval", "moving") not in BN_EVALS:
+        raise ConfigError(f"{where}: bn_eval = {spec['bn_eval']!r} is unknown; choose one of {list(BN_EVALS)}")
+    if not isinstance(spec.get("train_eval", False), bool):
+        raise ConfigError(f"{where}: train_eval = {spec['train_eval']!r} must be true or false")
     positive = {"width": int, "epochs": int, "batch_size": int, "lr": float, "sigma_w": float}
     for key, kind in positive.items():
         value = spec[key]

@@ -22,7 +22,7 @@ from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
 PACKED = ("sigma_w", "seed")
 CONFIG_KEYS = [k for k in SPEC_KEYS if k not in PACKED] + list(OPTIONAL_SPEC_KEYS) + ["variant"]
 SUMMARY_KEYS = ("tau_best", "tau_interp", "val_loss_best", "val_acc_best", "test_acc_best", "train_acc_best",
-                "kernel_norm_init", "kernel_norm_best", "repair_gap")
+                "kernel_norm_init", "kernel_norm_best", "repair_gap", "train_acc_eval_best")
 CLOCKS = ("T_sgd", "T_l2", "T_wd", "T_adapt")
 
 
@@ -39,7 +39,7 @@ def collect(files: list[str | Path], study: str) -> tuple[pd.DataFrame, pd.DataF
         spec = {k: rec["spec"].get(k, OPTIONAL_SPEC_KEYS.get(k)) for k in [*CONFIG_KEYS, *PACKED, "n_train", "n_val", "n_test"]}
         base = {"study": study, "run_id": rec["run_id"], **spec}
         ended = {"status": rec["status"], "stopped_early": bool(rec.get("stopped_early", False))}
-        rows.append({**base, **ended, **{k: rec["summary"][k] for k in SUMMARY_KEYS},
+        rows.append({**base, **ended, **{k: rec["summary"].get(k) for k in SUMMARY_KEYS},
                      "epochs_run": len(rec["history"]["epoch"]), "wall_seconds": rec["wall_seconds"],
                      "device": rec["env"].get("device")})
         h = pd.DataFrame(rec["history"]).rename(columns={"lr": "lr_epoch"})

@@ -53,7 +53,11 @@ from initmem.engine.streams import Tensors, batch_of, draw_epoch, seed_streams
 INTERP_ACC = 0.995
 HISTORY_KEYS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
                 "kernel_norm", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
-COLUMNS = ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc", "kernel_norm", "finite")
+# Recorded only where the spec asks (``train_eval: true``): the eval-mode accuracy on the training set of
+# the network as it is at the epoch's end, the predictor a checkpoint returns (train_acc is Keras'
+# running train-mode mean over the epoch's steps).
+TRAIN_EVAL_KEYS = ("train_acc_eval",)
+COLUMNS = ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc", "kernel_norm", "train_acc_eval", "finite")
 
 
 class Preempted(RuntimeError):
@@ -93,8 +97,8 @@ class RunState:
 
     def record_epoch(self, row: dict, patience: int | None) -> None:
         """Append a finished epoch's row and apply Keras EarlyStopping(monitor="val_loss", min_delta=0)."""
-        for key in HISTORY_KEYS:
-            self.history[key].append(row[key])
+        for key, values in self.history.items():
+            values.append(row[key])
         if row["val_loss"] < self.best_val:
             self.best_val, self.wait = row["val_loss"], 0
         else:
@@ -148,8 +152,15 @@ class Trainee(Protocol):
         """Restore :meth:`state_dict` output onto the trainee's device."""
 
 
+def history_keys(spec: dict) -> tuple[str, ...]:
+    """The per-epoch columns a run's history records: :data:`HISTORY_KEYS`, and
+    :data:`TRAIN_EVAL_KEYS` where the spec says ``train_eval: true``."""
+    return HISTORY_KEYS + (TRAIN_EVAL_KEYS if spec.get("train_eval", False) else ())
+
+
 def summarize(history: dict, kernel_norm_init: float) -> dict:
-    """tau_best (first epoch of minimal val loss), metrics there, tau_interp and the repair gap."""
+    """tau_best (first epoch of minimal val loss), metrics there, tau_interp and the repair gap (and,
+    where the history has it, the selected network's own eval-mode training accuracy)."""
     out = {"tau_best": None, "tau_interp": None, "val_loss_best": None, "val_acc_best": None,
            "test_acc_best": None, "train_acc_best": None, "kernel_norm_init": kernel_norm_init,
            "kernel_norm_best": None, "repair_gap": None}
@@ -159,6 +170,8 @@ def summarize(history: dict, kernel_norm_init: float) -> dict:
     out.update(tau_best=history["epoch"][i], val_loss_best=history["val_loss"][i], val_acc_best=history["val_acc"][i],
                test_acc_best=history["test_acc"][i], train_acc_best=history["train_acc"][i],
                kernel_norm_best=history["kernel_norm"][i])
+    if "train_acc_eval" in history:
+        out["train_acc_eval_best"] = history["train_acc_eval"][i]
     interp = [j for j, a in enumerate(history["train_acc"]) if a >= INTERP_ACC]
     if interp:
         j = interp[0]
@@ -198,7 +211,8 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
     streams = [seed_streams(int(r["spec"]["seed"])) for r in runs]
     order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
     trainee = make_trainee([s[0] for s in streams])
-    state = LoopState(members=[RunState(kernel_norm_init=k) for k in trainee.kernel_norms_init], active=list(range(size)))
+    state = LoopState(members=[RunState(history={k: [] for k in history_keys(spec)}, kernel_norm_init=k)
+                               for k in trainee.kernel_norms_init], active=list(range(size)))
     if resumed is not None:
         state = resumed["state"]
         trainee.load_state_dict(resumed["trainee"])

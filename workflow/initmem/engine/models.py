@@ -14,7 +14,9 @@ Keras layer semantics, the shared blocks, the sigma_w initialisation and the ker
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -59,6 +61,45 @@ class KerasBatchNorm(nn.Module):
             self.moving_mean.mul_(m).add_(mean, alpha=1 - m)
             self.moving_var.mul_(m).add_(invstd.pow(-2) - self.eps, alpha=1 - m)
         return y
+
+
+def batch_norms(model: nn.Module) -> list[KerasBatchNorm]:
+    """The model's BatchNorm layers, in registration order."""
+    return [m for m in model.modules() if isinstance(m, KerasBatchNorm)]
+
+
+@contextlib.contextmanager
+def precise_statistics(norms: list[KerasBatchNorm], buffers: list[torch.Tensor], forward: Callable[[torch.Tensor], object],
+                       x: torch.Tensor, batch: int) -> Iterator[None]:
+    """Within the block, the moving statistics of ``norms`` are the image-weighted means of their batch
+    statistics over ``x`` in order, in batches of ``batch`` (precise BatchNorm, Wu & Johnson 2021);
+    ``buffers`` (the tensors holding those statistics) are restored afterwards, so training goes on from
+    Keras' own moving statistics.
+
+    ``forward`` runs the model in training mode on a batch; with each layer's momentum set to
+    1 - (images in this batch) / (images so far), its Keras update makes the moving statistics the running
+    mean of the batch statistics (the first batch's replace the stale start outright). The batch is the
+    training one, so the averaged variance is the biased batch variance training normalises with."""
+    saved = [b.clone() for b in buffers]
+    momenta = [m.momentum for m in norms]
+    try:
+        seen = 0
+        with torch.no_grad():
+            for i in range(0, len(x), batch):
+                chunk = x[i:i + batch]
+                seen += len(chunk)
+                for m in norms:
+                    m.momentum = 1 - len(chunk) / seen
+                forward(chunk)
+        for m, momentum in zip(norms, momenta, strict=True):
+            m.momentum = momentum
+        yield
+    finally:
+        for m, momentum in zip(norms, momenta, strict=True):
+            m.momentum = momentum
+        with torch.no_grad():
+            for b, s in zip(buffers, saved, strict=True):
+                b.copy_(s)
 
 
 class KerasLayerNorm(nn.Module):

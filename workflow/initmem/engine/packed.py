@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -43,7 +44,7 @@ from initmem.engine.compute import (
     step_inputs,
 )
 from initmem.engine.loop import train_loop
-from initmem.engine.models import build_model, init_weights, kernel_layers, kernel_norm
+from initmem.engine.models import batch_norms, build_model, init_weights, kernel_layers, kernel_norm, precise_statistics
 from initmem.engine.optim import KerasOptimizer, flatten_, mask_rows
 from initmem.engine.streams import Tensors
 
@@ -79,6 +80,7 @@ class PackedModel:
         self.kernel_names = [f"{names[id(m)]}.weight" for m in kernel_layers(models[0])]
         self._own = vmap(self._call, in_dims=(0, 0, 0))       # every model its own images
         self._shared = vmap(self._call, in_dims=(0, 0, None))  # every model the same images
+        self._shared_eager = self._shared  # never compiled: precise statistics change the layers' momentum each batch
 
     def compile(self, training: bool = True) -> None:
         """Run the vectorised forward passes through :func:`initmem.engine.compute.compile_forward`; ``training``
@@ -101,6 +103,21 @@ class PackedModel:
 
     def train(self, mode: bool = True) -> None:
         self.base.train(mode)
+
+    def precise_statistics(self, x: torch.Tensor, batch: int,
+                           autocast: Callable[[], contextlib.AbstractContextManager]) -> contextlib.AbstractContextManager:
+        """Every model's BatchNorm statistics over the same images ``x`` (in batches of ``batch``, under
+        ``autocast()``), within the block (:func:`initmem.engine.models.precise_statistics`); models
+        without BatchNorm: nothing changes."""
+        norms = batch_norms(self.base)
+        if not norms:
+            return contextlib.nullcontext()
+        self.train()
+
+        def forward(chunk: torch.Tensor) -> None:
+            with autocast():
+                self._shared_eager(self.params, self.buffers, self.layout.batch(chunk))
+        return precise_statistics(norms, list(self.buffers.values()), forward, x, batch)
 
     def kernel_l2(self) -> torch.Tensor:
         """Per model: sum of squared conv and dense kernel entries (float32, as the single-run penalty)."""
@@ -217,6 +234,7 @@ class Pack:
         self.opt = KerasOptimizer(spec["optimizer"], list(self.model.params.values()), spec["weight_decay"], spec["momentum"],
                                   stacked=True, weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
         self.weight_decay, self.l2 = self.opt.weight_decay, float(spec["l2"])
+        self.bn_eval, self.train_eval, self.batch = spec.get("bn_eval", "moving"), bool(spec.get("train_eval", False)), int(spec["batch_size"])
         self.eval_chunk = EVAL_BATCH if max_images is None else max(1, min(EVAL_BATCH, max_images // self.size))
         self.lr, self.sums = step_inputs(self.size, device)
         self.always = compile == "step"  # a compiled step's graph never changes: masks are tensors from the start
@@ -231,10 +249,14 @@ class Pack:
         self.model.train()
 
     def end_epoch(self, data: Tensors, seen: int) -> list[list[float]]:
-        val_loss, val_acc = evaluate_packed(self.model, data.x_val, data.y_val, self.l2, self.eval_chunk, self.autocast())
-        test_loss, test_acc = evaluate_packed(self.model, data.x_test, data.y_test, self.l2, self.eval_chunk, self.autocast())
+        precise = self.bn_eval == "precise"  # else Keras' moving statistics
+        with self.model.precise_statistics(data.x_train, self.batch, self.autocast) if precise else contextlib.nullcontext():
+            val_loss, val_acc = evaluate_packed(self.model, data.x_val, data.y_val, self.l2, self.eval_chunk, self.autocast())
+            test_loss, test_acc = evaluate_packed(self.model, data.x_test, data.y_test, self.l2, self.eval_chunk, self.autocast())
+            train_acc_eval = (evaluate_packed(self.model, data.x_train, data.y_train, self.l2, self.eval_chunk, self.autocast())[1]
+                              if self.train_eval else torch.full_like(val_acc, float("nan")))
         columns = torch.stack([self.sums["loss"] / seen, self.sums["correct"] / seen, val_loss, val_acc, test_loss, test_acc,
-                               self.model.kernel_norms(), self.sums["finite"].double()])
+                               self.model.kernel_norms(), train_acc_eval, self.sums["finite"].double()])
         return columns.T.tolist()  # one host read
 
     def mask(self, active: list[int]) -> None:

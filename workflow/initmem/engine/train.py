@@ -16,6 +16,7 @@ checkpoints, resume and stopping are the one loop's (:mod:`initmem.engine.loop`)
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +37,7 @@ from initmem.engine.compute import (
     step_inputs,
 )
 from initmem.engine.loop import train_loop
-from initmem.engine.models import build_model, init_weights, kernel_norm, kernels
+from initmem.engine.models import batch_norms, build_model, init_weights, kernel_norm, kernels, precise_statistics
 from initmem.engine.optim import KerasOptimizer
 from initmem.engine.streams import Tensors
 
@@ -98,7 +99,9 @@ class SingleRun:
         self.kernel_norms_init = [kernel_norm(self.model)]  # before the layout: the same sum whichever it is
         layout.module(self.model)
         forward = (lambda x: self.model(layout.batch(x))) if layout.channels_last else self.model
+        self.forward = forward
         self.net = compile_forward(forward, bool(compile))
+        self.bn_eval, self.train_eval, self.batch = spec.get("bn_eval", "moving"), bool(spec.get("train_eval", False)), int(spec["batch_size"])
         self.opt = KerasOptimizer(spec["optimizer"], list(self.model.parameters()), spec["weight_decay"], spec["momentum"],
                                   weight_decay_mode=spec.get("weight_decay_mode", "decoupled"))
         self.weight_decay, self.l2 = self.opt.weight_decay, float(spec["l2"])
@@ -117,9 +120,26 @@ class SingleRun:
 
     def end_epoch(self, data: Tensors, seen: int) -> list[list[float]]:
         loss_sum, correct, finite = float(self.sums["loss"]), float(self.sums["correct"]), bool(self.sums["finite"])
-        val_loss, val_acc = evaluate(self.model, data.x_val, data.y_val, self.l2, self.autocast(), self.net)
-        test_loss, test_acc = evaluate(self.model, data.x_test, data.y_test, self.l2, self.autocast(), self.net)
-        return [[loss_sum / seen, correct / seen, val_loss, val_acc, test_loss, test_acc, kernel_norm(self.model), finite]]
+        with self._statistics(data):
+            val_loss, val_acc = evaluate(self.model, data.x_val, data.y_val, self.l2, self.autocast(), self.net)
+            test_loss, test_acc = evaluate(self.model, data.x_test, data.y_test, self.l2, self.autocast(), self.net)
+            train_acc_eval = (evaluate(self.model, data.x_train, data.y_train, self.l2, self.autocast(), self.net)[1]
+                              if self.train_eval else math.nan)
+        return [[loss_sum / seen, correct / seen, val_loss, val_acc, test_loss, test_acc, kernel_norm(self.model), train_acc_eval, finite]]
+
+    def _statistics(self, data: Tensors) -> contextlib.AbstractContextManager:
+        """The BatchNorm statistics the evaluation reads: Keras' moving ones, or (``bn_eval: precise``)
+        those of the training set under the current weights (:func:`precise_statistics`)."""
+        norms = batch_norms(self.model)
+        if self.bn_eval != "precise" or not norms:
+            return contextlib.nullcontext()
+        self.model.train()
+
+        def forward(x: torch.Tensor) -> None:
+            with self.autocast():
+                self.forward(x)
+        return precise_statistics(norms, [b for m in norms for b in (m.moving_mean, m.moving_var)], forward,
+                                  data.x_train, self.batch)
 
     def mask(self, active: list[int]) -> None:
         """A single run never trains on after it stops: nothing to freeze."""
