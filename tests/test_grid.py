@@ -117,10 +117,51 @@ def test_a_grid_list_is_the_union_of_its_cartesian_products():
     assert "muon_b16_sw2.5_s1" in ids and "adam_b64_sw0.1_s0" in ids and "muon_b64_sw0.1_s0" not in ids
 
 
-def test_a_grid_list_with_different_keys_is_refused():
-    with pytest.raises(ConfigError, match=r"grid\[1\]: keys .* differ"):
-        expand_studies(_cfg([{"optimizer": ["sgd"], "sigma_w": [1.0], "seed": [0]},
-                             {"batch_size": [16], "sigma_w": [1.0], "seed": [0]}]))
+MAIN = {"optimizer": ["sgd", "adam"], "batch_size": [16, 32], "sigma_w": [0.5, 2.0], "seed": [0, 1]}
+
+
+def test_appending_a_grid_at_its_own_lr_renames_no_run():
+    """The way to give one optimizer its own lr: a grid list. The runs of the first grid keep their
+    ids, specs and configurations; only the appended grid's runs are new, named by its own keys."""
+    before = expand_studies(_cfg(MAIN))["s"]
+    added = {"optimizer": ["sgd_momentum"], "lr": [0.1], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0, 1]}
+    after = expand_studies(_cfg([MAIN, added]))["s"]
+    assert after[:len(before)] == before
+    assert [r.run_id for r in after[len(before):]] == [
+        "sgd-momentum_lr0.1_b16_sw0.5_s0", "sgd-momentum_lr0.1_b16_sw0.5_s1",
+        "sgd-momentum_lr0.1_b16_sw2_s0", "sgd-momentum_lr0.1_b16_sw2_s1"]
+    assert {r.spec["lr"] for r in after[len(before):]} == {0.1} and {r.spec["lr"] for r in before} == {1e-3}
+    assert "sgd_b16_sw0.5_s0" in {r.run_id for r in after}  # not sgd_lr0.001_b16_sw0.5_s0
+
+
+def test_a_spec_two_grids_name_is_listed_once_under_the_first_id():
+    """A later grid that names the same run with other keys (lr at its default) adds nothing for it."""
+    default_lr = load("config.yaml")["defaults"]["lr"]
+    again = {"optimizer": ["sgd"], "lr": [default_lr, 0.1], "batch_size": [16], "sigma_w": [0.5], "seed": [0]}
+    runs = expand_studies(_cfg([MAIN, again]))["s"]
+    ids = [r.run_id for r in runs]
+    assert len(runs) == 16 + 1 and ids[-1] == "sgd_lr0.1_b16_sw0.5_s0"
+    assert "sgd_b16_sw0.5_s0" in ids and f"sgd_lr{default_lr:g}_b16_sw0.5_s0" not in ids
+
+
+def test_grids_of_a_list_may_have_different_keys():
+    runs = expand_studies(_cfg([{"optimizer": ["sgd"], "sigma_w": [1.0], "seed": [0]},
+                                {"batch_size": [8], "sigma_w": [1.0], "seed": [0]}]))["s"]
+    assert [r.run_id for r in runs] == ["sgd_sw1_s0", "b8_sw1_s0"]
+
+
+@pytest.mark.parametrize("grid, message", [
+    ({"optimizer": ["sgd"], "sigma_w": [1.0], "seed": [0, 0]}, r"^studies\.s\.grid\.seed: the value 0 is listed twice"),
+    ([MAIN, {"optimizer": ["adam", "muon", "adam"], "sigma_w": [1.0], "seed": [0]}],
+     r"^studies\.s\.grid\[1\]\.optimizer: the value 'adam' is listed twice"),
+    ({"lr": [0.1, 0.1000001], "sigma_w": [1.0], "seed": [0]}, r"^studies\.s\.grid: two different runs would be named lr0\.1_sw1_s0"),
+    ([{"lr": [0.1], "sigma_w": [1.0], "seed": [0]}, {"lr": [0.1000001], "sigma_w": [2.0], "seed": [0]}],
+     r"^studies\.s: grid\[1\] would name lr0\.1_\.\.\. as grid\[0\] does, for different specs"),
+])
+def test_a_repeated_value_or_an_ambiguous_id_is_one_line_naming_study_and_key(grid, message):
+    with pytest.raises(ConfigError, match=message) as refused:
+        expand_studies(_cfg(grid))
+    assert "\n" not in str(refused.value)
 
 
 def test_evidence_config_runs_and_scale_criteria():

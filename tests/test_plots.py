@@ -168,6 +168,24 @@ def test_fig6_says_what_it_leaves_out_on_the_figure_and_in_the_log(tables, capsy
     assert note in _texts(fig) and note in capsys.readouterr().err
 
 
+def test_fig6_names_the_main_optimizers_its_panels_leave_out(tables, capsys):
+    """Panels (a-d) are the paper's four optimizers: a new one in main (Lion here), and SGD-momentum,
+    are named in the footnote and the log instead of vanishing without a word."""
+    from initmem.figures.paper import LABELS
+
+    runs, history = tables
+    lion = history[(history["study"] == "main") & (history["optimizer"] == "sgd")].assign(optimizer="lion")
+    fig = make_figure("fig6", runs, pd.concat([history, lion], ignore_index=True))
+    titles = " ".join(ax.get_title() for ax in fig.axes)
+    assert LABELS["lion"] not in titles and LABELS["sgd_momentum"] not in titles
+    err = capsys.readouterr().err
+    note = next(line for line in _texts(fig).splitlines() if "not drawn: the main study's" in line)
+    for name in (LABELS["sgd_momentum"], LABELS["lion"]):
+        assert name in note and name in err
+    without = make_figure("fig6", runs, history[history["optimizer"] != "sgd_momentum"])
+    assert "not drawn: the main study's" not in _texts(without)  # nothing left out, nothing said
+
+
 def test_fig6_draws_the_ols_band(tables):
     runs, history = tables
     fig = make_figure("fig6", runs, history)

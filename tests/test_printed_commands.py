@@ -1,24 +1,106 @@
-"""Every `python -m initmem` command the README and docs print works as printed from the checkout
-root: it names the environment's Python (a bare `python` is not the one with initmem installed), and
-each subcommand it names answers --help."""
+"""Every command the README, the docs and the command line's help print works as printed from the
+checkout root after the README's set-up: it names the environment's Python and Snakemake (a bare
+`python` or `snakemake` is not the one with initmem and its packages installed), each `initmem`
+subcommand it names answers --help, and the Slurm dry run prints job counts, not every job."""
 
+import os
 import re
 import subprocess
 import sys
+from itertools import takewhile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "evidence").glob("*/README.md"))]
+# Printed on purpose with the system's Python: it makes the environment, or needs only torch and numpy.
+SYSTEM_PYTHON = ("python3 -m venv ", "python3 benchmarks/device_check.py")
+# `snakemake -n` alone is how the prose names the dry run, not a command to paste.
+DRY_RUN_NAME = "snakemake -n"
+QUIET_WORDS = {"all", "rules", "progress", "host", "reason"}
+
+
+def printed_commands(text: str) -> list[str]:
+    """The commands of a page or help text: each line of a fenced block, each inline code span,
+    split at `&&`, `;` and pipes, without comments."""
+    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
+    lines = [line for block in fenced for line in block.splitlines()]
+    prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.S | re.M)
+    spans = [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", prose)]
+    commands = []
+    for command in lines + spans:
+        commands += [part.strip() for part in re.split(r"&&|;|\|", command.split(" #")[0]) if part.strip()]
+    return commands
+
+
+def bare(command: str) -> bool:
+    """Whether a command runs a `python` or `snakemake` found on PATH rather than the environment's."""
+    words = command.split()
+    if words[0] == "snakemake":
+        return len(words) > 1 and command != DRY_RUN_NAME
+    if words[0] in ("python", "python3"):
+        return len(words) > 1 and not command.startswith(SYSTEM_PYTHON)
+    return False
+
+
+def _page_commands() -> list[tuple[str, str]]:
+    return [(str(p.relative_to(ROOT)), c) for p in PAGES for c in printed_commands(p.read_text())]
+
+
+def test_printed_commands_are_found_in_fences_spans_and_across_line_breaks():
+    text = "Run `snakemake --cores 2\nall` or\n\n```bash\nmkdir -p data && python make.py x  # a comment\n```\n"
+    assert printed_commands(text) == ["mkdir -p data", "python make.py x", "snakemake --cores 2 all"]
+    assert [bare(c) for c in printed_commands(text)] == [False, True, True]
+
+
+def test_every_printed_command_names_the_environments_python_and_snakemake():
+    found = [(page, c) for page, c in _page_commands() if bare(c)]
+    assert not found, f"bare python/snakemake (use .venv/bin/python, .venv/bin/snakemake): {found}"
 
 
 def test_every_printed_initmem_command_names_the_environments_python():
-    bare = [(p.relative_to(ROOT), m.start()) for p in PAGES for m in re.finditer(r"(?<![\w/.])python -m initmem", p.read_text())]
-    assert not bare, f"bare `python -m initmem` (use .venv/bin/python): {bare}"
+    bare_module = [(p.relative_to(ROOT), m.start()) for p in PAGES for m in re.finditer(r"(?<![\w/.])python -m initmem", p.read_text())]
+    assert not bare_module, f"bare `python -m initmem` (use .venv/bin/python): {bare_module}"
+
+
+def _help(*args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    proc = subprocess.run([sys.executable, "-m", "initmem", *args, "--help"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "usage" in proc.stdout.lower(), (args, proc.stderr[-500:])
+    return proc.stdout
 
 
 def test_every_printed_subcommand_answers_help():
     found = {m.group(1) for p in PAGES for m in re.finditer(r"\.venv/bin/python -m initmem (\w[\w-]*)", p.read_text())}
     assert {"reanalyse", "estimate", "config", "clocks"} <= found, found
     for sub in sorted(found):
-        proc = subprocess.run([sys.executable, "-m", "initmem", sub, "--help"], cwd=ROOT, capture_output=True, text=True)
-        assert proc.returncode == 0 and "usage" in proc.stdout.lower(), (sub, proc.stderr[-500:])
+        _help(sub)
+
+
+def test_the_command_lines_own_help_prints_commands_that_run_as_printed():
+    main = _help()
+    subcommands = re.search(r"\{([\w,-]+)\}", main).group(1).split(",")
+    assert {"clocks", "reanalyse", "estimate"} <= set(subcommands)
+    helps = {"initmem": main, **{sub: _help(sub) for sub in subcommands}}
+    examples = {name: [line.strip() for line in text.splitlines() if re.search(r"\bpython3? -m initmem\b", line)]
+                for name, text in helps.items()}
+    assert examples["initmem"], "the main help shows example commands"
+    found = [(name, line) for name, lines in examples.items() for line in lines
+             if re.search(r"(?<![\w/.])python3? -m initmem", line)]
+    assert not found, f"bare `python -m initmem` in --help (use .venv/bin/python): {found}"
+
+
+def _quiet_takes_only_its_words(command: str) -> bool:
+    """Whether `--quiet` is followed by its own words only (a target after it would be taken as one)."""
+    words = command.split()
+    values = list(takewhile(lambda w: not w.startswith("-"), words[words.index("--quiet") + 1:]))
+    return bool(values) and set(values) <= QUIET_WORDS
+
+
+def test_the_printed_slurm_dry_runs_print_job_counts_not_every_job():
+    """A paper-scale dry run lists ~78,000 lines; `--quiet rules` (after the targets: it takes words)
+    keeps the job counts and the GPU-hours and checkpoint-disk lines."""
+    dry_runs = [(page, c) for page, c in _page_commands()
+                if c.startswith(".venv/bin/snakemake") and "--profile slurm" in c and re.search(r"(^|\s)-n(\s|$)", c)]
+    assert any(page == "README.md" for page, _ in dry_runs), "the README prints the Slurm dry run"
+    long_ = [(page, c) for page, c in dry_runs if "--quiet" not in c or not _quiet_takes_only_its_words(c)]
+    assert not long_, f"Slurm dry runs without `--quiet rules` after their targets: {long_}"

@@ -48,6 +48,28 @@ def test_adding_a_seed_or_sigma_trains_only_the_new_runs(work, axis, values):
     assert counts["run_metrics"] == 6 and counts["train"] == PACKS  # the new runs, in one new pack per optimizer
 
 
+@pytest.mark.slow
+def test_a_new_optimizer_at_its_own_lr_appended_as_a_grid_trains_only_its_runs(work):
+    """The grid list that gives one optimizer its own lr: the finished runs keep their ids and their
+    metrics files (bytes and mtimes), the dry run plans the new optimizer's runs alone, and one
+    invocation trains them."""
+    finished = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (work / "results/runs/main").glob("*.json")}
+    assert len(finished) == 12
+    cfg = copy.deepcopy(BASE)
+    main = cfg["studies"]["main"]
+    main["grid"] = [main["grid"], {"optimizer": ["sgd_momentum"], "lr": [1e-2], "batch_size": [16],
+                                   "sigma_w": [0.5, 2.0], "seed": [0, 1]}]
+    _write(work, cfg)
+    counts = _plan(work)
+    assert counts["train"] == 1 and counts["run_metrics"] == 4 and "prepare_data" not in counts  # one new pack
+    snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (work / "results/runs/main").glob("*.json")}
+    assert {name: after[name] for name in finished} == finished
+    assert sorted(set(after) - set(finished)) == [f"sgd-momentum_lr0.01_b16_sw{sw}_s{seed}.json"
+                                                  for sw in ("0.5", "2") for seed in (0, 1)]
+    assert _plan(work) == {}
+
+
 BOOKKEEPING = [
     ("checkpoint", "every_epochs", 5), ("checkpoint", "keep", True), ("pack", "max_images", 64),
     ("pack", "max_models", 2), ("pack", "engine", "vmap"), ("compute", "device", "auto"), ("compute", "threads", 2),

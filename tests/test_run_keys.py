@@ -94,3 +94,30 @@ def test_an_equivalence_holds_for_the_exact_code_it_names(tmp_path):
     loop = base / "engine/loop.py"
     loop.write_text(loop.read_text() + "\nEDITED = True\n")
     assert code_version(identity.TRAINER_MODULES, base=base) not in identity.SAME_NUMBERS_AS
+
+
+def test_a_grid_appended_to_the_papers_main_keeps_every_runs_id_and_key():
+    """A new optimizer at its own lr, appended as a second grid of the 6,250-run main study: every
+    run that was there keeps its id, configuration (its pack) and key, so none retrains."""
+    import copy
+
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.grid import expand_studies
+
+    root = Path(__file__).resolve().parents[1]
+    config = load_config([str(root / "config/paper.yaml")], {}, default=root / "config/config.yaml", schema=root / "config/schema.yaml")
+    extended = copy.deepcopy(config)
+    main = extended["studies"]["main"]
+    added = {"optimizer": ["sgd_momentum"], "lr": [0.1], **{k: v for k, v in main["grid"].items() if k != "optimizer"}}
+    main["grid"] = [main["grid"], added]
+    data_id = data_identity(config["data"])
+
+    def keyed(cfg):
+        source = cfg["data"]["source"]
+        return {r.run_id: (r.config_id, run_key(r.spec, data_id, run_code_version(r.spec, source), "float32"))
+                for r in expand_studies(cfg)["main"]}
+
+    before, after = keyed(config), keyed(extended)
+    assert len(before) == 6250 and len(after) == 6250 + 1250
+    assert {run_id: after[run_id] for run_id in before} == before
+    assert all(run_id.startswith("sgd-momentum_lr0.1_b") for run_id in set(after) - set(before))

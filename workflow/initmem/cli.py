@@ -1,11 +1,11 @@
-"""Entry points: ``python -m initmem`` for use without Snakemake, and the training and data jobs' commands.
+"""Entry points: ``.venv/bin/python -m initmem`` for use without Snakemake, and the training and data jobs' commands.
 
-    python -m initmem prepare --source synthetic --n-train 512 --n-val 256 --n-test 256 data.npz
-    python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
-    python -m initmem estimate config/paper.yaml       # GPU-hours as a range, from the rate model (or --images-per-second R)
-    python -m initmem config config/paper.yaml config/archive.yaml   # the layered config, as the workflow reads it
-    python -m initmem clocks --optimizer sgd --lr 1e-2 --batch-size 16 --epochs 300
-    python -m initmem reanalyse evidence/jpeg-cifar10-small   # tables, figures, README verdict tables
+    .venv/bin/python -m initmem prepare --source synthetic --n-train 512 --n-val 256 --n-test 256 data.npz
+    .venv/bin/python -m initmem train data.npz runs.json OUT_DIR     # runs.json: [{"run_id": ..., "spec": {...}}, ...]
+    .venv/bin/python -m initmem estimate config/paper.yaml       # GPU-hours as a range, from the rate model (or --images-per-second R)
+    .venv/bin/python -m initmem config config/paper.yaml config/archive.yaml   # the layered config, as the workflow reads it
+    .venv/bin/python -m initmem clocks --optimizer sgd --lr 1e-2 --batch-size 16 --epochs 300
+    .venv/bin/python -m initmem reanalyse evidence/jpeg-cifar10-small   # tables, figures, README verdict tables
 """
 
 from __future__ import annotations

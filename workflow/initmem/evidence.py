@@ -1,8 +1,8 @@
 """Re-analyse a committed evidence folder without training, and keep the READMEs' verdict tables
 in step with its claims.
 
-    python -m initmem reanalyse evidence/jpeg-cifar10-small            # tables, figures, README blocks
-    python -m initmem reanalyse evidence/jpeg-cifar10-small --no-figures
+    .venv/bin/python -m initmem reanalyse evidence/jpeg-cifar10-small            # tables, figures, README blocks
+    .venv/bin/python -m initmem reanalyse evidence/jpeg-cifar10-small --no-figures
 
 An evidence folder holds what a config's training produced (``tables/runs.csv``, one row per run,
 and ``tables/history.csv.gz``, one row per run and epoch). From those two files alone this writes

@@ -381,6 +381,10 @@ def _abs_ci(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return low, np.maximum(np.abs(lo), np.abs(hi))
 
 
+# Figure 6's panels (a-d), as in the paper; the main study's other optimizers are named in its footnote
+FIG6_OPTIMIZERS = ("sgd", "adam", "adamw", "muon")
+
+
 def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     """|beta(t)| vs epoch (a-d: SGD with the SGD+L2 ablation, Adam, AdamW, Muon) and vs the clocks
     (e-f), each with its 95% OLS confidence band (beta.csv's ci_low/ci_high)."""
@@ -410,7 +414,11 @@ def fig6(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
             why = "too few runs for an OLS fit" if d["beta"].isna().all() else f"|beta| < {BETA_FLOOR:g} at every epoch"
             notes.add(f"{label} ({a.get_title() or 'panel'}): not drawn, {why}")
 
-    for i, opt in enumerate(["sgd", "adam", "adamw", "muon"]):
+    left_out = [o for o in _optimizers(main) if o not in FIG6_OPTIMIZERS]
+    if left_out:
+        notes.add(f"not drawn: the main study's {', '.join(LABELS[o] for o in left_out)} runs (panels a-d are the paper's "
+                  f"{', '.join(LABELS[o] for o in FIG6_OPTIMIZERS)}; Figure 1 and the claims show every optimizer)")
+    for i, opt in enumerate(FIG6_OPTIMIZERS):
         ax[i].set(title=f"({chr(97 + i)}) {LABELS[opt]}", xlabel="epoch", ylabel="$|\\beta(t)|$")
         has_runs = not main.empty and (main["optimizer"] == opt).any() or (opt == "sgd" and not abl.empty)
         for b in bs:

@@ -1,8 +1,9 @@
 """Expand the config's studies into run specs with stable, readable ids, and group them into packs.
 
 A study is ``set`` (overrides of ``defaults``), optional ``variants`` (named override sets, crossed
-with the grid) and ``grid`` (a cartesian product). A run id names the variant, every grid value
-other than sigma_w and seed, then ``sw<sigma_w>`` and ``s<seed>``: e.g. ``adam_b16_sw0.1_s42``.
+with the grid) and ``grid`` (a cartesian product, or a list of them). A run id names the variant,
+every value of its own grid other than sigma_w and seed, then ``sw<sigma_w>`` and ``s<seed>``:
+e.g. ``adam_b16_sw0.1_s42``.
 Runs that differ only in sigma_w and seed share a *configuration* and may be trained in one pack.
 """
 
@@ -67,69 +68,132 @@ def _batch_size_keys(name: str, study: dict, variant: str, grid_index: int | Non
     return ["defaults", "batch_size"]
 
 
+def _grid_part(index: int, count: int) -> str:
+    """How messages name a study's grid: ``grid``, or ``grid[i]`` in a list of them."""
+    return "grid" + (f"[{index}]" if count > 1 else "")
+
+
+def _check_grid(name: str, study: dict, grid: Any, part: str) -> None:
+    """One cartesian product: a mapping of known spec keys to non-empty lists without a repeated value."""
+    where = f"studies.{name}.{part}"
+    if not isinstance(grid, dict):
+        raise ConfigError(f"{where}: must be a mapping of spec keys to lists, got {grid!r}")
+    for key in PACKED_AXES:
+        if key not in grid and key not in study.get("set", {}):
+            raise ConfigError(f"studies.{name}: {part} needs {key!r} (a list)")
+    for key, values in grid.items():
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r}; known keys: {list(KNOWN_KEYS)}")
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where}.{key}: must be a non-empty list, got {values!r}")
+        repeated = [v for i, v in enumerate(values) if v in values[:i]]
+        if repeated:
+            raise ConfigError(f"{where}.{key}: the value {repeated[0]!r} is listed twice; list each value once")
+
+
 def _study_grids(name: str, study: dict) -> list[dict]:
     """A study's grid as a list of cartesian products (``grid`` may be one mapping or a list of them)."""
     grids = study.get("grid") or {}
     grids = grids if isinstance(grids, list) else [grids]
     if not grids or not all(grids):
         raise ConfigError(f"studies.{name}: the grid is empty; give at least sigma_w and seed")
-    for i, grid in enumerate(grids):
-        part = "grid" + (f"[{i}]" if len(grids) > 1 else "")
-        where = f"studies.{name}.{part}"
-        if not isinstance(grid, dict):
-            raise ConfigError(f"{where}: must be a mapping of spec keys to lists, got {grid!r}")
-        for key in PACKED_AXES:
-            if key not in grid and key not in study.get("set", {}):
-                raise ConfigError(f"studies.{name}: {part} needs {key!r} (a list)")
-        for key, values in grid.items():
-            if key not in KNOWN_KEYS:
-                raise ConfigError(f"{where}: unknown key {key!r}; known keys: {list(KNOWN_KEYS)}")
-            if not isinstance(values, list) or not values:
-                raise ConfigError(f"{where}.{key}: must be a non-empty list, got {values!r}")
-        if list(grid) != list(grids[0]):
-            # run ids name the grid keys in order, so every part of a union must name the same keys
-            raise ConfigError(f"{where}: keys {list(grid)} differ from grid[0]'s {list(grids[0])}; "
-                              "every grid of a list must have the same keys in the same order")
+    for index, grid in enumerate(grids):
+        _check_grid(name, study, grid, _grid_part(index, len(grids)))
     return grids
+
+
+def _run_spec(name: str, study: dict, variant: str, point: dict, index: int, defaults: dict, data: dict) -> dict:
+    """The resolved spec of one grid point of one variant, checked."""
+    overrides = (study.get("variants") or {}).get(variant, {})
+    spec = {**defaults, **study.get("set", {}), **overrides, **point}
+    where = f"studies.{name}" + (f".variants.{variant}" if variant else "")
+    unknown = [k for k in spec if k not in KNOWN_KEYS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown}; known keys: {list(KNOWN_KEYS)}")
+    validate_spec(spec, where)
+    if spec["batch_size"] > data["n_train"]:
+        set_by = _batch_size_keys(name, study, variant, index if "batch_size" in point else None)
+        raise OversizedBatch(f"{'.'.join(map(str, set_by))}: {spec['batch_size']} (in {where}) exceeds data.n_train = "
+                             f"{data['n_train']} (every step would see the whole training set); lower it or raise "
+                             "n_train", set_by)
+    spec = resolve_spec(spec)
+    spec.update(variant=variant or None, n_train=data["n_train"], n_val=data["n_val"], n_test=data["n_test"])
+    return spec
+
+
+def _named_run(name: str, variant: str, point: dict, spec: dict) -> Run:
+    """A run named by its variant and its own grid's values (in the grid's key order), then sigma_w and seed."""
+    config_parts = ([variant] if variant else []) + [_label(k, v) for k, v in point.items() if k not in PACKED_AXES]
+    config_id = "_".join(config_parts) or name
+    run_id = "_".join([config_id] + [_label(k, spec[k]) for k in PACKED_AXES])
+    return Run(name, run_id, config_id, spec)
+
+
+def _configuration(spec: dict) -> tuple:
+    """A spec without sigma_w and seed, comparable and hashable (what one configuration id must name)."""
+    return tuple(sorted((k, v) for k, v in spec.items() if k not in PACKED_AXES))
+
+
+class _Names:
+    """The runs a study has named so far. A spec that an earlier grid of a list named is left out
+    (listed once, under the first id); an id may name one spec only, and a configuration id one
+    configuration."""
+
+    def __init__(self, study: str):
+        self.study = study
+        self.part_of_spec: dict[tuple, str] = {}
+        self.part_of_id: dict[str, str] = {}
+        self.configuration_of: dict[str, tuple[tuple, str]] = {}
+
+    def is_new(self, run: Run, part: str, one_grid: bool) -> bool:
+        """Whether ``run`` is to be listed: False where an earlier grid named its spec. Within
+        ``one_grid`` distinct values give distinct specs, and only ids need checking (fast: the
+        paper's 6,250 runs of one grid are expanded on every parse)."""
+        if not one_grid and not self._first_naming(run, part):
+            return False
+        if run.run_id in self.part_of_id:
+            self._clash(run.run_id, part, self.part_of_id[run.run_id])
+        self.part_of_id[run.run_id] = part
+        return True
+
+    def _first_naming(self, run: Run, part: str) -> bool:
+        """Whether no earlier grid named ``run``'s spec; its configuration id must name one configuration."""
+        spec_key = tuple(sorted(run.spec.items()))
+        if self.part_of_spec.setdefault(spec_key, part) != part:
+            return False
+        configuration = _configuration(run.spec)
+        earlier_configuration, earlier = self.configuration_of.setdefault(run.config_id, (configuration, part))
+        if configuration != earlier_configuration:
+            self._clash(run.config_id + "_...", part, earlier)
+        return True
+
+    def _clash(self, name: str, part: str, earlier: str) -> None:
+        where = f"studies.{self.study}"
+        if part == earlier:
+            raise ConfigError(f"{where}.{part}: two different runs would be named {name}; give values that print "
+                              "differently (ids show 6 significant digits)")
+        raise ConfigError(f"{where}: {part} would name {name} as {earlier} does, for different specs; add the key "
+                          "that tells them apart to one of the two grids")
 
 
 def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run]:
     """Every run of one study, in a stable order (variants, then each grid in key order).
 
-    ``grid`` is a cartesian product, or a list of them with the same keys (their union: a run that
-    two of them name is listed once).
+    ``grid`` is a cartesian product, or a list of them (their union). Each grid names its runs by
+    its own keys, so appending a grid to a list renames no run of the grids before it; a spec that
+    two grids name is listed once, under the id of the first.
     """
     grids = _study_grids(name, study)
-    variants = study.get("variants") or {"": {}}
-    keys = list(grids[0])
-    label_keys = [k for k in keys if k not in PACKED_AXES]
-    runs, seen = [], {}
-    for variant, overrides in variants.items():
+    names = _Names(name)
+    runs = []
+    for variant in study.get("variants") or {"": {}}:
         for index, grid in enumerate(grids):
-            for values in itertools.product(*(grid[k] for k in keys)):
-                point = dict(zip(keys, values, strict=True))
-                spec = {**defaults, **study.get("set", {}), **overrides, **point}
-                where = f"studies.{name}" + (f".variants.{variant}" if variant else "")
-                unknown = [k for k in spec if k not in KNOWN_KEYS]
-                if unknown:
-                    raise ConfigError(f"{where}: unknown keys {unknown}; known keys: {list(KNOWN_KEYS)}")
-                validate_spec(spec, where)
-                if spec["batch_size"] > data["n_train"]:
-                    set_by = _batch_size_keys(name, study, variant, index if "batch_size" in point else None)
-                    raise OversizedBatch(f"{'.'.join(map(str, set_by))}: {spec['batch_size']} (in {where}) exceeds data.n_train = "
-                                         f"{data['n_train']} (every step would see the whole training set); lower it or raise "
-                                         "n_train", set_by)
-                spec = resolve_spec(spec)
-                spec.update(variant=variant or None, n_train=data["n_train"], n_val=data["n_val"], n_test=data["n_test"])
-                config_parts = ([variant] if variant else []) + [_label(k, point[k]) for k in label_keys]
-                config_id = "_".join(config_parts) or name
-                run_id = "_".join([config_id] + [_label(k, spec[k]) for k in PACKED_AXES])
-                if run_id in seen:
-                    if len(grids) > 1 and seen[run_id] == spec:
-                        continue  # the same run named by two grids of a union
-                    raise ConfigError(f"studies.{name}: duplicate run {run_id} (a grid list repeats a value)")
-                seen[run_id] = spec
-                runs.append(Run(name, run_id, config_id, spec))
+            part = _grid_part(index, len(grids))
+            for values in itertools.product(*grid.values()):
+                point = dict(zip(grid, values, strict=True))
+                run = _named_run(name, variant, point, _run_spec(name, study, variant, point, index, defaults, data))
+                if names.is_new(run, part, one_grid=len(grids) == 1):
+                    runs.append(run)
     return runs
 
 
