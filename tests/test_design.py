@@ -131,9 +131,10 @@ def test_the_regime_tiers_committed_plan_is_what_the_planner_prints_without_the_
 
     monkeypatch.chdir(ROOT)  # the plan names its config as given
     main(["design", "config/evidence-regime.yaml", "--leave-out", "jpeg-cifar10-regime"])
-    plan = capsys.readouterr().out
+    plan, similarity = capsys.readouterr().out.split("\n## Similarity to the paper's design", 1)  # a section the planner gained later
     committed = (ROOT / "evidence" / "jpeg-cifar10-regime" / "design_plan.md").read_text()
     assert plan.splitlines()[1:] and plan in committed.split("\n", 1)[1]
+    assert "| main: SGD lr 0.001 b=16 | 16 | 28.6 | moving | 4,800 | T_SGD 0.000113 | the first 29 |" in similarity
 
 
 def test_a_left_out_tier_is_left_out_of_every_estimate():

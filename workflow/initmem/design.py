@@ -49,6 +49,7 @@ from initmem.claims import shapes as Sh
 from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
 from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
+from initmem.claims.similarity import design_markdown
 from initmem.claims.spreads import residual_sd
 from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
@@ -554,6 +555,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
     conf = planned(config)
     total = sum(per_run(p) * p.seeds * len(p.sigmas) for p in conf)
     lines += ["", f"The whole config: {len(conf)} configurations, {total:,.1f} {unit}."]
+    lines += ["", design_markdown([(p.label(), p.spec) for p in conf]).rstrip("\n")]
     if with_cheapest:
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]

@@ -13,6 +13,7 @@ import pandas as pd
 from initmem.claims import verdicts as V
 from initmem.claims.registry import REGISTRY, lookup, registry_markdown
 from initmem.claims.rows import AT_BEST, AT_END
+from initmem.claims.similarity import section
 
 BEGIN, END = "<!-- verdict-table:begin -->", "<!-- verdict-table:end -->"
 
@@ -324,6 +325,8 @@ def readme_block(folders: list[Path], root: Path, compact: bool = False) -> str:
     for f in folders:
         out += [f"Verdicts of `{f.resolve().relative_to(root.resolve())}` (`tables/claims.md`):\n", verdict_table(tables[f.name]),
                 what_size_decides(tables[f.name])]
+        if (f / "tables" / "runs.csv").is_file():
+            out.append("### " + section(pd.read_csv(f / "tables" / "runs.csv")).removeprefix("## "))
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -39,6 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from initmem.claims.similarity import SelectedCounts, selected_counts
+
 LEVEL = 0.95
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 BELOW_FLOOR = "cannot be decided above the noise floor"
@@ -134,7 +136,7 @@ class Cell:
     values: np.ndarray
     epochs: np.ndarray | None = None   # curves: the epoch of each row of ``values``
     clocks: dict = field(default_factory=dict)  # curves: coordinate name -> value per epoch
-    fit: tuple[int, int, int] | None = None
+    fit: SelectedCounts | tuple[int, int, int] | None = None
     label: str = ""
     config: dict = field(default_factory=dict)  # optimizer, lr, l2, batch_size (the regime rules read it)
 
@@ -205,14 +207,10 @@ def cell_key(df: pd.DataFrame) -> str:
     return "|".join(sorted(set(map(str, ids))))
 
 
-def regime_counts(runs: pd.DataFrame) -> tuple[int, int, int]:
-    """(runs, runs with a tau_interp, runs whose tau_best is at or after their tau_interp)."""
-    if "tau_interp" not in runs:
-        return len(runs), 0, 0
-    interp = pd.to_numeric(runs["tau_interp"], errors="coerce")  # None (a record read in memory) or NaN (runs.csv)
-    fit = interp.notna()
-    best = fit & (pd.to_numeric(runs["tau_best"], errors="coerce") >= interp) if "tau_best" in runs else fit & False
-    return len(runs), int(fit.sum()), int(best.sum())
+def regime_counts(runs: pd.DataFrame) -> SelectedCounts:
+    """What the runs' selected predictors are (:func:`initmem.claims.similarity.selected_counts`): runs,
+    runs with a tau_interp, runs whose selected predictor fits, and what the regime rules read besides."""
+    return selected_counts(runs)
 
 
 def cell_from_runs(runs: pd.DataFrame, metric: str = "test_acc_best") -> Cell:
