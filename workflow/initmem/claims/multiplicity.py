@@ -47,7 +47,7 @@ def decision_p(est: Estimate, side: Side, word: str) -> float:
         return 1.0 if hi - e <= 0 else float(stats.t.sf(crit * (b - e) / (hi - e), df))
 
     if side.op == ">":
-        agree, other = above(side.lo), below(side.other_below)
+        agree, other = above(side.agree_above), below(side.other_below)
     elif side.op == "<":
         agree, other = below(side.hi), above(side.hi)
     else:

@@ -60,8 +60,8 @@ def side_codes(low: np.ndarray, high: np.ndarray, side: Side) -> np.ndarray:
     """+1 ``reproduced``, -1 ``not reproduced``, 0 otherwise (:func:`initmem.claims.verdicts.verdict`, vectorised)."""
     low, high = np.asarray(low, float), np.asarray(high, float)
     ok = np.isfinite(low) & np.isfinite(high)
-    rep = ok & (low > side.lo) & (high < side.hi)
-    nrep = ok & ((high < side.other_below) | (low > side.hi))
+    rep = ok & (low > side.agree_above) & (high < side.hi)
+    nrep = ok & (((side.other_from <= low) & (high < side.other_below)) | (low > side.hi))
     return np.where(rep, 1, np.where(nrep, -1, 0))
 
 

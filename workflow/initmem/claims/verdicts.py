@@ -22,7 +22,9 @@ percentile bootstrap: with 3 seeds each single-seed resample has probability 1/2
 ``reproduced`` (interval entirely on the paper's side), ``not reproduced`` (entirely on the other),
 ``inconclusive`` (across the boundary); for a side with a margin (``in [a, b]``) both ways, as two
 one-sided tests (TOST, :func:`margin_verdict`): ``reproduced`` only with the interval inside the
-margin, ``not reproduced`` only with it wholly outside; ``partly tested`` (a claim with parts whose
+margin, ``not reproduced`` only with it wholly outside; for a side whose words name a zone where the
+effect is gone ("a spread below 1 pp is gone": :attr:`Side.gone`) also both ways, ``reproduced`` only
+with the interval wholly above the zone, ``not reproduced`` only with it wholly inside; ``partly tested`` (a claim with parts whose
 design identifies only some, which agree with the paper: :data:`PARTLY_TESTED`), ``cannot be decided above the noise floor`` (a |beta| shape
 the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
 states: :func:`initmem.claims.registry.regime_check`), ``not testable with one seed`` and ``not
@@ -63,21 +65,36 @@ def steps_at_epoch(epoch, n_train, batch_size):
 
 @dataclass(frozen=True)
 class Side:
-    """The paper's side of a claim: effect > lo (op '>'), effect < hi (op '<') or lo < effect < hi."""
+    """The paper's side of a claim: effect > lo (op '>'), effect < hi (op '<') or lo < effect < hi.
+
+    op '>' with a ``gone`` edge names a zone [lo, gone) where the effect is gone ("a spread below 1 pp
+    is gone"): the paper's side is then above the zone (effect > gone) and the other side the zone
+    itself, so both verdicts are read against ``gone`` (an interval across it is inconclusive)."""
 
     op: str
     lo: float = -math.inf
     hi: float = math.inf
-    gone: float | None = None  # op '>': where 'not reproduced' begins when not at lo ("a spread below 1 pp is gone")
+    gone: float | None = None
 
     def text(self) -> str:
-        base = {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
-        return base + (f" (not reproduced below {self.gone:.3g})" if self.gone is not None else "")
+        if self.gone is not None:
+            return f"> {self.gone:.3g} (not reproduced within [{self.lo:.3g}, {self.gone:.3g}): gone)"
+        return {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
+
+    @property
+    def agree_above(self) -> float:
+        """``reproduced`` needs the interval's low end above this (``gone`` where set, else ``lo``)."""
+        return self.lo if self.gone is None else self.gone
 
     @property
     def other_below(self) -> float:
-        """'not reproduced' where the interval lies wholly below this (``gone`` where set, else ``lo``)."""
+        """``not reproduced`` needs the interval's high end below this (``gone`` where set, else ``lo``)."""
         return self.lo if self.gone is None else self.gone
+
+    @property
+    def other_from(self) -> float:
+        """... and its low end at or above this: the zone's floor where a gone zone is set (else unbounded)."""
+        return -math.inf if self.gone is None else self.lo
 
 
 def greater(x: float = 0.0, gone: float | None = None) -> Side:
@@ -102,19 +119,25 @@ def margin_verdict(ci_low: float, ci_high: float, side: Side, paper: float | Non
     """Verdict and reason of an interval against ``side``, the one rule of every claim: ``reproduced``
     where the interval lies wholly on the paper's side (for a margin ``in [lo, hi]``: inside it, the
     equivalence half of two one-sided tests, TOST), ``not reproduced`` only where it lies wholly on the
-    other (for a margin: wholly outside it, below ``lo`` or above ``hi``), else ``inconclusive``, saying
-    which end crosses. With the paper's own value ``paper`` inside the margin, an interval inside the
+    other (for a margin: wholly outside it, below ``lo`` or above ``hi``; for a side with a gone zone
+    [lo, gone): ``reproduced`` wholly above the zone, ``not reproduced`` wholly inside it), else
+    ``inconclusive``, saying which end crosses. With the paper's own value ``paper`` inside the margin, an interval inside the
     margin that excludes it is a difference smaller than the margin: ``reproduced``, said so."""
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
         return INCONCLUSIVE, "the interval is open (or missing)"
-    if ci_low > side.lo and ci_high < side.hi:
+    if ci_low > side.agree_above and ci_high < side.hi:
         why = f"the interval lies within {side.text()}" if side.op == "between" else f"the interval lies on the paper's side ({side.text()})"
         if paper is not None and math.isfinite(paper) and not ci_low <= paper <= ci_high:
             why += f" (reproduced within the margin: it excludes the paper's {paper:.3g} by less than the margin)"
         return REPRODUCED, why
-    if ci_high < side.other_below or ci_low > side.hi:
-        where = f"wholly outside {side.text()}" if side.op == "between" else f"wholly on the other side of the paper's ({side.text()})"
+    if side.other_from <= ci_low and ci_high < side.other_below:
+        where = (f"wholly within the zone [{side.lo:.3g}, {side.gone:.3g}) the paper's words call gone" if side.gone is not None
+                 else f"wholly on the other side of the paper's ({side.text()})")
         return NOT_REPRODUCED, f"the interval lies {where}"
+    if ci_low > side.hi:
+        return NOT_REPRODUCED, f"the interval lies wholly outside {side.text()}"
+    if side.gone is not None:
+        return INCONCLUSIVE, f"the interval reaches across {side.gone:.3g}, the edge of the zone the paper's words call gone"
     ends = [t for t, hit in ((f"below {side.lo:.3g}", ci_low <= side.lo), (f"above {side.hi:.3g}", ci_high >= side.hi)) if hit]
     return INCONCLUSIVE, f"the interval reaches {' and '.join(ends)}"
 
