@@ -222,7 +222,8 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         measured = ""
     else:
         low, high = fit.interval_of(k)
-        est = V.Estimate(float(fit.theta[k]), low, high, fit.method, n_runs, n_seeds, np.array([float(fit.theta[k])]))
+        est = V.Estimate(float(fit.theta[k]), low, high, fit.method, n_runs, n_seeds, np.array([float(fit.theta[k])]),
+                         test=V.normal_reading(float(fit.theta[k]), low, high))
         measured = (f"measured {design.parameter()}: p = {fit.theta[0]:.3g} [{fit.interval_of(0)[0]:.3g}, {fit.interval_of(0)[1]:.3g}], "
                     f"q = {fit.theta[1]:.3g} [{fit.interval_of(1)[0]:.3g}, {fit.interval_of(1)[1]:.3g}] (an exponent the design does not "
                     "identify stays at the paper's, interval nan); the row's interval is "

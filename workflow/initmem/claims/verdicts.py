@@ -272,6 +272,88 @@ def cell_from_history(history: pd.DataFrame, metric: str = "val_acc",
     return Cell(cell_key(history), np.asarray(sigmas, float), np.asarray(seeds), cube, ep, coords)
 
 
+# --- the tests behind the intervals ------------------------------------------------------------
+
+ALL, ANY = "all", "any"   # how a decision combines one-sided tests (:class:`Combined`)
+T_TEST, SPREAD_TEST, CONTRAST_TEST, NORMAL_READING = "t", "spread", "spread contrast", "normal reading"  # Test.family
+
+
+@dataclass(frozen=True)
+class OneSided:
+    """A one-sided t-test of "the quantity exceeds b" (or "is below b"): the statistic (estimate - b) / se
+    on ``df`` degrees of freedom (a normal one where ``df`` is inf). ``share``: the test is read at
+    alpha / share (Bonferroni inside an interval end that covers several comparisons), so its p is
+    ``share`` times the t-test's, capped at 1."""
+
+    estimate: float
+    se: float
+    df: float
+    share: int = 1
+
+    def p(self, b: float, above: bool) -> float:
+        """The p of "the quantity exceeds ``b``" (``above``) or "lies below ``b``"."""
+        if not (math.isfinite(self.estimate) and self.se >= 0 and self.df > 0):
+            return math.nan
+        if math.isinf(self.se):   # an open interval end: no evidence either way
+            return 1.0
+        gap = self.estimate - b if above else b - self.estimate
+        if self.se <= 0:
+            raw = 0.0 if gap > 0 else 1.0
+        else:
+            raw = float(stats.t.sf(gap / self.se, self.df)) if math.isfinite(self.df) else float(stats.norm.sf(gap / self.se))
+        return min(1.0, self.share * raw)
+
+
+@dataclass(frozen=True)
+class Combined:
+    """One-sided tests combined into one decision: ``all`` (an intersection-union test: the decision needs
+    every part, so its p is the largest part's, with no multiplicity correction) or ``any`` (a union: one
+    part suffices, so Bonferroni: the number of parts times the smallest p, capped at 1)."""
+
+    how: str
+    parts: tuple
+
+    def p(self, b: float, above: bool) -> float:
+        ps = [part.p(b, above) for part in self.parts]
+        if not ps or any(math.isnan(x) for x in ps):
+            return math.nan
+        return max(ps) if self.how == ALL else min(1.0, len(ps) * min(ps))
+
+
+@dataclass(frozen=True)
+class Test:
+    """The test an estimate's interval inverts, as data: ``above`` the evidence that the quantity exceeds
+    a boundary (what the interval's low end reads), ``below`` that it lies under one (the high end), each
+    a :class:`OneSided` or a :class:`Combined` of them; ``family`` names the rule (a power simulation
+    picks its model by it, never by the interval's printed label)."""
+
+    family: str
+    above: OneSided | Combined
+    below: OneSided | Combined
+
+    def p_above(self, b: float) -> float:
+        return self.above.p(b, True)
+
+    def p_below(self, b: float) -> float:
+        return self.below.p(b, False)
+
+
+def t_test(estimate: float, se: float, df: float, family: str = T_TEST) -> Test:
+    """A single t statistic read both ways (a jackknife t-interval, a paired t-test)."""
+    one = OneSided(float(estimate), float(se), float(df))
+    return Test(family, one, one)
+
+
+def normal_reading(effect: float, low: float, high: float) -> Test:
+    """For an interval that inverts no test statistic (the clock collapse's bootstrap percentiles): each
+    end read as a normal one-sided test at :data:`LEVEL`, its standard error the distance from the
+    estimate to that end over z(0.5 + LEVEL / 2), so an end exactly at a boundary has p = (1 - LEVEL) / 2
+    (an approximation, said so by its family; a t-based estimate carries its own test instead)."""
+    z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+    low_se, high_se = (effect - low) / z, (high - effect) / z   # "above b" reads the low end, "below b" the high end
+    return Test(NORMAL_READING, OneSided(float(effect), float(low_se), math.inf), OneSided(float(effect), float(high_se), math.inf))
+
+
 # --- estimates ---------------------------------------------------------------------------------
 
 @dataclass
@@ -288,6 +370,7 @@ class Estimate:
     null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (spreads.spread_estimate)
     p_null: float = math.nan      # ... the p-value of "sigma_w does nothing" (paired t-test of the end sigma_w)
     non_monotone: str = ""        # a spread contrast: which cell's sigma_w profile is not monotone (spreads.contrast_estimate)
+    test: Test | None = None      # the test its interval inverts (its decisions' p-values: initmem.claims.multiplicity)
 
     @property
     def one_seed(self) -> bool:
@@ -299,19 +382,27 @@ def seeds_of(cells: Sequence[Cell]) -> list:
     return sorted(set().union(*(set(c.seeds.tolist()) for c in cells)))
 
 
+def jackknife_se(replicates: np.ndarray) -> float:
+    """The delete-one jackknife standard error of ``replicates[1:]`` (NaN below 2 or with a missing value)."""
+    full, loo = replicates[0], replicates[1:]
+    n = len(loo)
+    if n < 2 or not (np.isfinite(full) and np.isfinite(loo).all()):
+        return math.nan
+    return math.sqrt((n - 1) / n * float(np.sum((loo - loo.mean()) ** 2)))
+
+
 def jackknife_t(replicates: np.ndarray) -> tuple[float, float, str]:
     """t-interval at :data:`LEVEL` around ``replicates[0]`` with the delete-one jackknife standard
     error of ``replicates[1:]`` (n - 1 degrees of freedom), and its label."""
-    full, loo = replicates[0], replicates[1:]
-    n = len(loo)
+    n = len(replicates) - 1
     if n < 2:
         return math.nan, math.nan, "none: 1 seed"
     label = f"t, jackknife over {n} seeds, df {n - 1}"
-    if not (np.isfinite(full) and np.isfinite(loo).all()):
+    se = jackknife_se(replicates)
+    if not math.isfinite(se):
         return math.nan, math.nan, label
-    se = math.sqrt((n - 1) / n * float(np.sum((loo - loo.mean()) ** 2)))
     half = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * se
-    return float(full - half), float(full + half), label
+    return float(replicates[0] - half), float(replicates[0] + half), label
 
 
 def estimate(cells: Sequence[Cell], statistic: Callable[[list[np.ndarray]], np.ndarray],
@@ -325,8 +416,9 @@ def estimate(cells: Sequence[Cell], statistic: Callable[[list[np.ndarray]], np.n
     few = min(c.n_seeds for c in cells) < 2
     reps = np.asarray(statistic([prepare(c, [] if few else seeds) for c in cells]), float)
     low, high, method = (math.nan, math.nan, "none: 1 seed") if few else jackknife_t(reps)
+    test = None if few else t_test(reps[0], jackknife_se(reps), len(reps) - 2)
     return Estimate(float(reps[0]), low, high, method, int(sum(c.n_runs for c in cells)),
-                    int(min(c.n_seeds for c in cells)), reps)
+                    int(min(c.n_seeds for c in cells)), reps, test=test)
 
 
 def side_verdict(est: Estimate, side: Side) -> str:
