@@ -294,13 +294,10 @@ class OneSided:
         """The p of "the quantity exceeds ``b``" (``above``) or "lies below ``b``"."""
         if not (math.isfinite(self.estimate) and self.se >= 0 and self.df > 0):
             return math.nan
-        if math.isinf(self.se):   # an open interval end: no evidence either way
+        if math.isinf(self.se) or self.se == 0:   # an open interval end, or a statistic the seeds do not move: no test
             return 1.0
         gap = self.estimate - b if above else b - self.estimate
-        if self.se <= 0:
-            raw = 0.0 if gap > 0 else 1.0
-        else:
-            raw = float(stats.t.sf(gap / self.se, self.df)) if math.isfinite(self.df) else float(stats.norm.sf(gap / self.se))
+        raw = float(stats.t.sf(gap / self.se, self.df)) if math.isfinite(self.df) else float(stats.norm.sf(gap / self.se))
         return min(1.0, self.share * raw)
 
 
