@@ -126,6 +126,20 @@ def test_a_spread_side_with_a_gone_zone_is_read_both_ways(low, high, word):
     assert RETAINED.text() == "> 1 (not reproduced within [0, 1): gone)"
 
 
+@pytest.mark.parametrize("spread_pp, word", [(0.5, "not reproduced"), (1.0, "inconclusive"), (3.0, "reproduced")])
+def test_the_claims_table_reads_a_small_spread_as_gone(spread_pp, word):
+    """Through the claims table, an SGD spread of 0.5 pp measured to +-0.2 pp reads not reproduced (its
+    interval lies in the zone the row's words call gone), 1 pp reads neither way, 3 pp reproduced; the
+    row's p is its test's for the word it prints."""
+    runs = synthetic_runs({("sgd", 16): -spread_pp / 100 / (SIGMAS[-1] - SIGMAS[0])}, noise=0.001)
+    r = claims(runs).set_index("id").loc["sgd_keeps_spread_b16"]
+    assert r["verdict"] == word, (r["reproduced"], r["ci_low"], r["ci_high"])
+    assert r["paper_side"] == "> 1 (not reproduced within [0, 1): gone)"
+    # the low end is a two-sided event (decides at p < 5%), the high end Bonferroni-shared ends at 2.5%
+    assert r["p_decision"] < {"reproduced": 0.05, "not reproduced": 0.025}.get(word, 1.0)
+    assert word != "inconclusive" or r["p_decision"] >= 0.025
+
+
 def test_claims_give_verdicts_for_every_batch_size_and_count_not_measured_apart():
     runs = synthetic_runs({("sgd", 16): -0.10, ("sgd", 128): -0.10, ("adam", 16): -0.005, ("adam", 128): -0.12})
     table = claims(runs)
