@@ -62,6 +62,11 @@ combination is hand-written: no library tests monotonicity against an unknown pr
 need it (the bounds above hold for any profile), but a reader does: such a row is decided only where
 a's drop alone exceeds every difference of b, or every difference of a stays below b's drop.
 
+**The tests behind the intervals** (:func:`spread_test`, :func:`contrast_test`): each estimate carries,
+as data, the one-sided paired t-tests its interval ends invert and how they combine (a union for the
+spread's low end and the contrast's two signs, an intersection-union test over pairs elsewhere), so
+a decision's p is the test's own (:mod:`initmem.claims.multiplicity`).
+
 The error rates of every rule here are measured by ``benchmarks/verdict_calibration.py``.
 """
 

@@ -324,6 +324,8 @@ class Test:
     a :class:`OneSided` or a :class:`Combined` of them; ``family`` names the rule (a power simulation
     picks its model by it, never by the interval's printed label)."""
 
+    __test__ = False   # a statistical test, not a pytest class to collect
+
     family: str
     above: OneSided | Combined
     below: OneSided | Combined
