@@ -105,6 +105,41 @@ def test_verdict_sides():
     assert V.verdict(math.nan, math.nan, V.greater(0)) == "inconclusive"
 
 
+@pytest.mark.parametrize("low, high, word", [
+    (0.47, 0.81, "not reproduced"),   # a true 0.5 pp: the whole interval lies in the zone the words call gone
+    (0.95, 1.37, "inconclusive"),     # a true 1.0 pp: across the zone's edge, neither way
+    (0.0, 0.6, "not reproduced"),     # floored at 0, still inside [0, 1)
+    (0.3, 1.0, "inconclusive"),       # the zone is [0, 1): an upper end at 1 is not inside it
+    (1.02, 4.9, "reproduced"),        # wholly above the zone
+    (1.0, 4.9, "inconclusive"),       # an end on the edge decides nothing
+    (10.8, 14.5, "reproduced"),
+])
+def test_a_spread_side_with_a_gone_zone_is_read_both_ways(low, high, word):
+    """'> 0 (not reproduced below 1 pp)' read one way called 0.60 [0.47, 0.81] reproduced; with the zone
+    [0, 1) a margin of the rule, reproduced needs the interval wholly above it and not reproduced wholly
+    inside it, and the side's text says so. The vectorised rule the power and calibration simulate agrees."""
+    from initmem.claims.clock import RETAINED
+    from initmem.claims.power import side_codes
+
+    assert V.verdict(low, high, RETAINED) == word
+    assert side_codes(np.array([low]), np.array([high]), RETAINED)[0] == {"reproduced": 1, "not reproduced": -1}.get(word, 0)
+    assert RETAINED.text() == "> 1 (not reproduced within [0, 1): gone)"
+
+
+@pytest.mark.parametrize("spread_pp, word", [(0.5, "not reproduced"), (1.0, "inconclusive"), (3.0, "reproduced")])
+def test_the_claims_table_reads_a_small_spread_as_gone(spread_pp, word):
+    """Through the claims table, an SGD spread of 0.5 pp measured to +-0.2 pp reads not reproduced (its
+    interval lies in the zone the row's words call gone), 1 pp reads neither way, 3 pp reproduced; the
+    row's p is its test's for the word it prints."""
+    runs = synthetic_runs({("sgd", 16): -spread_pp / 100 / (SIGMAS[-1] - SIGMAS[0])}, noise=0.001)
+    r = claims(runs).set_index("id").loc["sgd_keeps_spread_b16"]
+    assert r["verdict"] == word, (r["reproduced"], r["ci_low"], r["ci_high"])
+    assert r["paper_side"] == "> 1 (not reproduced within [0, 1): gone)"
+    # the low end is a two-sided event (decides at p < 5%), the high end Bonferroni-shared ends at 2.5%
+    assert r["p_decision"] < {"reproduced": 0.05, "not reproduced": 0.025}.get(word, 1.0)
+    assert word != "inconclusive" or r["p_decision"] >= 0.025
+
+
 def test_claims_give_verdicts_for_every_batch_size_and_count_not_measured_apart():
     runs = synthetic_runs({("sgd", 16): -0.10, ("sgd", 128): -0.10, ("adam", 16): -0.005, ("adam", 128): -0.12})
     table = claims(runs)

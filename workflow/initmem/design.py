@@ -432,7 +432,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
     for (opt, b), p in sorted(main.items(), key=lambda x: (x[0][0] != "sgd", x[0])):
         if opt == "sgd":
             t = spread_truth(p, sources)
-            out.append(Plan(f"sgd_keeps_spread_b{b}", "spread > 0 (not reproduced below 1 pp)", [p], t,
+            out.append(Plan(f"sgd_keeps_spread_b{b}", f"spread (pp) {RETAINED.text()}", [p], t,
                             spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources)))
             level = levels.get((opt, float(p.spec["lr"])))
             if level:

@@ -70,7 +70,7 @@ CLOCK_LABEL = {"T_sgd": "T_SGD", "T_adapt": "T_adapt", "T_l2": "T_L2"}
 
 REGISTRY: list[Claim] = [
     Claim(r"sgd_keeps_spread_b\d+", "optimizers", Q_SGD, "Sec. 3.1", "the SGD spread (pp), max - min of seed means over sigma_w",
-          "main grid, lr 1e-3, each batch size", "> 0 (not reproduced below 1 pp)"),
+          "main grid, lr 1e-3, each batch size", "> 1 pp (not reproduced within [0, 1 pp): gone)"),
     # one row per adaptive optimizer file (CLOCK = "T_adapt") and batch size, named by the claims table
     # from the optimizer registry: the pattern names no optimizer, so a new file's row reads as Adam's
     Claim(r"sgd_gt_\w+_b\d+", "optimizers", Q_ADAM, "Sec. 3.1", "SGD spread minus the adaptive one (pp), paired seeds",
@@ -103,10 +103,10 @@ REGISTRY: list[Claim] = [
           fit=NO_FIT),
     Claim(r"sgd_T_\S+|sgd_(retains|drops)_\S+", "clock thresholds", Q_CLOCK, "Sec. 4.2",
           f"at T_SGD <= {_RETAINS:g}: the spread (pp); at >= {_DROPS:g}: the smallest-T_SGD configuration's spread minus this one's (pp), "
-          "paired seeds (the paper's constant-lr arithmetic)", "SGD, one b, several lr", f"> 0 (at <= {_RETAINS:g}: not reproduced below 1 pp)"),
+          "paired seeds (the paper's constant-lr arithmetic)", "SGD, one b, several lr", f"> 0 (at <= {_RETAINS:g}: > 1 pp, not reproduced within [0, 1 pp): gone)"),
     Claim(r"l2_T_\S+|l2_repairs_\S+", "clock thresholds", Q_L2, "Sec. 4.2",
           f"at T_L2 <= {_RETAINS:g}: the spread (pp); at >= {_DROPS:g}: the spread without L2 (or with a smaller one) minus this one's "
-          "(pp), paired seeds (the paper's constant-lr arithmetic)", "SGD + L2", f"> 0 (at <= {_RETAINS:g}: not reproduced below 1 pp)"),
+          "(pp), paired seeds (the paper's constant-lr arithmetic)", "SGD + L2", f"> 0 (at <= {_RETAINS:g}: > 1 pp, not reproduced within [0, 1 pp): gone)"),
 ]
 
 
