@@ -209,8 +209,19 @@ def design_markdown(configs: list[tuple[str, Mapping]]) -> str:
 
 
 def section(runs: pd.DataFrame) -> str:
-    """:data:`SECTION` and the table of a tier's runs (claims.md, a tier's README)."""
-    return SECTION + markdown(tier_numbers(runs))
+    """:data:`SECTION`, what these records allow re-reading, and the table of a tier's runs (claims.md, a tier's README)."""
+    own = _column(runs, "train_acc_eval_best").notna().any()
+    moving = not (runs["bn_eval"].eq("precise").all() if "bn_eval" in runs else False)
+    notes = []
+    if not own:
+        notes.append("these runs recorded no eval-mode training accuracy (`train_eval`), so their selected fit reads Keras' "
+                     "running training accuracy")
+    if moving and runs.get("norm", pd.Series("batchnorm", index=runs.index)).eq("batchnorm").any():
+        notes.append("they were evaluated with BatchNorm's moving statistics: a row outside the regime by BatchNorm statistics "
+                     "cannot be re-read from these records; retraining with `bn_eval: precise` would train the same weights and "
+                     "evaluate them with settled statistics (`benchmarks/bn_statistics.md`)")
+    said = ("Of these records: " + "; ".join(notes) + ".\n\n") if notes else ""
+    return SECTION + said + markdown(tier_numbers(runs))
 
 
 if __name__ == "__main__":  # python -m initmem.claims.similarity evidence/<tier>/tables/runs.csv
