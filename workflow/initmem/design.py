@@ -13,7 +13,11 @@ The assumed truths (the rule everywhere: the smaller effect of every estimate):
   size (a linear profile over its sigma_w range); each is interpolated onto the planned grid and the smallest
   spread is assumed. The pilot's one-seed cells inform the regime only.
 - **a contrast** (a's spread minus b's, seed-paired): every source that measured both arms, and the
-  paper's two numbers; the smallest contrast is assumed (with that source's two profiles).
+  paper's two numbers; the smallest contrast is assumed (with that source's two profiles). One seed's
+  runs in the two arms correlate (the same init draws and data order): the correlation of the two
+  arms' per-seed end drops (first minus last sigma_w) over the seeds that source ran in both
+  (:func:`arm_correlation`, Pearson; >= MIN_PAIRED_SEEDS seeds) is assumed with it; the paper's
+  numbers, or fewer seeds, pair nothing (correlation 0, the arms independent).
 - **the run noise** at the planned test-set size: each source's residual sd (seed-blocked) split into
   its test-sampling part p(1 - p) / n_test and the rest (the seeds'), the rest kept and the sampling
   part recomputed at the planned n_test; the largest over the sources is assumed.
@@ -40,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from initmem import paper as published
 from initmem.claims import calibration as Cal
@@ -62,6 +67,7 @@ PILOT = "jpeg-cifar10-pilot"
 PILOT_CONFIG = "config/evidence-pilot.yaml"  # what the pilot trained (its sizes/ files change n_train, resolution, epochs)
 TARGET = 0.8
 MAX_SEEDS = 200
+MIN_PAIRED_SEEDS = 4  # a contrast's arm correlation needs this many seeds run in both arms (else the arms are taken as independent)
 INTERP = published.INTERP_TRAIN_ACC / 100
 SHAPE_SIMS, COLLAPSE_SIMS, COLLAPSE_DRAWS = 100, 100, 100
 CURVE_MAX_SEEDS = 64
@@ -112,6 +118,7 @@ class Measured:
     seeds: int
     steps: int                              # optimizer steps of the run
     steps_to_fit: np.ndarray = field(hash=False)  # per sigma_w: the median over fitted runs (nan: none fitted)
+    drops: dict = field(default_factory=dict, hash=False)  # seed -> its end drop, first minus last sigma_w (fractions)
 
     def label(self) -> str:
         s = self.spec
@@ -124,6 +131,7 @@ class Truth:
     means: tuple[np.ndarray, ...]   # per arm, on the planned grid
     sd: float
     source: str
+    corr: float = 0.0               # a contrast's: the correlation of one seed's runs across its two arms
 
 
 @dataclass
@@ -195,7 +203,7 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
             fit = g.groupby("sigma_w")["tau_interp"].median() * steps_per_epoch
             out.append(Measured(folder.name, spec, res, grid.index.to_numpy(float), grid.mean(axis=1).to_numpy(float),
                                 float(residual_sd(grid.to_numpy(float))) if grid.shape[1] > 1 else math.nan, grid.shape[1],
-                                int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float)))
+                                int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float), end_drops(grid)))
     pilot = evidence / PILOT / "tables" / "steps_to_fit.csv"
     if pilot.exists():
         t = pd.read_csv(pilot)
@@ -209,6 +217,25 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
             out.append(Measured(PILOT, spec, int(res), g["sigma_w"].to_numpy(float), g["test_acc_best"].to_numpy(float), math.nan, 1,
                                 int(steps), g["steps_to_fit"].to_numpy(float)))
     return tuple(out)
+
+
+def end_drops(grid: pd.DataFrame) -> dict:
+    """Per seed (a column of ``grid``, sigma_w x seed), the first sigma_w's value minus the last's, where it has both."""
+    d = grid.iloc[0] - grid.iloc[-1]
+    return {s: float(v) for s, v in d.items() if np.isfinite(v)}
+
+
+def arm_correlation(a: Measured, b: Measured) -> float:
+    """The Pearson correlation of ``a``'s and ``b``'s per-seed end drops over the seeds both ran (their
+    seed pairing, as :func:`initmem.claims.power.contrast_decision_rate` reads it: a seed's runs at one
+    sigma_w correlate by as much); 0 (independent arms) below MIN_PAIRED_SEEDS such seeds or with no spread in either."""
+    shared = sorted(set(a.drops) & set(b.drops))
+    if len(shared) < MIN_PAIRED_SEEDS:
+        return 0.0
+    x, y = (np.array([m.drops[s] for s in shared]) for m in (a, b))
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0
+    return float(np.clip(stats.pearsonr(x, y).statistic, -0.99, 0.99))
 
 
 def noise_at(m: Measured, n_test: int) -> float:
@@ -275,17 +302,18 @@ def contrast_truth(a: Planned, b: Planned, sources: Sequence[Measured]) -> Truth
     ca, cb = dict(candidates(a, sources)), dict(candidates(b, sources))
     both = []
     for m in _direct(a, sources):
-        both += [(f"{m.label()} vs {n.label()}", _profile(m, a.sigmas), _profile(n, b.sigmas)) for n in _direct(b, sources)
+        both += [(f"{m.label()} vs {n.label()}", _profile(m, a.sigmas), _profile(n, b.sigmas), arm_correlation(m, n))
+                 for n in _direct(b, sources)
                  if n.source == m.source and n is not m and _same(n.spec, [k for k in ("batch_size", "n_train", "lr", "optimizer")
                                                                           if _same(a.spec, (k,), **b.spec)], **m.spec)]
     pa, pb = [k for k in ca if k.startswith("the paper")], [k for k in cb if k.startswith("the paper")]
     if pa and pb:
-        both.append((f"{pa[0]} vs {pb[0]}", ca[pa[0]], cb[pb[0]]))
+        both.append((f"{pa[0]} vs {pb[0]}", ca[pa[0]], cb[pb[0]], 0.0))
     if not both:
         return None
-    name, ma, mb = min(both, key=lambda x: np.ptp(x[1]) - np.ptp(x[2]))
+    name, ma, mb, corr = min(both, key=lambda x: np.ptp(x[1]) - np.ptp(x[2]))
     return Truth((ma, mb), run_noise([a, b], sources),
-                 f"{name}: {100 * (np.ptp(ma) - np.ptp(mb)):.1f} pp (the smallest of {len(both)})")
+                 f"{name}: {100 * (np.ptp(ma) - np.ptp(mb)):.1f} pp (the smallest of {len(both)}), arms correlating {corr:.2f}", corr)
 
 
 def fit_expected(p: Planned, sources: Sequence[Measured]) -> str:
@@ -332,8 +360,8 @@ def _spread_p(means: tuple[float, ...], sd: float, n: int, side: Side) -> float:
 
 
 @cache
-def _contrast_p(a: tuple[float, ...], b: tuple[float, ...], sd: float, n: int, side: Side) -> float:
-    return P.contrast_decision_rate(a, b, sd, sd, n, side)
+def _contrast_p(a: tuple[float, ...], b: tuple[float, ...], sd: float, corr: float, n: int, side: Side) -> float:
+    return P.contrast_decision_rate(a, b, sd, sd, n, side, corr=corr)
 
 
 @cache
@@ -367,8 +395,10 @@ def spread_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[in
 
 
 def contrast_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
-    """P(decision) of the seed-paired contrast rule (:func:`initmem.claims.power.contrast_decision_rate`)."""
-    return lambda n, s: 0.0 if n < 2 else _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), truth.sd, n, side)
+    """P(decision) of the seed-paired contrast rule (:func:`initmem.claims.power.contrast_decision_rate`), one seed's
+    runs in the two arms correlating by ``truth.corr``."""
+    return lambda n, s: 0.0 if n < 2 else _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), truth.sd, truth.corr,
+                                                          n, side)
 
 
 def decay_rate(peak: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
