@@ -37,6 +37,7 @@ train accuracy within the planned steps, in a run no longer than the planned one
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -63,6 +64,8 @@ from initmem.pipeline.estimate import packs_gpu_hours
 from initmem.pipeline.grid import expand_studies
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
+# The planner checked against the committed tiers (benchmarks/planner_check.py): a plan of a kind that missed there is warned of.
+CHECKS = Path(__file__).resolve().parents[2] / "benchmarks" / "planner_check.csv"
 PILOT = "jpeg-cifar10-pilot"
 PILOT_CONFIG = "config/evidence-pilot.yaml"  # what the pilot trained (its sizes/ files change n_train, resolution, epochs)
 TARGET = 0.8
@@ -145,6 +148,7 @@ class Plan:
     rate: Callable[[int, tuple[float, ...]], float] | None   # (seeds, sigma_w grid) -> P(decision)
     regime: str
     note: str = ""
+    side: Side | None = None   # a spread's or a contrast's side, as the claims table reads it
 
     @property
     def kind(self) -> str:
@@ -463,7 +467,8 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         if opt == "sgd":
             t = spread_truth(p, sources)
             out.append(Plan(f"sgd_keeps_spread_b{b}", f"spread (pp) {RETAINED.text()}", [p], t,
-                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources)))
+                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources),
+                            side=RETAINED))
             level = levels.get((opt, float(p.spec["lr"])))
             if level:
                 noise, cid = run_noise([p], sources), f"beta_flat_sgd_b{b}"
@@ -474,7 +479,8 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
                 q = main[(ad, b)]
                 t = contrast_truth(p, q, sources)
                 out.append(Plan(f"sgd_gt_{ad}_b{b}", f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
-                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(f"sgd_gt_{ad}_b{b}", [p, q], sources)))
+                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(f"sgd_gt_{ad}_b{b}", [p, q], sources),
+                                side=greater(0)))
         elif opt in ADAPTIVE:
             peak = peaks.get(opt)
             noise = run_noise([p], sources) if peak else math.nan
@@ -487,7 +493,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         for lo, hi in zip(at, at[1:], strict=False):
             t, cid = contrast_truth(lo, hi, sources), f"lr_reduces_sgd_b{b}_{lo.spec['lr']:g}_to_{hi.spec['lr']:g}"
             out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
-                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(cid, [lo, hi], sources)))
+                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(cid, [lo, hi], sources), side=greater(0)))
     for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
         if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and peaks.get(p.spec["optimizer"]):
             t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
@@ -521,6 +527,13 @@ def gpu_hours(p: Planned, compute: dict) -> float:
     """Central H200-hours of one run of ``p`` (the rates of ``estimate``)."""
     spec = {**p.spec, "sigma_w": p.sigmas[0], "seed": 0}
     return packs_gpu_hours([[spec]], compute)[0][1]
+
+
+def per_run_cost(config: dict) -> Callable[[Planned], float]:
+    """The compute of one run as the plan counts it: central H200-hours on a GPU config, minutes on CPU_CORES cores on a CPU one."""
+    if config["compute"]["device"] != "cpu":
+        return lambda p: gpu_hours(p, config["compute"])
+    return lambda p: cpu_seconds(p) / 60 / CPU_CORES
 
 
 def cost(reads: Sequence[Planned], seeds: int, k: int, per_run: Callable[[Planned], float]) -> float:
@@ -562,15 +575,41 @@ def cheapest(plan: Plan, per_run: Callable[[Planned], float]) -> tuple[int, tupl
 
 # --- the printed plan -----------------------------------------------------------------------------
 
+def claim_family(cid: str) -> str:
+    """A claim id without its batch size and what follows (``sgd_gt_adam_b16`` -> ``sgd_gt_adam``): plans of one kind."""
+    return re.split(r"_b\d", cid, maxsplit=1)[0]
+
+
+def missed_checks(checks: Path | None = None) -> pd.DataFrame:
+    """The rows of the committed check table (:data:`CHECKS`, :mod:`initmem.design_check`) where a plan missed; empty without one."""
+    checks = CHECKS if checks is None else checks
+    if not checks.is_file():
+        return pd.DataFrame(columns=["family"])
+    table = pd.read_csv(checks)
+    return table[table["missed"].astype(bool)]
+
+
+def warnings_of(ps: Sequence[Plan], missed: pd.DataFrame) -> list[str]:
+    """One line per planned claim whose kind missed on a committed tier: where, planned against realised."""
+    out = []
+    for p in ps:
+        rows = missed[missed["family"] == claim_family(p.cid)]
+        if not rows.empty:
+            where = "; ".join(f"{r.tier} {r.claim} at {r.seeds} seeds, sigma_w {r.sigmas} ({r.design}): planned {r.planned:.0%}, "
+                              f"realised {r.realised:.0%} ({'fewer' if r.realised < r.planned else 'more'} decisions than planned; "
+                              f"{'the arithmetic missed too' if r.arithmetic_missed else 'the assumed truth missed'})"
+                              for r in rows.itertuples())
+            out.append(f"- **warning** `{p.cid}`: plans of this kind missed on committed tiers: {where}.")
+    return out
+
 def _grid_text(sigmas: Sequence[float]) -> str:
     return f"{len(sigmas)} ({', '.join(f'{s:g}' for s in sigmas)})" if len(sigmas) <= 6 else f"{len(sigmas)} ({sigmas[0]:g}-{sigmas[-1]:g})"
 
 
 def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None) -> str:
     """The plan as Markdown: a row per claim, then the config's total compute."""
-    gpu = config["compute"]["device"] != "cpu"
-    per_run = (lambda p: gpu_hours(p, config["compute"])) if gpu else (lambda p: cpu_seconds(p) / 60 / CPU_CORES)
-    unit = "H200-hours (central)" if gpu else f"minutes on {CPU_CORES} cores"
+    per_run = per_run_cost(config)
+    unit = "H200-hours (central)" if config["compute"]["device"] != "cpu" else f"minutes on {CPU_CORES} cores"
     ps = plans(config, sources)
     lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
              f"under the assumed truth (initmem.design); compute: {unit}.", "",
@@ -594,6 +633,9 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
             cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
+    warned = warnings_of(ps, missed_checks())
+    if warned:
+        lines += ["", "## Plans of these kinds missed on a committed tier (benchmarks/planner_check.md)", "", *warned]
     return "\n".join(lines) + "\n"
 
 
