@@ -228,3 +228,12 @@ def test_the_outcome_sets_each_planned_row_beside_its_verdict(tmp_path):
     assert "**reproduced**" in line and "12.5 [10, 15]" in line and "75%" in line
     assert "| `sgd_gt_adam_b16` |" in text and "not in the claims table" in text
     assert text.rstrip().endswith("1 of the planned rows are decided by their verdicts (reproduced or not reproduced).")
+
+
+def test_the_collapse_plan_counts_partly_tested_apart_from_its_decisions(monkeypatch):
+    """P(decision) of the collapse is reproduced or not reproduced, as for every rule; partly tested is its own share."""
+    shares = {"reproduced": 0.10, "not reproduced": 0.05, "partly tested": 0.70, "inconclusive": 0.15, "not identifiable": 0.0}
+    monkeypatch.setattr(D, "_collapse_shares", lambda *args: shares)
+    reads = [p for p in D.planned(_config()) if p.spec["optimizer"] == "adam"]
+    assert D.collapse_rate(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.15)
+    assert D.collapse_partly(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.70)

@@ -28,6 +28,10 @@ The assumed truths (the rule everywhere: the smaller effect of every estimate):
 - **the collapse**: the calibration's truth (:mod:`initmem.claims.collapse_calibration`) at the
   planned configurations and the largest committed tier noise.
 
+Checked against what happened (:mod:`initmem.design_check`, ``benchmarks/planner_check.md``): each committed
+tier replanned without itself, its plans beside the rate its rules reach on resamples of its own seeds; the
+report ends with a warning under any planned claim whose kind (:func:`claim_family`) missed there.
+
 The regime (a hand-made rule, stated because no textbook one exists): a configuration is expected to
 fit at a sigma_w when a measured run of the same optimizer, lr, n_train and resolution reached 99.5%
 train accuracy within the planned steps, in a run no longer than the planned one or by half of them
@@ -57,7 +61,7 @@ from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
 from initmem.claims.similarity import design_markdown
 from initmem.claims.spreads import residual_sd
-from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Side, greater
+from initmem.claims.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import packs_gpu_hours
@@ -149,6 +153,7 @@ class Plan:
     regime: str
     note: str = ""
     side: Side | None = None   # a spread's or a contrast's side, as the claims table reads it
+    partly: Callable[[int, tuple[float, ...]], float] | None = None   # the collapse's: P(partly tested), apart from P(decision)
 
     @property
     def kind(self) -> str:
@@ -385,8 +390,14 @@ def _flat_p(level: float, epochs: int, noise: float, n: int, sigmas: tuple[float
 
 
 @cache
+def _collapse_shares(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int,
+                     sigmas: tuple[float, ...]) -> dict[str, float]:
+    return CC.outcome_shares(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED,
+                             draws=COLLAPSE_DRAWS)
+
+
 def _collapse_p(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
-    return CC.power(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED, draws=COLLAPSE_DRAWS)
+    return CC.decision_share(_collapse_shares(configs, n_train, noise, n, sigmas))
 
 
 def _on(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> tuple[float, ...]:
@@ -419,6 +430,12 @@ def collapse_rate(reads: Sequence[Planned], noise: float) -> Callable[[int, tupl
     """The collapse rule at the calibration's clock truth (:func:`initmem.claims.collapse_calibration.power`)."""
     configs = tuple((float(p.spec["lr"]), int(p.spec["batch_size"]), int(p.spec["epochs"])) for p in reads)
     return lambda n, s: 0.0 if n < 2 else _collapse_p(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))
+
+
+def collapse_partly(reads: Sequence[Planned], noise: float) -> Callable[[int, tuple[float, ...]], float]:
+    """The share of the same simulations that read ``partly tested`` (the design identifies only part of the clock): no decision."""
+    configs = tuple((float(p.spec["lr"]), int(p.spec["batch_size"]), int(p.spec["epochs"])) for p in reads)
+    return lambda n, s: 0.0 if n < 2 else _collapse_shares(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))[PARTLY_TESTED]
 
 
 def _tables(sources: Sequence[Measured], name: str) -> tuple[Path, ...]:
@@ -509,7 +526,8 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         noise = max((CC.tier_noise(f.parent.parent) for f in _tables(sources, "history.csv.gz") if f.parent.parent.name != PILOT),
                     default=CC.PAPER_NOISE)
         out.append(Plan("collapse_beta_adam_T_adapt", "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
-                        Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise), regime("collapse_beta_adam_T_adapt", adam, sources)))
+                        Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise),
+                        regime("collapse_beta_adam_T_adapt", adam, sources), partly=collapse_partly(adam, noise)))
     return out
 
 
@@ -618,6 +636,8 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
     for p in ps:
         rate = p.rate(p.seeds, p.sigmas) if p.rate and p.seeds >= 2 else math.nan
         chance = "not testable with one seed" if p.seeds < 2 else ("no truth to simulate" if math.isnan(rate) else f"{rate:.0%}")
+        if p.partly and p.seeds >= 2 and not math.isnan(rate):
+            chance += f" (and {p.partly(p.seeds, p.sigmas):.0%} partly tested, no decision)"
         truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none measured", "")
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), per_run):,.1f} |")
