@@ -56,7 +56,8 @@ def test_design_warns_under_a_plan_whose_kind_missed_on_a_committed_tier(tmp_pat
     monkeypatch.setattr(D, "CHECKS", checks)
     text = D.report(_config(), "test", sources=sources)
     warned = [line for line in text.splitlines() if line.startswith("- **warning**")]
-    assert len(warned) == 1 and "`sgd_gt_adam_b16`" in warned[0] and "planned 100%, realised 30% (fewer decisions" in warned[0]
+    assert len(warned) == 1 and warned[0].startswith("- **warning** `sgd_gt_adam_b16`: plans of `sgd_gt_adam` missed")
+    assert "jpeg-cifar10-regime `sgd_gt_adam_b16`, 5 seeds at sigma_w 0.1 2.5 (--cheapest): planned 100%, realised 30%" in warned[0]
     pd.DataFrame([row | {"missed": False}]).to_csv(checks, index=False)
     assert "**warning**" not in D.report(_config(), "test", sources=sources)
 

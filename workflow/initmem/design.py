@@ -608,17 +608,20 @@ def missed_checks(checks: Path | None = None) -> pd.DataFrame:
 
 
 def warnings_of(ps: Sequence[Plan], missed: pd.DataFrame) -> list[str]:
-    """One line per planned claim whose kind missed on a committed tier: where, planned against realised."""
+    """One line per kind of planned claim (:func:`claim_family`) that missed on a committed tier: the claims
+    planned here, then where it missed, planned against realised and whose miss it was."""
     out = []
-    for p in ps:
-        rows = missed[missed["family"] == claim_family(p.cid)]
-        if not rows.empty:
-            where = "; ".join(f"{r.tier} {r.claim} at {r.seeds} seeds, sigma_w {r.sigmas} ({r.design}): planned {r.planned:.0%}, "
-                              f"realised {r.realised:.0%} ({'fewer' if r.realised < r.planned else 'more'} decisions than planned; "
-                              f"{'the arithmetic missed too' if r.arithmetic_missed else 'the assumed truth missed'})"
-                              for r in rows.itertuples())
-            out.append(f"- **warning** `{p.cid}`: plans of this kind missed on committed tiers: {where}.")
+    for family in dict.fromkeys(claim_family(p.cid) for p in ps):
+        rows = missed[missed["family"] == family]
+        if rows.empty:
+            continue
+        claims = ", ".join(f"`{p.cid}`" for p in ps if claim_family(p.cid) == family)
+        where = "; ".join(f"{r.tier} `{r.claim}`, {r.seeds} seeds at sigma_w {r.sigmas} ({r.design}): planned {r.planned:.0%}, "
+                          f"realised {r.realised:.0%} ({'the arithmetic missed too' if r.arithmetic_missed else 'the assumed truth missed'})"
+                          for r in rows.itertuples())
+        out.append(f"- **warning** {claims}: plans of `{family}` missed on committed tiers: {where}.")
     return out
+
 
 def _grid_text(sigmas: Sequence[float]) -> str:
     return f"{len(sigmas)} ({', '.join(f'{s:g}' for s in sigmas)})" if len(sigmas) <= 6 else f"{len(sigmas)} ({sigmas[0]:g}-{sigmas[-1]:g})"
