@@ -239,10 +239,14 @@ def arm_correlation(a: Measured, b: Measured) -> float:
     seed pairing, as :func:`initmem.claims.power.contrast_decision_rate` reads it: a seed's runs at one
     sigma_w correlate by as much); 0 (independent arms) below MIN_PAIRED_SEEDS such seeds or with no spread in either."""
     shared = sorted(set(a.drops) & set(b.drops))
-    if len(shared) < MIN_PAIRED_SEEDS:
-        return 0.0
-    x, y = (np.array([m.drops[s] for s in shared]) for m in (a, b))
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
+    return drop_correlation(np.array([a.drops[s] for s in shared]), np.array([b.drops[s] for s in shared]))
+
+
+def drop_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """The Pearson correlation of two arms' per-seed end drops (seed-paired vectors), clipped to +-0.99;
+    0 (independent arms) below MIN_PAIRED_SEEDS seeds or where either does not vary."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < MIN_PAIRED_SEEDS or np.ptp(x) == 0 or np.ptp(y) == 0:
         return 0.0
     return float(np.clip(stats.pearsonr(x, y).statistic, -0.99, 0.99))
 

@@ -148,9 +148,8 @@ def own_truth_rate(cells: Sequence[V.Cell], side: V.Side, n: int, sigmas: Sequen
     sds = [float(S.residual_sd(v)) for v in parts]
     if len(cells) == 1:
         return P.spread_decision_rate(means[0], sds[0], n, side)
-    drops = [v[0] - v[-1] for v in parts]
-    corr = float(np.corrcoef(*drops)[0, 1]) if len(seeds) >= D.MIN_PAIRED_SEEDS and min(np.ptp(d) for d in drops) > 0 else 0.0
-    return P.contrast_decision_rate(means[0], means[1], sds[0], sds[1], n, side, corr=float(np.clip(corr, -0.99, 0.99)))
+    corr = D.drop_correlation(*(v[0] - v[-1] for v in parts))
+    return P.contrast_decision_rate(means[0], means[1], sds[0], sds[1], n, side, corr=corr)
 
 
 def two_rates_p(a: float, n_a: int, b: float, n_b: int) -> float:
