@@ -9,6 +9,7 @@ from test_verdicts import claims, clock_history, clock_table, runs_of
 
 from initmem.claims import collapse as C
 from initmem.claims import collapse_calibration as K
+from initmem.claims.verdicts import PARTLY_TESTED
 
 FIG6F = K.designs("paper")[0]  # Adam, lr 1e-3, b 16..256, 300 epochs, 25 sigma_w x 10 seeds
 
@@ -99,12 +100,15 @@ def test_calibration_meets_the_bars_at_adam_with_five_batch_sizes_and_one_lr():
             assert math.isnan(r["coverage"]) or r["coverage"] >= 0.9, r
 
 
-def test_power_of_a_future_tier_of_adam_at_three_batch_sizes():
-    """P(decision) under the paper's clock grows with seeds at Adam, one lr, three batch sizes."""
+def test_a_future_tier_of_adam_at_one_lr_reaches_partly_tested_which_is_no_decision():
+    """Adam at one lr and three batch sizes identifies only the batch-size exponent: under the paper's
+    clock its share of ``partly tested`` grows with seeds, and P(decision) counts only ``reproduced``
+    and ``not reproduced``, as the spreads' power does, so it stays 0."""
     configs = ((1e-3, 16, 40), (1e-3, 32, 40), (1e-3, 64, 40))
-    few = K.power(configs, seeds=3, noise=0.025, n_sims=8, draws=30)
-    many = K.power(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
-    assert few < many and many >= 0.75
+    few = K.outcome_shares(configs, seeds=3, noise=0.025, n_sims=8, draws=30)
+    many = K.outcome_shares(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
+    assert few[PARTLY_TESTED] < many[PARTLY_TESTED] and many[PARTLY_TESTED] >= 0.75
+    assert K.decision_share(many) == 0.0 == K.power(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
 
 
 def test_the_clock_tier_rows_state_what_they_measure():

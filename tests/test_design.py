@@ -15,11 +15,12 @@ from initmem.claims.verdicts import greater
 
 
 def _measured(source: str, optimizer: str = "sgd", b: int = 16, spread_pp: float = 10.0, sd: float = 0.02, n_test: int = 500,
-              steps_to_fit: float = np.nan, steps: int = 1000, n_train: int = 1000, resolution: int = 16, lr: float = 1e-3) -> D.Measured:
+              steps_to_fit: float = np.nan, steps: int = 1000, n_train: int = 1000, resolution: int = 16, lr: float = 1e-3,
+              drops: dict | None = None) -> D.Measured:
     sigmas = np.array([0.1, 0.5, 1.2, 2.5])
     means = 0.5 - spread_pp / 100 * (sigmas - 0.1) / 2.4
     spec = {"optimizer": optimizer, "lr": lr, "batch_size": b, "epochs": 10, "l2": 0.0, "n_train": n_train, "n_test": n_test}
-    return D.Measured(source, spec, resolution, sigmas, means, sd, 8, steps, np.full(4, steps_to_fit))
+    return D.Measured(source, spec, resolution, sigmas, means, sd, 8, steps, np.full(4, steps_to_fit), drops or {})
 
 
 def _config(seeds: int = 4, lr_l2_seeds: int = 4, **data) -> dict:
@@ -63,6 +64,47 @@ def test_a_contrast_assumes_the_smallest_difference_of_a_source_that_measured_bo
                _measured("tier-b", spread_pp=6), _measured("tier-b", optimizer="adam", spread_pp=5)]
     t = D.contrast_truth(sgd, adam, sources)
     assert np.ptp(t.means[0]) - np.ptp(t.means[1]) == pytest.approx(0.01) and "tier-b" in t.source
+
+
+def test_a_contrast_assumes_the_seed_pairing_its_source_measured():
+    """The two arms' per-seed end drops correlate in the source that measured both: the truth carries
+    that correlation (Pearson over the seeds both ran); the paper's numbers pair nothing."""
+    ps = [p for p in D.planned(_config()) if p.study == "main"]
+    sgd, adam = sorted(ps, key=lambda p: p.spec["optimizer"] != "sgd")
+    shared = np.random.default_rng(0).standard_normal(12)
+    own = np.random.default_rng(1).standard_normal((2, 12))
+    da, db = 0.1 + 0.02 * (shared + 0.5 * own[0]), 0.02 + 0.02 * (shared + 0.5 * own[1])
+    sources = [_measured("tier", spread_pp=10, drops=dict(enumerate(da))), _measured("tier", optimizer="adam", spread_pp=2,
+                                                                                       drops=dict(enumerate(db)))]
+    t = D.contrast_truth(sgd, adam, sources)
+    assert t.corr == pytest.approx(np.corrcoef(da, db)[0, 1]) and t.corr > 0.5 and "arms correlating" in t.source
+    few = [_measured("tier", spread_pp=10, drops=dict(enumerate(da[:3]))), _measured("tier", optimizer="adam", spread_pp=2,
+                                                                                       drops=dict(enumerate(db[:3])))]
+    assert D.contrast_truth(sgd, adam, few).corr == 0.0  # too few seeds to measure a pairing: independent arms
+
+
+def test_the_planned_contrast_power_is_the_rate_of_the_rule_on_seed_paired_runs():
+    """The planner's P(decision) of a contrast, against a direct simulation of the claims table's rule
+    (:func:`initmem.claims.spreads.contrast_arrays` and the verdict) on runs whose seeds pair the arms
+    (correlation 0.9 at each sigma_w), 1,000 draws: the paired plan agrees within Monte-Carlo error, an
+    independent-arms plan (what the planner assumed before) does not."""
+    from initmem.claims import spreads as S
+    from initmem.claims import verdicts as V
+
+    sigmas, sd, corr, seeds, draws = (0.1, 2.5), 0.02, 0.9, 4, 1000
+    ma, mb = 0.5 - np.array([0.0, 0.03]), np.full(2, 0.5)
+    rng = np.random.default_rng(7)
+    cov = sd ** 2 * np.array([[1.0, corr], [corr, 1.0]])
+    decided = 0
+    for _ in range(draws):
+        e = rng.multivariate_normal([0.0, 0.0], cov, size=(len(sigmas), seeds))
+        _, low, high = S.contrast_arrays(ma[:, None] + e[..., 0], mb[:, None] + e[..., 1])
+        decided += V.verdict(float(low), float(high), greater(0)) in (V.REPRODUCED, V.NOT_REPRODUCED)
+    measured = decided / draws
+    mc = 3 * np.sqrt(measured * (1 - measured) / draws) + 3 * np.sqrt(measured * (1 - measured) / 1000)
+    paired = D.contrast_rate(D.Truth((ma, mb), sd, "test", corr), sigmas, greater(0))(seeds, sigmas)
+    independent = D.contrast_rate(D.Truth((ma, mb), sd, "test", 0.0), sigmas, greater(0))(seeds, sigmas)
+    assert abs(paired - measured) < mc and abs(independent - measured) > mc
 
 
 def test_the_chance_of_a_decision_grows_with_seeds_and_the_cheapest_design_is_the_least_that_reaches_80_percent():
@@ -123,12 +165,16 @@ def test_the_committed_plan_of_the_paper_is_what_the_planner_prints():
     assert all(f"| `{p.cid}` |" in cheapest for p in plans)
 
 
+CONTRASTS = ("| `sgd_gt_", "| `lr_reduces_")
+
+
 def test_the_regime_tiers_committed_plan_is_what_the_planner_prints_without_the_tier(capsys, monkeypatch):
     """evidence/jpeg-cifar10-regime/design_plan.md was made before the tier existed and stays as it was:
     `design --leave-out` it regenerates its plan, every number of every row, byte for byte. Since then
     the planner gained the similarity section, the single-spread rule's words became two-way (the
-    ``rule`` cell of one row) and the --cheapest section changed in one row (the 64-seed cap on curve
-    searches: docs/design.md)."""
+    ``rule`` cell of one row), the --cheapest section changed in one row (the 64-seed cap on curve
+    searches: docs/design.md) and the contrasts' power pairs the arms by seed (their assumed truth
+    names the arms' correlation; their P(decision) moved: compared here cell by cell but those two)."""
     from initmem.cli import main
 
     monkeypatch.chdir(ROOT)  # the plan names its config as given
@@ -136,10 +182,13 @@ def test_the_regime_tiers_committed_plan_is_what_the_planner_prints_without_the_
     plan, similarity = capsys.readouterr().out.split("\n## Similarity to the paper's design", 1)
     committed = (ROOT / "evidence" / "jpeg-cifar10-regime" / "design_plan.md").read_text()
 
-    def without_rule(text: str) -> str:
-        return "\n".join("|".join(c for i, c in enumerate(line.split("|")) if i != 2) if line.startswith("| `") else line
-                         for line in text.splitlines())
-    assert plan.splitlines()[1:] and without_rule(plan) in without_rule(committed.split("\n", 1)[1])
+    def as_made(text: str) -> str:
+        """The rule cell dropped; in a contrast's row its truth and P(decision) too."""
+        def cells(line: str) -> str:
+            drop = {2} | ({6, 8} if line.startswith(CONTRASTS) else set())
+            return "|".join(c for i, c in enumerate(line.split("|")) if i not in drop)
+        return "\n".join(cells(line) if line.startswith("| `") else line for line in text.splitlines())
+    assert plan.splitlines()[1:] and as_made(plan) in as_made(committed.split("\n", 1)[1])
     assert "| main: SGD lr 0.001 b=16 | 16 | 28.6 | moving | 4,800 | T_SGD 0.000113 | the first 29 |" in similarity
 
 
@@ -179,3 +228,12 @@ def test_the_outcome_sets_each_planned_row_beside_its_verdict(tmp_path):
     assert "**reproduced**" in line and "12.5 [10, 15]" in line and "75%" in line
     assert "| `sgd_gt_adam_b16` |" in text and "not in the claims table" in text
     assert text.rstrip().endswith("1 of the planned rows are decided by their verdicts (reproduced or not reproduced).")
+
+
+def test_the_collapse_plan_counts_partly_tested_apart_from_its_decisions(monkeypatch):
+    """P(decision) of the collapse is reproduced or not reproduced, as for every rule; partly tested is its own share."""
+    shares = {"reproduced": 0.10, "not reproduced": 0.05, "partly tested": 0.70, "inconclusive": 0.15, "not identifiable": 0.0}
+    monkeypatch.setattr(D, "_collapse_shares", lambda *args: shares)
+    reads = [p for p in D.planned(_config()) if p.spec["optimizer"] == "adam"]
+    assert D.collapse_rate(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.15)
+    assert D.collapse_partly(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.70)

@@ -13,7 +13,11 @@ The assumed truths (the rule everywhere: the smaller effect of every estimate):
   size (a linear profile over its sigma_w range); each is interpolated onto the planned grid and the smallest
   spread is assumed. The pilot's one-seed cells inform the regime only.
 - **a contrast** (a's spread minus b's, seed-paired): every source that measured both arms, and the
-  paper's two numbers; the smallest contrast is assumed (with that source's two profiles).
+  paper's two numbers; the smallest contrast is assumed (with that source's two profiles). One seed's
+  runs in the two arms correlate (the same init draws and data order): the correlation of the two
+  arms' per-seed end drops (first minus last sigma_w) over the seeds that source ran in both
+  (:func:`arm_correlation`, Pearson; >= MIN_PAIRED_SEEDS seeds) is assumed with it; the paper's
+  numbers, or fewer seeds, pair nothing (correlation 0, the arms independent).
 - **the run noise** at the planned test-set size: each source's residual sd (seed-blocked) split into
   its test-sampling part p(1 - p) / n_test and the rest (the seeds'), the rest kept and the sampling
   part recomputed at the planned n_test; the largest over the sources is assumed.
@@ -24,6 +28,10 @@ The assumed truths (the rule everywhere: the smaller effect of every estimate):
 - **the collapse**: the calibration's truth (:mod:`initmem.claims.collapse_calibration`) at the
   planned configurations and the largest committed tier noise.
 
+Checked against what happened (:mod:`initmem.design_check`, ``benchmarks/planner_check.md``): each committed
+tier replanned without itself, its plans beside the rate its rules reach on resamples of its own seeds; the
+report ends with a warning under any planned claim whose kind (:func:`claim_family`) missed there.
+
 The regime (a hand-made rule, stated because no textbook one exists): a configuration is expected to
 fit at a sigma_w when a measured run of the same optimizer, lr, n_train and resolution reached 99.5%
 train accuracy within the planned steps, in a run no longer than the planned one or by half of them
@@ -33,6 +41,7 @@ train accuracy within the planned steps, in a run no longer than the planned one
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -40,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from initmem import paper as published
 from initmem.claims import calibration as Cal
@@ -51,17 +61,20 @@ from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
 from initmem.claims.similarity import design_markdown
 from initmem.claims.spreads import residual_sd
-from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Side, greater
+from initmem.claims.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import packs_gpu_hours
 from initmem.pipeline.grid import expand_studies
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
+# The planner checked against the committed tiers (benchmarks/planner_check.py): a plan of a kind that missed there is warned of.
+CHECKS = Path(__file__).resolve().parents[2] / "benchmarks" / "planner_check.csv"
 PILOT = "jpeg-cifar10-pilot"
 PILOT_CONFIG = "config/evidence-pilot.yaml"  # what the pilot trained (its sizes/ files change n_train, resolution, epochs)
 TARGET = 0.8
 MAX_SEEDS = 200
+MIN_PAIRED_SEEDS = 4  # a contrast's arm correlation needs this many seeds run in both arms (else the arms are taken as independent)
 INTERP = published.INTERP_TRAIN_ACC / 100
 SHAPE_SIMS, COLLAPSE_SIMS, COLLAPSE_DRAWS = 100, 100, 100
 CURVE_MAX_SEEDS = 64
@@ -112,6 +125,7 @@ class Measured:
     seeds: int
     steps: int                              # optimizer steps of the run
     steps_to_fit: np.ndarray = field(hash=False)  # per sigma_w: the median over fitted runs (nan: none fitted)
+    drops: dict = field(default_factory=dict, hash=False)  # seed -> its end drop, first minus last sigma_w (fractions)
 
     def label(self) -> str:
         s = self.spec
@@ -124,6 +138,7 @@ class Truth:
     means: tuple[np.ndarray, ...]   # per arm, on the planned grid
     sd: float
     source: str
+    corr: float = 0.0               # a contrast's: the correlation of one seed's runs across its two arms
 
 
 @dataclass
@@ -137,6 +152,8 @@ class Plan:
     rate: Callable[[int, tuple[float, ...]], float] | None   # (seeds, sigma_w grid) -> P(decision)
     regime: str
     note: str = ""
+    side: Side | None = None   # a spread's or a contrast's side, as the claims table reads it
+    partly: Callable[[int, tuple[float, ...]], float] | None = None   # the collapse's: P(partly tested), apart from P(decision)
 
     @property
     def kind(self) -> str:
@@ -195,7 +212,7 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
             fit = g.groupby("sigma_w")["tau_interp"].median() * steps_per_epoch
             out.append(Measured(folder.name, spec, res, grid.index.to_numpy(float), grid.mean(axis=1).to_numpy(float),
                                 float(residual_sd(grid.to_numpy(float))) if grid.shape[1] > 1 else math.nan, grid.shape[1],
-                                int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float)))
+                                int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float), end_drops(grid)))
     pilot = evidence / PILOT / "tables" / "steps_to_fit.csv"
     if pilot.exists():
         t = pd.read_csv(pilot)
@@ -209,6 +226,29 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
             out.append(Measured(PILOT, spec, int(res), g["sigma_w"].to_numpy(float), g["test_acc_best"].to_numpy(float), math.nan, 1,
                                 int(steps), g["steps_to_fit"].to_numpy(float)))
     return tuple(out)
+
+
+def end_drops(grid: pd.DataFrame) -> dict:
+    """Per seed (a column of ``grid``, sigma_w x seed), the first sigma_w's value minus the last's, where it has both."""
+    d = grid.iloc[0] - grid.iloc[-1]
+    return {s: float(v) for s, v in d.items() if np.isfinite(v)}
+
+
+def arm_correlation(a: Measured, b: Measured) -> float:
+    """The Pearson correlation of ``a``'s and ``b``'s per-seed end drops over the seeds both ran (their
+    seed pairing, as :func:`initmem.claims.power.contrast_decision_rate` reads it: a seed's runs at one
+    sigma_w correlate by as much); 0 (independent arms) below MIN_PAIRED_SEEDS such seeds or with no spread in either."""
+    shared = sorted(set(a.drops) & set(b.drops))
+    return drop_correlation(np.array([a.drops[s] for s in shared]), np.array([b.drops[s] for s in shared]))
+
+
+def drop_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """The Pearson correlation of two arms' per-seed end drops (seed-paired vectors), clipped to +-0.99;
+    0 (independent arms) below MIN_PAIRED_SEEDS seeds or where either does not vary."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < MIN_PAIRED_SEEDS or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0
+    return float(np.clip(stats.pearsonr(x, y).statistic, -0.99, 0.99))
 
 
 def noise_at(m: Measured, n_test: int) -> float:
@@ -275,17 +315,18 @@ def contrast_truth(a: Planned, b: Planned, sources: Sequence[Measured]) -> Truth
     ca, cb = dict(candidates(a, sources)), dict(candidates(b, sources))
     both = []
     for m in _direct(a, sources):
-        both += [(f"{m.label()} vs {n.label()}", _profile(m, a.sigmas), _profile(n, b.sigmas)) for n in _direct(b, sources)
+        both += [(f"{m.label()} vs {n.label()}", _profile(m, a.sigmas), _profile(n, b.sigmas), arm_correlation(m, n))
+                 for n in _direct(b, sources)
                  if n.source == m.source and n is not m and _same(n.spec, [k for k in ("batch_size", "n_train", "lr", "optimizer")
                                                                           if _same(a.spec, (k,), **b.spec)], **m.spec)]
     pa, pb = [k for k in ca if k.startswith("the paper")], [k for k in cb if k.startswith("the paper")]
     if pa and pb:
-        both.append((f"{pa[0]} vs {pb[0]}", ca[pa[0]], cb[pb[0]]))
+        both.append((f"{pa[0]} vs {pb[0]}", ca[pa[0]], cb[pb[0]], 0.0))
     if not both:
         return None
-    name, ma, mb = min(both, key=lambda x: np.ptp(x[1]) - np.ptp(x[2]))
+    name, ma, mb, corr = min(both, key=lambda x: np.ptp(x[1]) - np.ptp(x[2]))
     return Truth((ma, mb), run_noise([a, b], sources),
-                 f"{name}: {100 * (np.ptp(ma) - np.ptp(mb)):.1f} pp (the smallest of {len(both)})")
+                 f"{name}: {100 * (np.ptp(ma) - np.ptp(mb)):.1f} pp (the smallest of {len(both)}), arms correlating {corr:.2f}", corr)
 
 
 def fit_expected(p: Planned, sources: Sequence[Measured]) -> str:
@@ -332,8 +373,8 @@ def _spread_p(means: tuple[float, ...], sd: float, n: int, side: Side) -> float:
 
 
 @cache
-def _contrast_p(a: tuple[float, ...], b: tuple[float, ...], sd: float, n: int, side: Side) -> float:
-    return P.contrast_decision_rate(a, b, sd, sd, n, side)
+def _contrast_p(a: tuple[float, ...], b: tuple[float, ...], sd: float, corr: float, n: int, side: Side) -> float:
+    return P.contrast_decision_rate(a, b, sd, sd, n, side, corr=corr)
 
 
 @cache
@@ -353,8 +394,14 @@ def _flat_p(level: float, epochs: int, noise: float, n: int, sigmas: tuple[float
 
 
 @cache
+def _collapse_shares(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int,
+                     sigmas: tuple[float, ...]) -> dict[str, float]:
+    return CC.outcome_shares(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED,
+                             draws=COLLAPSE_DRAWS)
+
+
 def _collapse_p(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
-    return CC.power(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED, draws=COLLAPSE_DRAWS)
+    return CC.decision_share(_collapse_shares(configs, n_train, noise, n, sigmas))
 
 
 def _on(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> tuple[float, ...]:
@@ -367,8 +414,10 @@ def spread_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[in
 
 
 def contrast_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
-    """P(decision) of the seed-paired contrast rule (:func:`initmem.claims.power.contrast_decision_rate`)."""
-    return lambda n, s: 0.0 if n < 2 else _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), truth.sd, n, side)
+    """P(decision) of the seed-paired contrast rule (:func:`initmem.claims.power.contrast_decision_rate`), one seed's
+    runs in the two arms correlating by ``truth.corr``."""
+    return lambda n, s: 0.0 if n < 2 else _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), truth.sd, truth.corr,
+                                                          n, side)
 
 
 def decay_rate(peak: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
@@ -385,6 +434,12 @@ def collapse_rate(reads: Sequence[Planned], noise: float) -> Callable[[int, tupl
     """The collapse rule at the calibration's clock truth (:func:`initmem.claims.collapse_calibration.power`)."""
     configs = tuple((float(p.spec["lr"]), int(p.spec["batch_size"]), int(p.spec["epochs"])) for p in reads)
     return lambda n, s: 0.0 if n < 2 else _collapse_p(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))
+
+
+def collapse_partly(reads: Sequence[Planned], noise: float) -> Callable[[int, tuple[float, ...]], float]:
+    """The share of the same simulations that read ``partly tested`` (the design identifies only part of the clock): no decision."""
+    configs = tuple((float(p.spec["lr"]), int(p.spec["batch_size"]), int(p.spec["epochs"])) for p in reads)
+    return lambda n, s: 0.0 if n < 2 else _collapse_shares(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))[PARTLY_TESTED]
 
 
 def _tables(sources: Sequence[Measured], name: str) -> tuple[Path, ...]:
@@ -433,7 +488,8 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         if opt == "sgd":
             t = spread_truth(p, sources)
             out.append(Plan(f"sgd_keeps_spread_b{b}", f"spread (pp) {RETAINED.text()}", [p], t,
-                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources)))
+                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources),
+                            side=RETAINED))
             level = levels.get((opt, float(p.spec["lr"])))
             if level:
                 noise, cid = run_noise([p], sources), f"beta_flat_sgd_b{b}"
@@ -444,7 +500,8 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
                 q = main[(ad, b)]
                 t = contrast_truth(p, q, sources)
                 out.append(Plan(f"sgd_gt_{ad}_b{b}", f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
-                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(f"sgd_gt_{ad}_b{b}", [p, q], sources)))
+                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(f"sgd_gt_{ad}_b{b}", [p, q], sources),
+                                side=greater(0)))
         elif opt in ADAPTIVE:
             peak = peaks.get(opt)
             noise = run_noise([p], sources) if peak else math.nan
@@ -457,7 +514,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         for lo, hi in zip(at, at[1:], strict=False):
             t, cid = contrast_truth(lo, hi, sources), f"lr_reduces_sgd_b{b}_{lo.spec['lr']:g}_to_{hi.spec['lr']:g}"
             out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
-                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(cid, [lo, hi], sources)))
+                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(cid, [lo, hi], sources), side=greater(0)))
     for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
         if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and peaks.get(p.spec["optimizer"]):
             t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
@@ -473,7 +530,8 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         noise = max((CC.tier_noise(f.parent.parent) for f in _tables(sources, "history.csv.gz") if f.parent.parent.name != PILOT),
                     default=CC.PAPER_NOISE)
         out.append(Plan("collapse_beta_adam_T_adapt", "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
-                        Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise), regime("collapse_beta_adam_T_adapt", adam, sources)))
+                        Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise),
+                        regime("collapse_beta_adam_T_adapt", adam, sources), partly=collapse_partly(adam, noise)))
     return out
 
 
@@ -491,6 +549,13 @@ def gpu_hours(p: Planned, compute: dict) -> float:
     """Central H200-hours of one run of ``p`` (the rates of ``estimate``)."""
     spec = {**p.spec, "sigma_w": p.sigmas[0], "seed": 0}
     return packs_gpu_hours([[spec]], compute)[0][1]
+
+
+def per_run_cost(config: dict) -> Callable[[Planned], float]:
+    """The compute of one run as the plan counts it: central H200-hours on a GPU config, minutes on CPU_CORES cores on a CPU one."""
+    if config["compute"]["device"] != "cpu":
+        return lambda p: gpu_hours(p, config["compute"])
+    return lambda p: cpu_seconds(p) / 60 / CPU_CORES
 
 
 def cost(reads: Sequence[Planned], seeds: int, k: int, per_run: Callable[[Planned], float]) -> float:
@@ -532,15 +597,44 @@ def cheapest(plan: Plan, per_run: Callable[[Planned], float]) -> tuple[int, tupl
 
 # --- the printed plan -----------------------------------------------------------------------------
 
+def claim_family(cid: str) -> str:
+    """A claim id without its batch size and what follows (``sgd_gt_adam_b16`` -> ``sgd_gt_adam``): plans of one kind."""
+    return re.split(r"_b\d", cid, maxsplit=1)[0]
+
+
+def missed_checks(checks: Path | None = None) -> pd.DataFrame:
+    """The rows of the committed check table (:data:`CHECKS`, :mod:`initmem.design_check`) where a plan missed; empty without one."""
+    checks = CHECKS if checks is None else checks
+    if not checks.is_file():
+        return pd.DataFrame(columns=["family"])
+    table = pd.read_csv(checks)
+    return table[table["missed"].astype(bool)]
+
+
+def warnings_of(ps: Sequence[Plan], missed: pd.DataFrame) -> list[str]:
+    """One line per kind of planned claim (:func:`claim_family`) that missed on a committed tier: the claims
+    planned here, then where it missed, planned against realised and whose miss it was."""
+    out = []
+    for family in dict.fromkeys(claim_family(p.cid) for p in ps):
+        rows = missed[missed["family"] == family]
+        if rows.empty:
+            continue
+        claims = ", ".join(f"`{p.cid}`" for p in ps if claim_family(p.cid) == family)
+        where = "; ".join(f"{r.tier} `{r.claim}`, {r.seeds} seeds at sigma_w {r.sigmas} ({r.design}): planned {r.planned:.0%}, "
+                          f"realised {r.realised:.0%} ({'the arithmetic missed too' if r.arithmetic_missed else 'the assumed truth missed'})"
+                          for r in rows.itertuples())
+        out.append(f"- **warning** {claims}: plans of `{family}` missed on committed tiers: {where}.")
+    return out
+
+
 def _grid_text(sigmas: Sequence[float]) -> str:
     return f"{len(sigmas)} ({', '.join(f'{s:g}' for s in sigmas)})" if len(sigmas) <= 6 else f"{len(sigmas)} ({sigmas[0]:g}-{sigmas[-1]:g})"
 
 
 def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None) -> str:
     """The plan as Markdown: a row per claim, then the config's total compute."""
-    gpu = config["compute"]["device"] != "cpu"
-    per_run = (lambda p: gpu_hours(p, config["compute"])) if gpu else (lambda p: cpu_seconds(p) / 60 / CPU_CORES)
-    unit = "H200-hours (central)" if gpu else f"minutes on {CPU_CORES} cores"
+    per_run = per_run_cost(config)
+    unit = "H200-hours (central)" if config["compute"]["device"] != "cpu" else f"minutes on {CPU_CORES} cores"
     ps = plans(config, sources)
     lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
              f"under the assumed truth (initmem.design); compute: {unit}.", "",
@@ -549,6 +643,8 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
     for p in ps:
         rate = p.rate(p.seeds, p.sigmas) if p.rate and p.seeds >= 2 else math.nan
         chance = "not testable with one seed" if p.seeds < 2 else ("no truth to simulate" if math.isnan(rate) else f"{rate:.0%}")
+        if p.partly and p.seeds >= 2 and not math.isnan(rate):
+            chance += f" (and {p.partly(p.seeds, p.sigmas):.0%} partly tested, no decision)"
         truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none measured", "")
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), per_run):,.1f} |")
@@ -564,6 +660,9 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
             cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
+    warned = warnings_of(ps, missed_checks())
+    if warned:
+        lines += ["", "## Plans of these kinds missed on a committed tier (benchmarks/planner_check.md)", "", *warned]
     return "\n".join(lines) + "\n"
 
 

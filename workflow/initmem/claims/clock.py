@@ -243,6 +243,9 @@ def _collapse_row(cid: str, quantity: str, group: list[ClockCell], what: str, cl
         power = P.would_decide(rate, n_seeds, CC.ROW_MAX_SEEDS, "simulated at the row's configurations and per-run noise under its "
                                f"measured exponents, if the true clock equals the estimate; the calibration's curve shape, "
                                f"{CC.ROW_POWER_SIMS} simulations per seed count")
+        if design.rank < 2:  # a decision needs every exponent: `partly tested` is no decision (collapse_calibration.decision_share)
+            power += (f"; this design identifies {design.parameter()} only: agreement reads `partly tested` at any seeds, "
+                      "no decision; only `not reproduced` decides")
     r = row(cid, "direction", quantity, paper, scale, Reading(est, side=side, decided=(decision.verdict, decision.why), cells=curves,
             read_at=CURVE, note=note, power=power))
     return r | {"statistic_verdict": decision.tested}

@@ -260,17 +260,30 @@ def calibration_rows(design: str, n_sims: int, rng_seed: int, draws: int = 100, 
     return rows
 
 
-def power(configs: Sequence[tuple[float, int, int]], seeds: int, noise: float, optimizer: str = "adam", n_sims: int = 50,
-          sigmas: Sequence[float] = (0.1, 0.5, 1.2, 2.5), n_train: int = 1000, what: str = "beta", truth=None, rng_seed: int = 0,
-          draws: int = 100) -> float:
-    """P(decision): the share of ``n_sims`` simulations under ``truth`` (default: the paper's clock)
-    at these configurations (lr, b, epochs), seeds and per-run noise that the rule decides
-    (``reproduced`` or ``not reproduced``): e.g. Adam at >= 3 batch sizes and one lr for a future tier."""
+def outcome_shares(configs: Sequence[tuple[float, int, int]], seeds: int, noise: float, optimizer: str = "adam", n_sims: int = 50,
+                   sigmas: Sequence[float] = (0.1, 0.5, 1.2, 2.5), n_train: int = 1000, what: str = "beta", truth=None,
+                   rng_seed: int = 0, draws: int = 100) -> dict[str, float]:
+    """The share of ``n_sims`` simulations under ``truth`` (default: the paper's clock) at these
+    configurations (lr, b, epochs), seeds and per-run noise that end in each verdict of the rule."""
     clock = "T_adapt" if optimizer != "sgd" else "T_sgd"
     d = SimDesign("power", optimizer, clock, tuple(configs), tuple(sigmas), seeds, noise, n_train)
     truth = C.CLOCKS[clock] if truth is None else truth
     v = _rates(d, truth, what, n_sims, np.random.default_rng(rng_seed), draws)["verdicts"]
-    return float(np.mean((v == REPRODUCED) | (v == NOT_REPRODUCED) | (v == PARTLY_TESTED)))
+    return {word: float(np.mean(v == word)) for word in (REPRODUCED, NOT_REPRODUCED, PARTLY_TESTED, INCONCLUSIVE, NOT_IDENTIFIABLE)}
+
+
+def decision_share(shares: dict[str, float]) -> float:
+    """A decision is ``reproduced`` or ``not reproduced``, as everywhere (:mod:`initmem.claims.power`):
+    ``partly tested`` (only the exponents the design identifies) is not one."""
+    return shares[REPRODUCED] + shares[NOT_REPRODUCED]
+
+
+def power(configs: Sequence[tuple[float, int, int]], seeds: int, noise: float, optimizer: str = "adam", n_sims: int = 50,
+          sigmas: Sequence[float] = (0.1, 0.5, 1.2, 2.5), n_train: int = 1000, what: str = "beta", truth=None, rng_seed: int = 0,
+          draws: int = 100) -> float:
+    """P(decision): the share of simulations (:func:`outcome_shares`) that the rule decides
+    (:func:`decision_share`): e.g. Adam at >= 3 batch sizes and one lr for a future tier."""
+    return decision_share(outcome_shares(configs, seeds, noise, optimizer, n_sims, sigmas, n_train, what, truth, rng_seed, draws))
 
 
 # A collapse row's "would decide": fewer simulations and resamples than the calibration (each simulation is a whole

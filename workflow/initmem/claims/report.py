@@ -70,16 +70,52 @@ def _final(rows: pd.DataFrame) -> pd.Series:
     return rows["verdict_holm"] if "verdict_holm" in rows else rows["verdict"]
 
 
+ROWS_DISAGREE = "whose rows disagree"  # a finding whose rows end in different verdicts
+
+
+def finding_keys(rows: pd.DataFrame) -> pd.Series:
+    """Each row's finding: the runs it reads (``runs_read``: rows on the same runs are one finding), or
+    the row alone where it names none."""
+    runs = rows["runs_read"] if "runs_read" in rows else pd.Series("", index=rows.index)
+    named = runs.fillna("").astype(str)
+    return named.where(named != "", "row:" + rows["id"].astype(str))
+
+
+def finding_words(rows: pd.DataFrame) -> pd.Series:
+    """Per finding (:func:`finding_keys`), the verdict after Holm its rows share, or :data:`ROWS_DISAGREE`."""
+    final = _final(rows)
+    return final.groupby(finding_keys(rows), sort=False).agg(lambda v: v.iloc[0] if v.nunique() == 1 else ROWS_DISAGREE)
+
+
 def counts_line(table: pd.DataFrame) -> str:
-    """'N directional claims measured: a reproduced, ...; m not measured.' (the one wording used
-    everywhere), from the decisions that stand after Holm's adjustment across the tier's tested rows."""
+    """'N directional claims measured[, F findings], familywise after Holm: a reproduced, ...; m not
+    measured.' (the one wording used everywhere), from the decisions that stand after Holm's adjustment
+    across the tier's tested rows, counted per finding: rows that read the same runs (one phenomenon
+    read by several statistics) count once, with their shared verdict or as one whose rows disagree."""
     measured, missing = directions(table)
-    counts = _final(measured).value_counts()
-    words = [f"{counts.get(v, 0)} {v}" for v in V.VERDICTS if v != V.NOT_MEASURED and (counts.get(v, 0) or v in V.VERDICTS[:3])]
+    words_of = finding_words(measured)
+    counts = words_of.value_counts()
+    words = [f"{counts.get(v, 0)} {v}" for v in (*V.VERDICTS, ROWS_DISAGREE)
+             if v != V.NOT_MEASURED and (counts.get(v, 0) or v in V.VERDICTS[:3])]
     lost = int((_final(measured) != measured["verdict"]).sum())
     holm = f" ({lost} decision{'s' if lost != 1 else ''} undone by Holm's adjustment across the tier)" if lost else ""
-    return (f"{len(measured)} directional claims measured, familywise after Holm: {', '.join(words)}{holm}; "
+    findings = (f", {len(words_of)} findings (rows that read the same runs count once)" if len(words_of) < len(measured) else "")
+    return (f"{len(measured)} directional claims measured{findings}, familywise after Holm: {', '.join(words)}{holm}; "
             f"{len(missing)} more not measured (the config lacks what they need).")
+
+
+def shared_findings(name: str, table: pd.DataFrame) -> list[str]:
+    """One line per finding that several measured rows read (the same runs): 'N rows, 1 finding', each row with its verdict."""
+    measured = directions(table)[0]
+    keys, final = finding_keys(measured), _final(measured)
+    out = []
+    for key, rows in measured.groupby(keys, sort=False):
+        if len(rows) > 1:
+            word = finding_words(measured)[key]
+            runs = int(pd.to_numeric(rows["n_runs"], errors="coerce").max()) if "n_runs" in rows else 0
+            listed = ", ".join(f"`{r['id']}` ({final[i]})" for i, r in rows.iterrows())
+            out.append(f"- `{name}`: {len(rows)} rows, 1 finding (the same {runs} runs): **{word}**; its rows: {listed}")
+    return out
 
 
 def _table(df: pd.DataFrame, cols: dict) -> str:
@@ -108,6 +144,9 @@ def verdict_table(table: pd.DataFrame, compact: bool = False) -> str:
                 "would decide": lambda r: r.get("would_decide", "")}
     methods = sorted(set(measured["ci_method"]) - {""})
     out = [_table(measured, cols), f"Intervals: {'; '.join(methods) or 'none'} (level 0.95).\n", f"**{counts_line(table)}**\n"]
+    shared = shared_findings("this tier", table)
+    if shared:
+        out.append("Findings read by several rows (counted once):\n\n" + "\n".join(shared) + "\n")
     outside = measured[measured["verdict"] == V.OUTSIDE_REGIME]
     if not compact and not outside.empty:
         out.append("Outside the paper's regime, and why (the regime each sentence states: `initmem/claims/registry.py`):\n\n"
@@ -277,10 +316,18 @@ def _whole(verdicts: list[str]) -> str:
 
 def decided_lines(name: str, table: pd.DataFrame) -> list[str]:
     """The front page's decided rows of one folder: each decided row with its number, interval and the
-    paper's side; a half of a split claim (:data:`SPLIT`) is shown with its other halves and the whole's word."""
+    paper's side; a finding several rows read (the same runs: :func:`finding_keys`) is one line with its rows, where
+    any of them is decided; a half of a split claim (:data:`SPLIT`) is shown with its other halves and the whole's word."""
     measured = directions(table)[0]
     lines, seen = [], set()
-    for _, r in measured.iterrows():
+    keys = finding_keys(measured)
+    several = keys.map(keys.value_counts()) > 1
+    for i, r in measured.iterrows():
+        if several[i]:
+            if keys[i] not in seen and measured.loc[keys == keys[i], "verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED, V.PARTLY_TESTED]).any():
+                seen.add(keys[i])
+                lines.append(_finding_line(name, measured[keys == keys[i]], finding_words(measured)[keys[i]]))
+            continue
         split = _split_key(r["id"])
         if split is None:
             if r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED, V.PARTLY_TESTED):
@@ -300,11 +347,19 @@ def decided_lines(name: str, table: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _finding_line(name: str, rows: pd.DataFrame, word: str) -> str:
+    """A decided finding read by several rows: its word after Holm, each row with its verdict, number and interval."""
+    parts = "; ".join(f"{h['quantity']}: {h['verdict']}, {format_number(h['reproduced'])} {format_interval(h['ci_low'], h['ci_high'])}".rstrip()
+                      for _, h in rows.iterrows())
+    return f"- `{name}`: one finding read by {len(rows)} rows on the same runs: **{word}** (its rows: {parts})"
+
+
 def family_summary(tables: dict[str, pd.DataFrame]) -> str:
     """The README's short view: per claim family (:mod:`initmem.claims.registry`) and evidence folder,
-    the verdict counts of the measured directional claims, then every decided row (reproduced or not)
-    with its number, interval and the paper's side, a split claim's halves together (:func:`decided_lines`);
-    each folder's counts line."""
+    the verdict counts of the measured directional claims (rows), then every decided row (reproduced or not)
+    with its number, interval and the paper's side, a split claim's halves and a finding's rows together
+    (:func:`decided_lines`); the findings several rows read (:func:`shared_findings`); each folder's counts
+    line (per finding)."""
     fams = list(dict.fromkeys(c.family for c in REGISTRY)) + ["other"]
     rows = []
     for fam in fams:
@@ -319,6 +374,9 @@ def family_summary(tables: dict[str, pd.DataFrame]) -> str:
     out = [_table(df, {c: (lambda r, c=c: r[c]) for c in df.columns}) if rows else "No directional claim measured.\n"]
     decided = [line for name, table in tables.items() for line in decided_lines(name, table)]
     out.append("Decided rows:\n\n" + ("\n".join(decided) if decided else "none") + "\n")
+    shared = [line for name, table in tables.items() for line in shared_findings(name, table)]
+    if shared:
+        out.append("Findings read by several rows (the counts below count each once):\n\n" + "\n".join(shared) + "\n")
     out += [f"`{n}`: **{counts_line(t)}**\n" for n, t in tables.items()]
     return "\n".join(out)
 

@@ -4,6 +4,7 @@ with its verdict, interval method and regime (:mod:`initmem.claims.verdicts`).""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from initmem.spec import ADAPTIVE, entry_names  # noqa: F401  (the optimizer fil
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
-           "null_mean", "p_null", "section", "regime", "would_decide", "p_decision", "p_holm", "verdict_holm"]
+           "null_mean", "p_null", "section", "regime", "would_decide", "p_decision", "p_holm", "verdict_holm", "runs_read"]
 # The claims table's name of each optimizer and norm (initmem.presentation: the entry's file or derived from it)
 LABEL = {n: table_label(n) for n in (*entry_names("optimizer"), "batchnorm", "layernorm")}
 PAPER_LR = published.MAIN_LR  # main-study claims read only the runs at the main grid's learning rate
@@ -148,6 +149,13 @@ class Reading:
         return self.power
 
 
+def runs_read(cells: Sequence[Cell]) -> str:
+    """Which runs a row reads, as a short digest of their ids (each cell's ``key``): rows with the same
+    digest read the same runs and are one finding (:mod:`initmem.claims.report`); "" without cells."""
+    ids = sorted({i for c in cells if c is not None for i in c.key.split("|") if i})
+    return f"runs:{hashlib.blake2b('|'.join(ids).encode(), digest_size=6).hexdigest()}" if ids else ""
+
+
 def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: Reading = Reading()) -> dict:
     """One claims.csv row: what the claim is (id, kind, quantity, the paper's number, the scale it
     was measured at) and how it is decided (:class:`Reading`).
@@ -163,7 +171,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: R
         return base | {"reproduced": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "verdict": v,
                        "statistic_verdict": v, "n_runs": 0, "n_seeds": 0, "share_fit": math.nan, "share_best_fitted": math.nan,
                        "null_mean": math.nan, "p_null": math.nan, "section": "", "regime": "", "would_decide": "",
-                       "p_decision": math.nan, "p_holm": math.nan, "verdict_holm": v,
+                       "p_decision": math.nan, "p_holm": math.nan, "verdict_holm": v, "runs_read": "",
                        "note": "; ".join(n for n in (reading.missing or "not in this config", reading.note) if n)}
     stat_v, notes = reading.statistic_verdict(kind)
     power = reading.would_decide(kind, stat_v)
@@ -182,7 +190,7 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: R
                    "null_mean": est.null_mean, "p_null": est.p_null,
                    "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "", "would_decide": power,
                    "p_decision": M.decision_p(est, side, stat_v) if kind == "direction" and side is not None else math.nan,
-                   "p_holm": math.nan, "verdict_holm": v,
+                   "p_holm": math.nan, "verdict_holm": v, "runs_read": runs_read(reading.cells),
                    "note": "; ".join(n for n in notes if n)}
 
 

@@ -1,0 +1,270 @@
+"""The planner checked against what happened: each committed tier replanned without itself, and each
+planned P(decision) set beside the rate its claim's own rule reaches on that tier's runs.
+
+For a spread or a contrast plan (:mod:`initmem.design`) at a design (seeds, sigma_w grid):
+
+- **planned**: the planner's P(decision), from the truth it assumes without the tier (``--leave-out``);
+- **planned at the tier's truth**: the same arithmetic (:mod:`initmem.claims.power`: independent run
+  noise within a configuration, the arms of a contrast paired by seed) fed the tier's own seed
+  means, residual sd and, for a contrast, the correlation of its arms' per-seed end drops: what the
+  planner would have said had it known the tier's truth (it separates the truth it assumed from its
+  arithmetic);
+- **realised**: the share of resamples of the tier's own runs at the design, each read by the claims
+  table's own functions (:func:`initmem.claims.spreads.spread_estimate` /
+  :func:`~initmem.claims.spreads.contrast_estimate` and :func:`initmem.claims.verdicts.side_verdict`
+  against the plan's side, the statistic alone: the plan is conditional on the regime), that end in
+  ``reproduced`` or ``not reproduced``. A resample is ``seeds`` of the tier's seeds drawn without
+  replacement (every subset where there are no more than the draws asked for) at the design's
+  sigma_w; at the tier's own seed count the one draw is the tier itself.
+
+A plan *missed* where the realised rate differs from the planned one beyond Monte-Carlo error: the
+two-sided test of two independent binomial proportions (statsmodels ``test_proportions_2indep``,
+the planner's simulations against the resamples) at :data:`MISS_LEVEL`; with one draw (the tier
+itself, at its own seeds) the exact binomial test of that one verdict against the planned rate
+(a verdict the plan gave less than 1% is a miss). The same test on the rate planned at the tier's truth says whether the
+miss is the assumed truth's (that rate agrees with what happened) or the arithmetic's.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint, test_proportions_2indep
+
+from initmem import design as D
+from initmem.claims import power as P
+from initmem.claims import spreads as S
+from initmem.claims import verdicts as V
+from initmem.claims.rows import run_cell
+from initmem.pipeline.configfiles import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+# The committed tiers the planner can be checked against: folder under evidence/ -> the config it trained.
+TIERS = {"jpeg-cifar10-small": "config/evidence.yaml", "jpeg-cifar10-decisive": "config/evidence-decisive.yaml",
+         "jpeg-cifar10-regime": "config/evidence-regime.yaml", "jpeg-cifar10-clocks": "config/evidence-clocks.yaml"}
+DRAWS, RNG_SEED = 1000, 5100
+# Designs a tier's committed plan chose before it trained, checked besides the tier's own and today's --cheapest:
+# the regime tier's design_plan.md, its --cheapest section (seeds, sigma_w grid), made when contrasts assumed independent arms.
+COMMITTED = {"jpeg-cifar10-regime": {"sgd_keeps_spread_b16": (3, (0.1, 2.5)), "sgd_gt_adam_b16": (5, (0.1, 2.5)),
+                                     "lr_reduces_sgd_b16_0.001_to_0.1": (5, (0.1, 2.5))}}
+MISS_LEVEL = 0.01
+DECIDED = (V.REPRODUCED, V.NOT_REPRODUCED)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One plan at one design, beside what the tier's runs did there."""
+
+    tier: str
+    cid: str
+    design: str                 # "as trained", "--cheapest" or "--cheapest as committed" (the tier's committed plan)
+    seeds: int
+    sigmas: tuple[float, ...]
+    planned: float
+    planned_sims: int
+    own_truth: float            # the planner's arithmetic at the tier's own truth
+    realised: float
+    draws: int                  # resamples behind ``realised`` (1: the tier itself; 0: the design needs more seeds than it ran)
+    p_planned: float            # the two-proportion test's p, planned against realised (nan: not tested)
+    p_own: float                # ... the rate at the tier's truth against realised
+
+    @property
+    def family(self) -> str:
+        """The claim without its configuration (``sgd_gt_adam_b16`` -> ``sgd_gt_adam``): plans of the same kind."""
+        return D.claim_family(self.cid)
+
+    @property
+    def missed(self) -> bool:
+        return math.isfinite(self.p_planned) and self.p_planned < MISS_LEVEL
+
+    @property
+    def arithmetic_missed(self) -> bool:
+        return math.isfinite(self.p_own) and self.p_own < MISS_LEVEL
+
+
+def cells_of(plan: D.Plan, runs: pd.DataFrame) -> list[V.Cell] | None:
+    """The tier's cells the plan reads (the claims table's: study and settings), or None where one is missing."""
+    cells = [run_cell(runs, p.study, optimizer=p.spec["optimizer"], lr=float(p.spec["lr"]), batch_size=int(p.spec["batch_size"]),
+                      l2=float(p.spec["l2"] or 0.0)) for p in plan.reads]
+    return None if any(c is None for c in cells) else cells
+
+
+def restrict(cell: V.Cell, sigmas: Sequence[float], seeds: Sequence) -> V.Cell:
+    """``cell`` at these sigma_w values and seeds only."""
+    si = [int(np.flatnonzero(np.isclose(cell.sigmas, s))[0]) for s in sigmas]
+    ci = [int(np.flatnonzero(cell.seeds == s)[0]) for s in seeds]
+    return replace(cell, sigmas=cell.sigmas[si], seeds=cell.seeds[ci], values=cell.values[np.ix_(si, ci)])
+
+
+def shared_seeds(cells: Sequence[V.Cell], sigmas: Sequence[float]) -> list:
+    """The seeds every cell ran at every sigma_w of the design (complete: a resample reads whole seeds)."""
+    out = None
+    for c in cells:
+        si = [int(np.flatnonzero(np.isclose(c.sigmas, s))[0]) for s in sigmas]
+        ok = {s for s, col in zip(c.seeds.tolist(), np.isfinite(c.values[si]).all(0), strict=True) if col}
+        out = ok if out is None else out & ok
+    return sorted(out or [])
+
+
+def rule_verdict(cells: Sequence[V.Cell], side: V.Side) -> str:
+    """The claims table's verdict of the statistic alone: a spread for one cell, a seed-paired contrast for two."""
+    est = S.spread_estimate(cells[0]) if len(cells) == 1 else S.contrast_estimate(list(cells))
+    return V.side_verdict(est, side)
+
+
+def resamples(seeds: Sequence, n: int, draws: int, rng: np.random.Generator) -> list[tuple]:
+    """Subsets of ``n`` of ``seeds``: every one where there are at most ``draws``, else ``draws`` drawn without replacement."""
+    if n > len(seeds):
+        return []
+    if math.comb(len(seeds), n) <= draws:
+        return list(combinations(seeds, n))
+    return [tuple(rng.choice(np.asarray(seeds, dtype=object), n, replace=False)) for _ in range(draws)]
+
+
+def realised_rate(cells: Sequence[V.Cell], side: V.Side, n: int, sigmas: Sequence[float], draws: int,
+                  rng: np.random.Generator) -> tuple[float, int]:
+    """(share decided, resamples) of the rule on the tier's runs at ``n`` seeds and ``sigmas``."""
+    subsets = resamples(shared_seeds(cells, sigmas), n, draws, rng)
+    if not subsets:
+        return math.nan, 0
+    words = [rule_verdict([restrict(c, sigmas, s) for c in cells], side) for s in subsets]
+    return float(np.mean([w in DECIDED for w in words])), len(subsets)
+
+
+def own_truth_rate(cells: Sequence[V.Cell], side: V.Side, n: int, sigmas: Sequence[float]) -> float:
+    """The planner's arithmetic (:mod:`initmem.claims.power`) fed the tier's own truth at the design: its seed
+    means, its residual sd per arm and (a contrast) the Pearson correlation of its arms' per-seed end drops."""
+    seeds = shared_seeds(cells, sigmas)
+    parts = [restrict(c, sigmas, seeds).values for c in cells]
+    means = [v.mean(-1) for v in parts]
+    sds = [float(S.residual_sd(v)) for v in parts]
+    if len(cells) == 1:
+        return P.spread_decision_rate(means[0], sds[0], n, side)
+    corr = D.drop_correlation(*(v[0] - v[-1] for v in parts))
+    return P.contrast_decision_rate(means[0], means[1], sds[0], sds[1], n, side, corr=corr)
+
+
+def two_rates_p(a: float, n_a: int, b: float, n_b: int) -> float:
+    """The two-sided p of "the two binomial proportions are equal": statsmodels' score test of two independent
+    proportions; where ``b`` is one draw (the tier itself), scipy's exact binomial test of that draw against
+    the rate ``a`` (its own simulation error left out); nan without a draw."""
+    if n_a < 2 or n_b < 1 or not (math.isfinite(a) and math.isfinite(b)):
+        return math.nan
+    if a == b:
+        return 1.0
+    if n_b == 1:
+        return float(stats.binomtest(round(b), 1, a).pvalue)
+    with warnings.catch_warnings():  # its odds ratio divides by zero at a rate of 0 or 1; the score test's p does not
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = test_proportions_2indep(round(a * n_a), n_a, round(b * n_b), n_b, method="score")
+    return float(res.pvalue) if math.isfinite(res.pvalue) else 0.0
+
+
+def planned_sims(plan: D.Plan) -> int:
+    return P.PAIRED_SIMS if len(plan.reads) == 2 else P.POWER_SIMS
+
+
+def check_plan(tier: str, plan: D.Plan, cells: Sequence[V.Cell], design: str, n: int, sigmas: tuple[float, ...],
+               draws: int, rng: np.random.Generator) -> Check:
+    """One :class:`Check` of ``plan`` at (``n`` seeds, ``sigmas``)."""
+    planned = plan.rate(n, sigmas)
+    realised, k = realised_rate(cells, plan.side, n, sigmas, draws, rng)
+    own = own_truth_rate(cells, plan.side, n, sigmas)
+    sims = planned_sims(plan)
+    return Check(tier, plan.cid, design, n, sigmas, planned, sims, own, realised, k,
+                 two_rates_p(planned, sims, realised, k), two_rates_p(own, sims, realised, k))
+
+
+def tier_checks(tier: str, config: str, draws: int = DRAWS, rng_seed: int = RNG_SEED) -> list[Check]:
+    """Every spread and contrast plan of ``config`` made without ``tier``, at the tier's design, at ``--cheapest``'s and
+    at the design the tier's committed plan chose (:data:`COMMITTED`), each design once."""
+    cfg = load_config([ROOT / config])
+    sources = D.measured(leave_out=(tier,))
+    runs = pd.read_csv(D.EVIDENCE / tier / "tables" / "runs.csv")
+    runs = runs[runs["status"] == "ok"]
+    per_run = D.per_run_cost(cfg)
+    out = []
+    for k, plan in enumerate(D.plans(cfg, sources)):
+        if plan.kind != "spread" or plan.rate is None or plan.side is None or plan.seeds < 2:
+            continue
+        cells = cells_of(plan, runs)
+        if cells is None:
+            continue
+        rng = np.random.default_rng([rng_seed, k])
+        out.append(check_plan(tier, plan, cells, "as trained", plan.seeds, plan.sigmas, draws, rng))
+        designs = {(plan.seeds, plan.sigmas)}
+        best = D.cheapest(plan, per_run)
+        for name, design in (("--cheapest", best and (best[0], best[1])), ("--cheapest as committed", COMMITTED.get(tier, {}).get(plan.cid))):
+            if design is not None and design not in designs:
+                designs.add(design)
+                out.append(check_plan(tier, plan, cells, name, design[0], design[1], draws, rng))
+    return out
+
+
+def as_frame(checks: Sequence[Check]) -> pd.DataFrame:
+    """The checks as a table (the committed CSV the planner reads its warnings from)."""
+    return pd.DataFrame([{"tier": c.tier, "claim": c.cid, "family": c.family, "design": c.design, "seeds": c.seeds,
+                          "sigmas": " ".join(f"{s:g}" for s in c.sigmas), "planned": c.planned, "planned_sims": c.planned_sims,
+                          "own_truth": c.own_truth, "realised": c.realised, "draws": c.draws, "p_planned": c.p_planned,
+                          "p_own": c.p_own, "missed": c.missed, "arithmetic_missed": c.arithmetic_missed} for c in checks])
+
+
+def realised_text(c: Check) -> str:
+    """The realised rate with its 95% Wilson interval, or why there is none."""
+    if c.draws == 0:
+        return "more seeds than the tier ran"
+    if c.draws == 1:
+        return f"{c.realised:.0%} (the tier itself: one draw)"
+    lo, hi = proportion_confint(round(c.realised * c.draws), c.draws, 0.05, "wilson")
+    return f"{c.realised:.1%} [{lo:.1%}, {hi:.1%}] of {c.draws}"
+
+
+def verdict_text(c: Check) -> str:
+    """What the check says: agreed, or missed, and whose miss (the assumed truth's or the arithmetic's)."""
+    if not math.isfinite(c.p_planned):
+        return "not tested (no draw)"
+    if not c.missed:
+        return f"agrees (p = {c.p_planned:.2g})"
+    whose = "the arithmetic's too" if c.arithmetic_missed else "the assumed truth's: at the tier's truth the plan agrees"
+    return f"**missed** (p = {c.p_planned:.2g}; {whose}, p = {c.p_own:.2g})"
+
+
+def markdown(checks: Sequence[Check], command: str, seconds: float, draws: int = DRAWS) -> str:
+    """The committed table."""
+    out = ["# The planner checked against what happened\n",
+           f"`{command}` ({seconds:.0f} s wall, one core). Each committed tier replanned without itself "
+           "(`design --leave-out`), every spread and contrast plan at the tier's design, at `--cheapest`'s and at the "
+           "`--cheapest` design the tier's committed plan chose (`initmem.design_check` says how each column is made): *planned* "
+           "is the planner's P(decision) from the truth it assumed; *at the tier's truth* its arithmetic fed the tier's own seed "
+           "means, noise and seed pairing; *realised* the share of resamples of the tier's own seeds at the design (without "
+           f"replacement, {draws:,} per row, or every subset where there are fewer; at the tier's own seed count the tier itself) "
+           "that the claims table's own rule reads `reproduced` or `not reproduced` (the statistic alone; 95% Wilson interval). "
+           "*missed*: planned and realised differ beyond Monte-Carlo error (statsmodels `test_proportions_2indep`, score test; "
+           f"the tier itself, one draw: scipy's exact `binomtest` of its verdict against the planned rate; p < {MISS_LEVEL:g}); "
+           "the same test at the tier's truth says whether the assumed truth or the arithmetic missed. `design` prints a "
+           "warning under any plan of a kind that missed here.\n",
+           "| tier | claim | design | seeds | sigma_w | planned | at the tier's truth | realised | check |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for c in checks:
+        out.append(f"| {c.tier} | `{c.cid}` | {c.design} | {c.seeds} | {', '.join(f'{s:g}' for s in c.sigmas)} | {c.planned:.1%} | "
+                   f"{c.own_truth:.1%} | {realised_text(c)} | {verdict_text(c)} |")
+    missed = [c for c in checks if c.missed]
+    out += ["", f"{len(missed)} of {sum(math.isfinite(c.p_planned) for c in checks)} tested rows missed "
+            f"({sum(c.realised < c.planned for c in missed)} with fewer decisions than planned); at the tier's own truth "
+            f"{sum(c.arithmetic_missed for c in checks)} rows miss (the arithmetic's)."]
+    return "\n".join(out) + "\n"
+
+
+def misses(table: pd.DataFrame | None, family: str) -> pd.DataFrame:
+    """The rows of a committed check table where a plan of ``family`` missed."""
+    if table is None or table.empty:
+        return pd.DataFrame()
+    return table[(table["family"] == family) & table["missed"].astype(bool)]
