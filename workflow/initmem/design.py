@@ -673,18 +673,19 @@ def outcome(config: dict, folder: Path, sources: Sequence[Measured] | None = Non
     :func:`measured` of a checkout without it); the default reads every committed folder, the tier's own
     included, so its chances are then post-hoc."""
     claims = pd.read_csv(folder / "tables" / "claims.csv").set_index("id")
-    lines = ["| claim | P(decision), planned | statistic alone | verdict | after Holm | measured [interval] | runs fitted |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| claim | P(decision), planned | statistic alone | verdict | after Holm | measured [interval] | runs fitted | selected fit |",
+             "|---|---|---|---|---|---|---|---|"]
     ps = plans(config, sources)
     for p in ps:
         planned_p = p.rate(p.seeds, p.sigmas) if p.rate and p.seeds >= 2 else math.nan
         if p.cid not in claims.index:
-            lines.append(f"| `{p.cid}` | {planned_p:.0%} | not in the claims table | | | | |")
+            lines.append(f"| `{p.cid}` | {planned_p:.0%} | not in the claims table | | | | | |")
             continue
         r = claims.loc[p.cid]
         fit = "" if pd.isna(r["share_fit"]) else f"{r['share_fit']:.0%}"
+        best = "" if pd.isna(r["share_best_fitted"]) else f"{r['share_best_fitted']:.0%}"
         holm = "" if pd.isna(r["verdict_holm"]) else r["verdict_holm"]
         lines.append(f"| `{p.cid}` | {'n/a' if math.isnan(planned_p) else f'{planned_p:.0%}'} | {r['statistic_verdict']} | "
-                     f"**{r['verdict']}** | {holm} | {r['reproduced']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {fit} |")
+                     f"**{r['verdict']}** | {holm} | {r['reproduced']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {fit} | {best} |")
     decided = sum(claims.loc[p.cid, "verdict"] in (REPRODUCED, NOT_REPRODUCED) for p in ps if p.cid in claims.index)
     return "\n".join(lines) + f"\n\n{decided} of the planned rows are decided by their verdicts (reproduced or not reproduced).\n"
