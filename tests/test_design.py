@@ -71,7 +71,7 @@ def test_the_chance_of_a_decision_grows_with_seeds_and_the_cheapest_design_is_th
     rate = D.spread_rate(truth, p.sigmas, RETAINED)
     assert rate(2, p.sigmas) < rate(4, p.sigmas) < rate(16, p.sigmas)
     plan = D.Plan("sgd_keeps_spread_b16", "spread", [p], truth, rate, "")
-    seeds, grid, chance, compute = D.cheapest(plan, lambda q: 1.0)
+    seeds, grid, chance, compute = D.cheapest(plan, lambda q, n: float(n))
     assert chance >= D.TARGET and rate(seeds - 1, grid) < D.TARGET
     assert compute == seeds * len(grid)
     for g in D.grids(p.sigmas):  # no other grid reaches 80% for less

@@ -46,10 +46,11 @@ class _Parser(argparse.ArgumentParser):
 def _user_errors() -> tuple[type[Exception], ...]:
     from initmem.engine.data import DataError
     from initmem.engine.device import DeviceError
+    from initmem.io import WriteError
     from initmem.pipeline.records import RecordError
     from initmem.spec import ConfigError
 
-    return (ConfigError, RecordError, DataError, DeviceError, ValueError, FileNotFoundError)
+    return (ConfigError, RecordError, DataError, DeviceError, WriteError, ValueError, FileNotFoundError)
 
 
 def _reanalyse(argv: list[str]) -> int:
@@ -156,8 +157,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     elif args.cmd == "design":
         from initmem.design import EVIDENCE, measured, outcome, report
         from initmem.pipeline.configfiles import load_config
+        from initmem.pipeline.estimate import cluster_config
 
-        config = load_config(args.config)
+        config = cluster_config(load_config(args.config))  # priced as `estimate` prices it
         unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir()})
         if unknown:
             parser.error(f"--leave-out {', '.join(unknown)}: no such folder under evidence/")
@@ -177,14 +179,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             config["compute"]["images_per_second"] = args.images_per_second
         elif args.rate_table is not None:
             config["compute"].update(images_per_second=None, rate_table=args.rate_table)
-        import yaml
+        from initmem.pipeline.estimate import cluster_config, profile_jobs
 
-        from initmem.pipeline.estimate import PROFILE, profile_jobs
-        from initmem.pipeline.timelimit import capped_compute, profile_time_limit
-
-        if Path(PROFILE).is_file():  # the partition's time limit caps each job as on the cluster
-            config["compute"] = capped_compute(config["compute"], profile_time_limit(yaml.safe_load(Path(PROFILE).read_text()) or {}))
-
+        config = cluster_config(config)  # the partition's time limit caps each job as on the cluster
         if args.jobs is not None and args.jobs < 1:
             raise ValueError(f"--jobs {args.jobs} must be >= 1 (training jobs running at once)")
         print(estimate_table(config, args.jobs if args.jobs is not None else profile_jobs()))

@@ -53,7 +53,7 @@ from initmem.claims.spreads import residual_sd
 from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
-from initmem.pipeline.estimate import packs_gpu_hours
+from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
 from initmem.pipeline.grid import expand_studies
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
@@ -486,15 +486,27 @@ def cpu_seconds(p: Planned) -> float:
     return p.steps * step + evals
 
 
-def gpu_hours(p: Planned, compute: dict) -> float:
-    """Central H200-hours of one run of ``p`` (the rates of ``estimate``)."""
-    spec = {**p.spec, "sigma_w": p.sigmas[0], "seed": 0}
-    return packs_gpu_hours([[spec]], compute)[0][1]
+# The compute of ``n`` runs of one configuration (they differ only in sigma_w and seed).
+Price = Callable[[Planned, int], float]
 
 
-def cost(reads: Sequence[Planned], seeds: int, k: int, per_run: Callable[[Planned], float]) -> float:
+def gpu_price(config: dict) -> Price:
+    """Central GPU-hours of ``n`` runs of a configuration, packed as the workflow packs them, at the
+    rates and precision of ``config`` (:func:`initmem.pipeline.estimate.configuration_gpu_hours`:
+    the packs and rates of ``estimate``)."""
+    def price(p: Planned, n: int) -> float:
+        return configuration_gpu_hours({**p.spec, "sigma_w": p.sigmas[0], "seed": 0}, n, config)[1]
+    return price
+
+
+def cpu_price(p: Planned, n: int) -> float:
+    """Minutes on :data:`CPU_CORES` cores of ``n`` runs of ``p`` on this machine (one run a core)."""
+    return n * cpu_seconds(p) / 60 / CPU_CORES
+
+
+def cost(reads: Sequence[Planned], seeds: int, k: int, price: Price) -> float:
     """The compute of ``reads`` at ``seeds`` seeds and ``k`` sigma_w (each configuration once)."""
-    return sum(per_run(p) for p in {p.config_id + p.study: p for p in reads}.values()) * seeds * k
+    return sum(price(p, seeds * k) for p in {p.config_id + p.study: p for p in reads}.values())
 
 
 def grids(full: Sequence[float]) -> list[tuple[float, ...]]:
@@ -508,28 +520,49 @@ def grids(full: Sequence[float]) -> list[tuple[float, ...]]:
     return out
 
 
-def cheapest(plan: Plan, per_run: Callable[[Planned], float]) -> tuple[int, tuple[float, ...], float, float] | None:
+def cheapest(plan: Plan, price: Price) -> tuple[int, tuple[float, ...], float, float] | None:
     """(seeds, sigma_w grid, P, compute) of the least compute with P(decision) >= TARGET, or None (beyond the
     seed cap: MAX_SEEDS for spreads and contrasts; CURVE_MAX_SEEDS for the curve rules, whose every simulation
-    is a whole |beta| or clock fit)."""
+    is a whole |beta| or clock fit). A seed costs at least its share at the cap (packs are fullest there)."""
     if plan.rate is None:
         return None
     best = None
     max_seeds = MAX_SEEDS if plan.kind == "spread" else CURVE_MAX_SEEDS
     for g in reversed(grids(plan.sigmas)):  # the full grid first: its cost bounds the search on the smaller ones
-        cap = max_seeds if best is None else min(max_seeds, math.ceil(best[3] / cost(plan.reads, 1, len(g), per_run)) - 1)
+        per_seed = cost(plan.reads, max_seeds, len(g), price) / max_seeds
+        cap = max_seeds if best is None else min(max_seeds, math.ceil(best[3] / per_seed) - 1)
         if best is not None and (cap < 2 or plan.rate(cap, g) < TARGET):  # the chance grows with the seeds: none below the cap
             continue
         n = P.seeds_to_reach(lambda n, g=g: plan.rate(n, g), 2, TARGET, cap)
         if not math.isfinite(n):
             continue
-        c = cost(plan.reads, int(n), len(g), per_run)
+        c = cost(plan.reads, int(n), len(g), price)
         if best is None or c < best[3]:
             best = (int(n), g, plan.rate(int(n), g), c)
     return best
 
 
 # --- the printed plan -----------------------------------------------------------------------------
+
+def compute_unit(config: dict) -> str:
+    """What the compute column counts: for a GPU config the rates and packs of ``estimate``."""
+    if config["compute"]["device"] == "cpu":
+        return f"minutes on {CPU_CORES} cores"
+    sources = "; ".join(sorted(set().union(*(r["sources"] for r in pack_gpu_hours(config).values()))))
+    return (f"central GPU-hours in {config['compute']['precision']} at {sources}, each configuration's runs packed "
+            "as the workflow packs them (the rates and packs of `initmem estimate`)")
+
+
+def whole_config_line(config: dict, name: str) -> str:
+    """The last line of the report: the compute of every run of ``config``; for a GPU config
+    ``estimate``'s ``all`` row (:func:`initmem.pipeline.estimate.config_gpu_hours`)."""
+    conf = planned(config)
+    if config["compute"]["device"] == "cpu":
+        return f"The whole config: {len(conf)} configurations, {sum(cpu_price(p, p.seeds * len(p.sigmas)) for p in conf):,.1f} minutes on {CPU_CORES} cores."
+    lo, mid, hi = config_gpu_hours(config)
+    return (f"The whole config: {len(conf)} configurations, {mid:,.0f} GPU-hours central ({lo:,.0f} low, {hi:,.0f} high; "
+            f"{config['compute']['precision']}): the `all` row of `.venv/bin/python -m initmem estimate {name}`.")
+
 
 def _grid_text(sigmas: Sequence[float]) -> str:
     return f"{len(sigmas)} ({', '.join(f'{s:g}' for s in sigmas)})" if len(sigmas) <= 6 else f"{len(sigmas)} ({sigmas[0]:g}-{sigmas[-1]:g})"
@@ -538,11 +571,10 @@ def _grid_text(sigmas: Sequence[float]) -> str:
 def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None) -> str:
     """The plan as Markdown: a row per claim, then the config's total compute."""
     gpu = config["compute"]["device"] != "cpu"
-    per_run = (lambda p: gpu_hours(p, config["compute"])) if gpu else (lambda p: cpu_seconds(p) / 60 / CPU_CORES)
-    unit = "H200-hours (central)" if gpu else f"minutes on {CPU_CORES} cores"
+    price = gpu_price(config) if gpu else cpu_price
     ps = plans(config, sources)
     lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
-             f"under the assumed truth (initmem.design); compute: {unit}.", "",
+             f"under the assumed truth (initmem.design); compute: {compute_unit(config)}.", "",
              "| claim | rule | configurations | seeds | sigma_w | assumed truth | noise | P(decision) | regime (runs fit) | compute |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for p in ps:
@@ -550,15 +582,13 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         chance = "not testable with one seed" if p.seeds < 2 else ("no truth to simulate" if math.isnan(rate) else f"{rate:.0%}")
         truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none measured", "")
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
-                     f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), per_run):,.1f} |")
-    conf = planned(config)
-    total = sum(per_run(p) * p.seeds * len(p.sigmas) for p in conf)
-    lines += ["", f"The whole config: {len(conf)} configurations, {total:,.1f} {unit}."]
+                     f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
+    lines += ["", whole_config_line(config, name)]
     if with_cheapest:
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
         for p in ps:
-            c = cheapest(p, per_run)
+            c = cheapest(p, price)
             cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))

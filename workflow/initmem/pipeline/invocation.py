@@ -162,6 +162,24 @@ def wrote_into(outputs: Iterable[str], folders: Iterable[str]) -> bool:
     return any(str(out).startswith(p) for out in outputs for p in prefixes)
 
 
+def write_failures(logs: Iterable[str | Path], recorded: bool, record: str | Path) -> list[str]:
+    """The lines of the failed jobs' ``logs`` that say which file could not be written and why (a
+    full disk, a read-only folder: :class:`initmem.io.WriteError`), once each, and where this
+    invocation ``recorded`` no provenance, that ``record`` still names the earlier config."""
+    from initmem.io import WRITE_ERROR_PREFIX
+
+    found = []
+    for path in logs:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        found += [line for line in lines if line.startswith(f"ERROR: {WRITE_ERROR_PREFIX}") and line not in found]
+    if found and not recorded:
+        found.append(f"NOTE: {record} still records the earlier config: no table or figure of this config was written")
+    return found
+
+
 def diverged_summary(run_files: Iterable[str]) -> str | None:
     """One line naming the runs among ``run_files`` (this invocation's new metrics files) that
     diverged; None when none did."""
