@@ -139,6 +139,18 @@ def test_one_figure_in_a_checkout_of_other_data_says_which_configfile_to_add(tmp
     assert "written by a config with other" not in proc.stderr  # one line, not two
 
 
+def test_the_tiny_first_try_after_the_default_says_it_overwrites_its_tables_not_to_add_its_files(tmp_path):
+    from initmem.pipeline.invocation import record_provenance
+
+    work = workdir_copy(tmp_path)
+    record_provenance(work / "results/config.resolved.yaml", load_config([ROOT / "config/archive.yaml", ROOT / "config/jpeg-copy.yaml"]),
+                      ["config/archive.yaml", "config/jpeg-copy.yaml"])
+    proc = snakemake("-n", "--quiet", "rules", "--configfile", "config/tiny.yaml", cwd=work)
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("NOTE")]
+    assert len(notes) == 1 and "--configfile" not in notes[0], proc.stderr[-2000:]
+    assert "prepares its own data and writes its tables and figures over theirs in results/tables/ and figures/" in notes[0]
+
+
 def test_diverged_runs_are_summarised_in_one_line(tmp_path):
     from initmem.pipeline.invocation import diverged_summary
 

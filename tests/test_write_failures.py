@@ -109,3 +109,13 @@ def test_a_config_whose_data_cannot_be_written_rewrites_no_provenance_or_table(t
     assert said[-2:] == [said[0], "NOTE: results/config.resolved.yaml still records the earlier config: no table or figure of "
                                   "this config was written"]  # the job's line, and once more at the end with the record's state
     assert said[0].startswith("ERROR: cannot write results/data/") and said[0].endswith(f"/cifar10.npz: {NO_SPACE}")
+
+
+def test_ctrl_c_in_an_analysis_job_is_one_line_without_a_traceback(tmp_path, capsys):
+    from initmem.scriptjobs import log_to
+
+    with pytest.raises(SystemExit) as stop, log_to(tmp_path / "figure.log"):
+        raise KeyboardInterrupt
+    err = capsys.readouterr().err
+    assert stop.value.code == 130 and err == "stopped by Ctrl-C before it finished, nothing half-written: run the same command to resume\n"
+    assert (tmp_path / "figure.log").read_text() == err

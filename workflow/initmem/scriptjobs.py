@@ -74,6 +74,11 @@ def log_to(path: str | Path, attempts: bool = False) -> Iterator[None]:
                 raise
             print(line, file=sys.stderr, flush=True)  # the whole story: no traceback
             raise SystemExit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (its outputs are written whole or not at all)
+            from initmem.pipeline.interrupted import RESUME
+
+            print(f"stopped by Ctrl-C before it finished, nothing half-written: {RESUME}", file=sys.stderr, flush=True)
+            raise SystemExit(130) from None
         except BaseException as exc:  # the job's error belongs in its log too (an exit status alone: it said why)
             if not (isinstance(exc, SystemExit) and (exc.code is None or isinstance(exc.code, int))):
                 print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
