@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     d = sub.add_parser("design", help="per headline claim of a config: P(decision) of its rule, the regime, the compute (initmem.design)")
     d.add_argument("config", nargs="+", help="config files, layered over the embedded default as the workflow does")
     d.add_argument("--cheapest", action="store_true", help="also the least seeds x sigma_w grid giving each claim >= 80%%")
+    d.add_argument("--write-config", metavar="FILE", help="with --cheapest (implied): write the config file that runs those "
+                                                           "designs (to give after the config's own files)")
     d.add_argument("--outcome", metavar="EVIDENCE_DIR", help="instead: the plan beside that trained tier's claims table, planned "
                                                              "from the committed evidence without the tier itself")
     d.add_argument("--leave-out", metavar="FOLDER", action="append", default=[],
@@ -166,8 +168,12 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         # an outcome is planned as its tier was: without the tier itself
         leave_out = set(args.leave_out) | ({Path(args.outcome).resolve().name} if args.outcome else set())
         sources = measured(leave_out=tuple(sorted(leave_out)))
-        print(outcome(config, Path(args.outcome), sources) if args.outcome else report(config, " ".join(args.config), args.cheapest, sources),
-              end="")
+        if args.outcome:
+            print(outcome(config, Path(args.outcome), sources), end="")
+        elif args.cheapest or args.write_config:
+            _design_cheapest(args, config, sources)
+        else:
+            print(report(config, " ".join(args.config), False, sources), end="")
     elif args.cmd == "estimate":
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.estimate import estimate_table
@@ -208,6 +214,31 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
                             checkpoint_dir=args.checkpoint_dir)
     else:
         _train_runs_json(args)
+
+
+def _design_cheapest(args: argparse.Namespace, config: dict, sources) -> None:
+    """``design --cheapest [--write-config FILE]``: the plan with the least compute per claim, each
+    claim's search said on stderr as it starts; with FILE, the config that runs those designs."""
+    import yaml
+
+    from initmem.design import CPU_CORES, cheapest_config, cheapest_designs, config_price, planned, plans, report
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.grid import expand_studies
+
+    ps = plans(config, sources)
+    print(f"design --cheapest: {len(ps)} claims to search (minutes each for the |beta| and collapse rules)", file=sys.stderr, flush=True)
+    found = cheapest_designs(config, ps, lambda line: print(line, file=sys.stderr, flush=True))
+    print(report(config, " ".join(args.config), True, sources, ps, found), end="")
+    if args.write_config:
+        Path(args.write_config).write_text("# the least compute per claim of `design --cheapest " + " ".join(args.config) + "`, its designs "
+                                           "merged per configuration (the most seeds, the union of sigma_w)\n"
+                                           + yaml.safe_dump(cheapest_config(config, ps, found), sort_keys=False))
+        written = load_config([*args.config, args.write_config])
+        price, runs = config_price(written), sum(len(r) for r in expand_studies(written).values())
+        total = sum(price(p, p.seeds * len(p.sigmas)) for p in planned(written))
+        unit = "GPU-hours central" if written["compute"]["device"] != "cpu" else f"minutes on {CPU_CORES} cores"
+        print(f"wrote {args.write_config}: {runs:,} runs, {total:,.1f} {unit}; run it after the config's own files: "
+              f".venv/bin/snakemake --cores 2 --configfile {' '.join(args.config)} {args.write_config}", file=sys.stderr)
 
 
 def _train_runs_json(args: argparse.Namespace) -> None:

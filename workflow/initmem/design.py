@@ -568,11 +568,31 @@ def _grid_text(sigmas: Sequence[float]) -> str:
     return f"{len(sigmas)} ({', '.join(f'{s:g}' for s in sigmas)})" if len(sigmas) <= 6 else f"{len(sigmas)} ({sigmas[0]:g}-{sigmas[-1]:g})"
 
 
-def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None) -> str:
-    """The plan as Markdown: a row per claim, then the config's total compute."""
-    gpu = config["compute"]["device"] != "cpu"
-    price = gpu_price(config) if gpu else cpu_price
-    ps = plans(config, sources)
+Found = tuple[int, tuple[float, ...], float, float] | None  # (seeds, sigma_w grid, P, compute) or none
+
+
+def config_price(config: dict) -> Price:
+    """The compute of ``config``'s configurations: GPU-hours for a GPU config, else minutes on this machine."""
+    return gpu_price(config) if config["compute"]["device"] != "cpu" else cpu_price
+
+
+def cheapest_designs(config: dict, ps: Sequence[Plan], progress: Callable[[str], None] | None = None) -> list[Found]:
+    """:func:`cheapest` of every plan of ``ps``, in order, saying to ``progress`` which claim it searches
+    (minutes each for the curve rules)."""
+    price, found = config_price(config), []
+    for i, p in enumerate(ps, 1):
+        if progress is not None:
+            progress(f"design --cheapest: claim {i}/{len(ps)}, {p.cid}")
+        found.append(cheapest(p, price))
+    return found
+
+
+def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None,
+           ps: Sequence[Plan] | None = None, found: Sequence[Found] | None = None) -> str:
+    """The plan as Markdown: a row per claim, then the config's total compute; ``with_cheapest`` (or
+    ``found``, :func:`cheapest_designs` of ``ps``, already searched) the least compute per claim."""
+    price = config_price(config)
+    ps = plans(config, sources) if ps is None else ps
     lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
              f"under the assumed truth (initmem.design); compute: {compute_unit(config)}.", "",
              "| claim | rule | configurations | seeds | sigma_w | assumed truth | noise | P(decision) | regime (runs fit) | compute |",
@@ -584,15 +604,67 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
     lines += ["", whole_config_line(config, name)]
-    if with_cheapest:
+    if with_cheapest or found is not None:
+        found = cheapest_designs(config, ps) if found is None else found
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
-        for p in ps:
-            c = cheapest(p, price)
+        for p, c in zip(ps, found, strict=True):
             cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
     return "\n".join(lines) + "\n"
+
+
+# --- the config that runs the cheapest design -----------------------------------------------------
+
+def merged_designs(ps: Sequence[Plan], found: Sequence[Found]) -> dict[tuple[str, str], tuple[int, tuple[float, ...]]]:
+    """Per configuration (study, configuration id) that a decidable claim reads: the most seeds and the
+    union of the sigma_w grids its claims' cheapest designs need (each claim gets at least its own)."""
+    out: dict[tuple[str, str], tuple[int, tuple[float, ...]]] = {}
+    for p, c in zip(ps, found, strict=True):
+        if c is None:
+            continue
+        for r in p.reads:
+            seeds, sigmas = out.get((r.study, r.config_id), (0, ()))
+            out[(r.study, r.config_id)] = (max(seeds, c[0]), tuple(sorted(set(sigmas) | set(c[1]))))
+    return out
+
+
+def _grid_keys(study: dict, spec: dict) -> list[str]:
+    """The keys (but sigma_w and seed) of the study's grid that names a configuration of ``spec``."""
+    grids = study.get("grid") or {}
+    for grid in grids if isinstance(grids, list) else [grids]:
+        keys = [k for k in grid if k not in ("sigma_w", "seed")]
+        if all(spec.get(k) in grid[k] for k in keys):
+            return keys
+    raise ValueError(f"no grid of the study names the configuration of {spec}")
+
+
+def cheapest_config(config: dict, ps: Sequence[Plan], found: Sequence[Found]) -> dict:
+    """A config file (to layer after ``config``'s own) whose studies are the configurations the
+    decidable claims read, each at the seeds and sigma_w of :func:`merged_designs`: one grid per
+    configuration, named by the study grid's own keys, so its runs keep their ids and finished runs
+    are reused. The seeds are the study's first ones, then new ones."""
+    designs = merged_designs(ps, found)
+    specs: dict[tuple[str, str], dict] = {}
+    seeds_of: dict[tuple[str, str], list] = {}
+    for study, rs in expand_studies(config).items():
+        for r in rs:
+            specs[(study, r.config_id)] = r.spec
+            seeds_of.setdefault((study, r.config_id), [])
+            if r.spec["seed"] not in seeds_of[(study, r.config_id)]:
+                seeds_of[(study, r.config_id)].append(r.spec["seed"])
+    studies: dict[str, dict] = {}
+    for (study, config_id), (n, sigmas) in designs.items():
+        own = config["studies"][study]
+        if own.get("variants"):
+            raise ValueError(f"studies.{study} has variants: --write-config writes grids only")
+        spec, listed = specs[(study, config_id)], seeds_of[(study, config_id)]
+        seeds = (listed + [max(listed) + 1 + i for i in range(max(0, n - len(listed)))])[:n]
+        grid = {k: [spec[k]] for k in _grid_keys(own, spec)} | {"sigma_w": list(sigmas), "seed": seeds}
+        entry = studies.setdefault(study, {**({"set": own["set"]} if own.get("set") else {}), "grid": []})
+        entry["grid"].append(grid)
+    return {"studies": studies}
 
 
 def outcome(config: dict, folder: Path, sources: Sequence[Measured] | None = None) -> str:
