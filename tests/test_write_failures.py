@@ -82,6 +82,18 @@ def test_a_single_sigma_w_is_refused_where_spreads_are_computed_not_for_its_runs
     assert snakemake("runs", "-n", "--configfile", "c.yaml", cwd=work).returncode == 0  # training alone is fine
 
 
+def test_the_targets_that_compute_spreads_are_the_tables_and_the_studies_figures():
+    from initmem.pipeline.targets import needs_analysis
+
+    computes = [[], ["all"], ["tables"], ["figures"], ["figures/fig1.pdf"], ["results/tables/spreads.csv"],
+                ["runs", "results/mine/tables/beta.csv"]]
+    builds_no_spread = [["runs"], ["data"], ["results/tables/studies/main.runs.csv"], ["results/tables/clocks.csv"],
+                        ["figures/fig9.pdf"], ["results/config.resolved.yaml"], ["results/runs/main/sgd_sw1_s0.json"]]
+    assert all(needs_analysis(t, "results/tables", "figures") for t in computes[:-1])
+    assert needs_analysis(computes[-1], "results/mine/tables", "figures/mine")
+    assert not any(needs_analysis(t, "results/tables", "figures") for t in builds_no_spread)
+
+
 @pytest.mark.slow
 def test_a_config_whose_data_cannot_be_written_rewrites_no_provenance_or_table(tmp_path):
     """A first config's record and clock table, then a config whose prepare_data hits a full disk
