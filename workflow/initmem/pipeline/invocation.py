@@ -220,12 +220,13 @@ def other_data_hint(config: Mapping, data: Path, resolved: str | Path, root: Pat
     its ``name:``), and, for an invocation that names no config file of its own (``own_files``: its
     ``--configfile`` files), which ``--configfile`` to add to use theirs; where a profile sets the
     config files (``set_by``: :func:`profile_configfiles`), that this run prepares its own data.
-    Read from the resolved configs (``resolved`` first, then every other
-    ``results/**/config.resolved.yaml``, newest first)."""
+    Read from the resolved configs (``resolved`` first, then every other: ``results/config.resolved.yaml``
+    and ``results/*/config.resolved.yaml``, newest first)."""
     if data.exists():
         return None
-    candidates = [Path(resolved)] + sorted((p for p in (root / "results").glob("*/config.resolved.yaml") if p != Path(resolved)),
-                                           key=lambda p: p.stat().st_mtime, reverse=True)
+    others = [p for p in [root / "results" / "config.resolved.yaml", *(root / "results").glob("*/config.resolved.yaml")]
+              if p.is_file() and p.resolve() != Path(resolved).resolve()]
+    candidates = [Path(resolved)] + sorted(others, key=lambda p: p.stat().st_mtime, reverse=True)
     for path in candidates:
         found = read_provenance(path)
         if found is None:
