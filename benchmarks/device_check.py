@@ -8,28 +8,37 @@ it); the table's header says which.
 
 Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
 
-1. versions; matmul peaks in bf16, tf32 and float32;
-2. single ResNet-9 runs at b = 16/32/64/128/256 (Adam; SGD at 16 and 128);
-3. the pack shapes ``config/paper.yaml`` plans, ResNet-9 first, then ResNet-56 and ResNet-110, most
-   GPU-hours first: the largest shape of every rate kind (architecture, batch size, optimizer family,
-   precision), then as many more as their share of the plan allows (``--plan`` lists those left out);
-4. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms for two shapes;
-   ``compute.memory_format: channels_last`` and bf16, each for the three pack shapes with the most
-   GPU-hours (each row says its speed-up over the same shape's row of step 3);
-5. one real pack epoch with evaluation (the paper's data sizes): its wall time against the step rate;
-6. resume bit-identity on the device (a pack with augmentation stopped by SIGTERM mid-epoch 2 in one
+1. versions;
+2. the correctness rows, first and outside the speed budget (no budget cut skips them): resume
+   bit-identity on the device (a pack with augmentation stopped by SIGTERM mid-epoch 2 in one
    process and resumed in another equals an uninterrupted one), every process under
    ``torch.use_deterministic_algorithms(True, warn_only=True)``, naming each op that has no
    deterministic implementation there; the TF32 self-check (a conv and a matmul);
-7. peer rows: the same ResNet-9 in plain PyTorch (``benchmarks/peer.py``) at b=16 and b=128, against
-   the engine's single-run rows of step 2;
-8. ``compile: step`` (the whole step as CUDA graphs), if time remains.
+3. matmul peaks in bf16, tf32 and float32: the ceiling every rate below is checked against;
+4. single ResNet-9 runs at b = 16/32/64/128/256 (Adam; SGD at 16 and 128);
+5. the pack shapes ``config/paper.yaml`` plans, ResNet-9 first, then ResNet-56 and ResNet-110, most
+   GPU-hours first: the largest shape of every rate kind (architecture, batch size, optimizer family,
+   precision), then as many more as their share of the plan allows (``--plan`` lists those left out);
+   then packs of 4,096 and 8,192 images a step (b=128 x32, b=256 x16 and x32), beyond the planner's largest;
+6. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms for two shapes;
+   ``compute.memory_format: channels_last``, bf16, and both together, each for the three pack shapes
+   with the most GPU-hours (both together also for the 8,192-image pack): the road to fewer GPU-hours
+   (each row says its speed-up over the same shape's row of step 5);
+7. one real pack epoch with evaluation (the paper's data sizes): its wall time against the step rate;
+8. peer rows: the same ResNet-9 in plain PyTorch (``benchmarks/peer.py``) at b=16 and b=128, against
+   the engine's single-run rows of step 4;
+9. ``compile: step`` (the whole step as CUDA graphs), if time remains.
 
-Engine rows time ``train_run`` / ``train_packed`` from outside: the difference of a long and a short
-training of one shape (the long one first, so first-use costs land on it and a rate can only come
-out low; compiled and autotuned rows are primed by one more short training). Before each row the
-check compares its expected seconds, scaled by how much slower than expected the rows so far ran,
-with the time left; a row that does not fit is skipped with a note.
+Every rate is timed by the check's own clock (``time.perf_counter``, the device synchronised at both
+ends), never read from a log: one training of the row's shape in the engine's own loop, its first
+steps untimed (first-use costs, autotuning, compilation), then a window of consecutive steps planned
+for 1.25 s at the expected rate and stretched until it has lasted at least 1 s (``peer.StepWindow``);
+the training stops there. A rate is refused, with a one-line reason in the output and the table and
+never written to ``rates.csv``, when its window lasted under 1 s or its FLOP/s (images/s x the
+model's convolution and matmul FLOPs per training image) exceed the matmul peak the check measured in
+its precision. Before each timed row the check compares its expected seconds, scaled by how much
+slower than expected the timed rows so far ran, with the time left; a row that does not fit is
+skipped with a note.
 
 Writes into ``--out`` (default benchmarks/device_check/), after EVERY row and atomically (a timeout
 leaves everything measured so far): ``device_check.md`` (the table) and ``rates.csv`` (images/s per
@@ -40,6 +49,7 @@ usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budge
   --plan    print the rows, in order, with their expected seconds on an H200 (no torch needed)
   --quick   CPU, tiny models, seconds (tests/test_device_check.py runs it so it cannot rot)
   --only    measure only some row groups (train, resume, ...: --help lists them), the others noted as not selected
+            (the matmul peaks run whenever a timed row does)
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import functools
 import io
 import json
 import math
@@ -74,11 +85,15 @@ STARTUP_S = 15  # torch import, CUDA context, the data pool
 CALL_S = 0.4  # one training call beyond its steps: data views, evaluation, first kernels
 BUILD_S = {"resnet9": 0.06, "resnet56": 0.015, "resnet110": 0.03}  # building and initialising one model
 COMPILE_S = 120  # compute.compile: step, the first (cold) compile of a shape
-WINDOW_S = 1.0  # the timed window a row aims for
-WARM_STEPS = 3
+WINDOW_S = 1.25  # the timed window a row plans for at its expected rate (a rate needs >= MIN_WINDOW_S)
+WARM_STEPS = 3  # untimed steps before a window: first-use costs, autotuning
+COMPILE_WARM = 5  # ... and for a compiled step (compilation, CUDA graph warm-up and recording)
+STRETCH = 10  # a window may run to this many times its planned steps where the device is faster than expected
+LARGE_PACKS = ((128, 32), (256, 16), (256, 32))  # (b, pack): 4,096 and 8,192 images a step, 2-4x the largest planned
+CORRECTNESS = ("resume", "tf32")  # rows that check results, not speed: first, and outside the budget
 PACK_SHARE_S = {"resnet9": 120, "deep": 60}  # expected seconds for the planned pack shapes of each group
 MIN_SHARE = 0.03  # a planned shape is measured when it holds >= 3% of its group's GPU-hours
-QUICK = {"width": 4, "pack": 2, "batch": 16, "steps": 2, "warm": 1, "rate": 400.0}  # the CPU quick mode's shapes and expectations
+QUICK = {"width": 4, "pack": 2, "batch": 16, "warm": 1, "rate": 400.0}  # the CPU quick mode's shapes and expectations
 
 
 # --- the plan (torch-free) -------------------------------------------------------------------
@@ -111,12 +126,26 @@ def job_rate(row: dict, quick: bool) -> float:
     return RateModel().rate(spec, row["pack"], row["precision"]).central
 
 
+def warm_steps(row: dict, quick: bool) -> int:
+    """Untimed steps before a row's window."""
+    if row.get("compile"):
+        return COMPILE_WARM
+    return QUICK["warm"] if quick else WARM_STEPS
+
+
 def timed_steps(row: dict, quick: bool) -> int:
-    """Steps in the timed window: about :data:`WINDOW_S` at the expected rate, 10-200."""
-    if quick:
-        return QUICK["steps"]
+    """Steps the timed window plans for: about :data:`WINDOW_S` at the expected rate, at least 10 (the
+    window itself goes on until it has lasted ``peer.MIN_WINDOW_S``)."""
     step_s = row["pack"] * row["b"] / job_rate(row, quick)
-    return int(min(200, max(10, math.ceil(WINDOW_S / step_s))))
+    return max(10, math.ceil(WINDOW_S / step_s))
+
+
+def most_steps(row: dict, quick: bool, pool_images: int | None = None) -> int:
+    """The most steps a row's training may take: its warm-up and :data:`STRETCH` times its planned
+    window, no more than ``pool_images`` (the random images its data are views of) hold with one
+    batch each for validation and test."""
+    most = warm_steps(row, quick) + STRETCH * timed_steps(row, quick)
+    return most if pool_images is None else min(most, pool_images // row["b"] - 2)
 
 
 def expected_seconds(row: dict, quick: bool) -> float:
@@ -125,14 +154,14 @@ def expected_seconds(row: dict, quick: bool) -> float:
     if kind == "versions":
         return 1.0
     if kind == "matmul":
-        return 0.5 if quick else 2.0
+        return 1.5 if quick else 2.0  # a window of >= 1 s
     if kind in ("tf32",):
         return 1.0
     if kind == "resume":
         return 12.0 if quick else 25.0  # two child processes (torch import, CUDA context) and a reference
     if kind in ("train", "peer", "epoch"):
-        warm = QUICK["warm"] if quick else WARM_STEPS
-        steps = row.get("steps") or timed_steps(row, quick)
+        warm = warm_steps(row, quick)
+        steps = timed_steps(row, quick)
         step_s = row["pack"] * row["b"] / job_rate(row, quick)
         call = (0.2 if quick else CALL_S) + row["pack"] * BUILD_S[row["arch"]] * (0.2 if quick else 1.0)
         if kind == "peer":
@@ -140,10 +169,8 @@ def expected_seconds(row: dict, quick: bool) -> float:
         if kind == "epoch":
             n = row["data"]
             return call + row["pack"] * (n["n_train"] + (n["n_val"] + n["n_test"]) / 3) / job_rate(row, quick)
-        if row.get("compile"):  # one training of two epochs: the first compiles, the second is timed
-            return (20 if quick else COMPILE_S) + call + 2 * steps * step_s
-        calls = 3 if row.get("prime") else 2
-        return calls * call + ((calls - 1) * warm + warm + steps) * step_s
+        compiling = (20 if quick else COMPILE_S) if row.get("compile") else 0.0
+        return compiling + call + (warm + steps) * step_s  # one training: warm-up steps, then the window
     raise ValueError(f"unknown row kind {kind!r}")
 
 
@@ -167,7 +194,8 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     width = QUICK["width"] if quick else 64
     cap = (lambda n: min(n, QUICK["pack"])) if quick else (lambda n: n)
     batch = (lambda b: min(b, QUICK["batch"])) if quick else (lambda b: b)
-    rows: list[dict] = [dict(kind="versions")] + [dict(kind="matmul", precision=p) for p in ("bf16", "tf32", "float32")]
+    rows: list[dict] = [dict(kind="versions"), dict(kind="resume"), dict(kind="tf32")]
+    rows += [dict(kind="matmul", precision=p) for p in ("bf16", "tf32", "float32")]
     singles = [(b, "adam") for b in (16, 32, 64, 128, 256)] + [(16, "sgd"), (128, "sgd")]
     if quick:
         singles = [(16, "adam"), (16, "sgd")]
@@ -195,18 +223,21 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
             covered.add(rate_kind(shape))
             spent, taken = spent + cost, taken + 1
     packs = [r for r in rows if r["kind"] == "train" and r["pack"] > 1]
+    rows += large_pack_rows(width, precision, quick)
     top = packs[:3]
     by_b = {r["b"]: r for r in reversed(packs) if r["arch"] == "resnet9"}  # the first planned shape of each batch size
     two = [by_b[b] for b in sorted(by_b)]
     two = two[:1] + two[1:][-1:]  # the smallest and the largest batch
-    rows += [{**r, "cudnn": "benchmark", "prime": True, "jobs": None, "hours": None, "group": "autotune"} for r in two]
+    rows += [{**r, "cudnn": "benchmark", "jobs": None, "hours": None, "group": "autotune"} for r in two]
     rows += [{**r, "memory_format": "channels_last", "jobs": None, "hours": None, "group": "channels_last"} for r in top]
     rows += [{**r, "precision": "bf16", "jobs": None, "hours": None, "group": "bf16"} for r in top]
+    fastest = top + [r for r in rows if r.get("group") == "large_pack"][-1:]  # the road to fewer GPU-hours: all three together
+    rows += [{**r, "precision": "bf16", "memory_format": "channels_last", "jobs": None, "hours": None,
+              "group": "bf16_channels_last"} for r in fastest]
     epoch = max((r for r in packs if r["arch"] == "resnet9"), key=lambda r: r.get("jobs") or 0, default=None)
     if epoch is not None:
         n = {"n_train": 48, "n_val": 16, "n_test": 16} if quick else data
         rows.append({**epoch, "kind": "epoch", "data": n, "jobs": None, "hours": None})
-    rows += [dict(kind="resume"), dict(kind="tf32")]
     rows += [dict(kind="peer", arch="resnet9", width=width, b=b, opt=o, pack=1, precision=precision)
              for b in ((16, 128) if not quick else (16,)) for o in ("adam", "sgd")]
     rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step", group="compile")]
@@ -215,12 +246,28 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     return rows, left_out
 
 
-ROW_GROUPS = ("versions", "matmul", "train", "autotune", "channels_last", "bf16", "epoch", "resume", "tf32", "peer", "compile")
+def large_pack_rows(width: int, precision: str, quick: bool) -> list[dict]:
+    """Packs of 4,096 and 8,192 images a step (ResNet-9, Adam), beyond the largest the planner makes (2,048):
+    whether fewer, larger jobs train faster (quick: one small pack)."""
+    shapes = [(QUICK["batch"], 2 * QUICK["pack"])] if quick else LARGE_PACKS
+    return [train_row("resnet9", width, b, "adam", pack, precision, group="large_pack") for b, pack in shapes]
+
+
+ROW_GROUPS = ("versions", "resume", "tf32", "matmul", "train", "large_pack", "autotune", "channels_last", "bf16",
+              "bf16_channels_last", "epoch", "peer", "compile")
+RATE_GROUPS = {"train", "large_pack", "autotune", "channels_last", "bf16", "bf16_channels_last", "epoch", "peer", "compile"}
 
 
 def row_group(r: dict) -> str:
     """The row's group for ``--only``: its kind, or what a training row compares (autotune, bf16, compile)."""
     return r.get("group") or r["kind"]
+
+
+def selected(r: dict, only: set[str] | None) -> bool:
+    """Whether ``--only`` selects the row; the matmul peaks whenever a timed row is (every rate is checked against them)."""
+    if not only:
+        return True
+    return row_group(r) in only or (r["kind"] == "matmul" and bool(only & RATE_GROUPS))
 
 
 def describe_row(r: dict) -> str:
@@ -237,6 +284,7 @@ def describe_row(r: dict) -> str:
             "epoch": "one real pack epoch + evaluation"}[kind]
     extra = [x for x in (r.get("cudnn") and "cuDNN autotuned", r.get("compile") and f"compile {r['compile']}",
                          r.get("memory_format") and r["memory_format"],
+                         r.get("group") == "large_pack" and f"{r['pack'] * r['b']:,} images a step",
                          r.get("jobs") and f"{r['jobs']} jobs, {r['hours']:,.0f} h planned") if x]
     return f"{what}: {shape}" + (f" ({', '.join(extra)})" if extra else "")
 
@@ -266,63 +314,124 @@ def fits(expected: float, elapsed: float, budget: float, slowdown: float) -> boo
     return elapsed + expected * max(1.0, slowdown) <= budget
 
 
-def matmul_peak(device, precision: str, quick: bool) -> dict:
+def matmul_peak(device, precision: str, quick: bool, clock=time.perf_counter) -> dict:
+    """The square matmul's FLOP/s in ``precision`` over a window of >= 1 s: the ceiling every rate is checked against."""
     import torch
-    from peer import sync
+    from peer import StepWindow
 
     n = 256 if quick else 8192
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    timer = StepWindow(2, 20, 1_000_000, device, clock=clock)
     try:
-        for _ in range(2):
+        window = None
+        while window is None:
+            timer.before()
             a @ b
-        sync(device)
-        reps, start = (3 if quick else 20), time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        sync(device)
-        seconds = time.perf_counter() - start
+            window = timer.after()
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
-    return {"result": f"{2 * n ** 3 * reps / seconds / 1e12:,.1f} TFLOP/s ({n}x{n}x{n})"}
+    flops = 2 * n ** 3 * window.steps / window.seconds
+    return {"flops_per_s": flops, "result": f"{flops / 1e12:,.4g} TFLOP/s ({n}x{n}x{n}, {window.steps} in {window.seconds:.2f} s)"}
+
+
+@functools.cache
+def training_flops(arch: str, width: int) -> float:
+    """FLOPs of one training image (forward and backward of the engine's model: its convolutions and
+    matmuls, as ``torch.utils.flop_counter`` counts them; norms, activations and the update left out,
+    so a rate's FLOP/s comes out low, never high)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from initmem.engine.models import build_model
+
+    model = build_model(arch, width).train()
+    x, y = torch.rand(2, 3, 32, 32), torch.tensor([0, 1])
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(x), y).backward()
+    return counter.get_total_flops() / len(x)
+
+
+def matmul_peaks(rows: list[dict]) -> dict[str, float]:
+    """The matmul peak (FLOP/s) measured so far, per precision."""
+    return {r["precision"]: r["flops_per_s"] for r in rows if r["kind"] == "matmul" and r.get("flops_per_s")}
+
+
+def refusal(row: dict, window, peaks: dict[str, float]) -> str | None:
+    """Why a row's rate cannot be trusted, or None: a window under ``peer.MIN_WINDOW_S``, no matmul peak
+    measured in its precision, or more FLOP/s than that peak."""
+    from peer import MIN_WINDOW_S
+
+    if window.seconds < MIN_WINDOW_S:
+        return f"its timed window of {window.steps} steps lasted {window.seconds:.3g} s, under the {MIN_WINDOW_S:g} s a rate needs"
+    peak = peaks.get(row["precision"])
+    if peak is None:
+        return f"no {row['precision']} matmul peak was measured in this check to bound it"
+    ips = row["pack"] * row["b"] * window.steps / window.seconds
+    flops = ips * training_flops(row["arch"], row["width"])
+    if flops > peak:
+        return (f"{ips:,.0f} images/s is {flops / 1e12:,.3g} TFLOP/s, above the {peak / 1e12:,.3g} TFLOP/s "
+                f"{row['precision']} matmul peak this check measured")
+    return None
+
+
+def judged(row: dict, window, rows: list[dict]) -> dict:
+    """A timed row's fields: its rate (images/s) where :func:`refusal` finds nothing wrong, else the reason it is refused."""
+    timed = f"{window.steps} steps timed in {window.seconds:.2f} s"
+    reason = refusal(row, window, matmul_peaks(rows))
+    if reason:
+        return {"refused": reason, "result": f"REFUSED (not in rates.csv): {reason}"}
+    return {"images_per_s": row["pack"] * row["b"] * window.steps / window.seconds, "result": timed}
+
+
+def default_settings(r: dict) -> bool:
+    """Whether a measured row trained in the trainer's default settings (a planned shape, or a larger pack)."""
+    return r["kind"] == "train" and r.get("group") in (None, "large_pack") and bool(r.get("images_per_s"))
 
 
 def baseline(row: dict, rows: list[dict]) -> dict | None:
-    """The measured row of the same shape as ``row`` in the trainer's default settings (no row group),
-    which an autotune, channels_last, bf16 or compile row is compared with."""
+    """The measured row of the same shape as ``row`` in the trainer's default settings, which an
+    autotune, channels_last, bf16 or compile row is compared with."""
     keys = ("arch", "width", "b", "opt", "pack")
-    return next((r for r in rows if r["kind"] == "train" and not r.get("group") and r.get("images_per_s")
-                 and all(r[k] == row[k] for k in keys)), None)
+    return next((r for r in rows if default_settings(r) and r is not row and all(r[k] == row[k] for k in keys)), None)
 
 
-def measure_train(row: dict, device, quick: bool, pool, rows: list[dict]) -> dict:
+def largest_planned_pack(row: dict, rows: list[dict]) -> dict | None:
+    """The measured planned pack of ``row``'s architecture, batch size, optimizer and precision with the most runs."""
+    keys = ("arch", "width", "b", "opt", "precision")
+    same = [r for r in rows if default_settings(r) and not r.get("group") and all(r[k] == row[k] for k in keys)]
+    return max(same, key=lambda r: r["pack"], default=None)
+
+
+def measure_train(row: dict, device, quick: bool, pool, rows: list[dict], clock=time.perf_counter) -> dict:
+    """A training row: one training of its shape, its steps timed after the warm-up (``clock``: the
+    window's timer), the rate judged (:func:`judged`)."""
     import torch
-    from peer import compiled_images_per_second, engine_images_per_second
+    from peer import engine_window
 
-    warm = QUICK["warm"] if quick else WARM_STEPS
-    steps = timed_steps(row, quick)
     flags = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic)
     if row.get("cudnn") == "benchmark":
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = True, False
     try:
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
-        shape = (row["arch"], row["width"], row["b"], row["opt"], row["pack"], steps, device)
-        layout = row.get("memory_format", "contiguous")
-        if row["compile"]:  # each training compiles anew: time the second of two epochs in one training
-            ips = compiled_images_per_second(*shape, precision=row["precision"], compile=row["compile"], pool=pool, memory_format=layout)
-        else:
-            ips, _ = engine_images_per_second(*shape, warm=warm, precision=row["precision"], pool=pool, prime=bool(row.get("prime")),
-                                              memory_format=layout)
+        window = engine_window(row["arch"], row["width"], row["b"], row["opt"], row["pack"], timed_steps(row, quick), device,
+                               warm=warm_steps(row, quick), most=most_steps(row, quick, len(pool[0])), precision=row["precision"],
+                               compile=row["compile"], pool=pool, memory_format=row.get("memory_format", "contiguous"), clock=clock)
     finally:
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = flags
-    out = {"images_per_s": ips, "result": f"{steps} steps timed"}
+    out = judged(row, window, rows)
     if device.type == "cuda":
         out["result"] += f", peak {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB"
-    if row.get("group") and (base := baseline(row, rows)):
-        out["result"] += f"; {ips / base['images_per_s']:.2f}x the default row ({base['precision']}, NCHW, deterministic)"
+    if "images_per_s" not in out:
+        return out
+    if row.get("group") == "large_pack" and (planned := largest_planned_pack(row, rows)):
+        out["result"] += f"; per job {out['images_per_s'] / planned['images_per_s']:.2f}x the planned x{planned['pack']} pack"
+    elif row.get("group") and (base := baseline(row, rows)):
+        out["result"] += f"; {out['images_per_s'] / base['images_per_s']:.2f}x the default row ({base['precision']}, NCHW, deterministic)"
     return out
 
 
@@ -345,14 +454,18 @@ def measure_epoch(row: dict, device, rows: list[dict], pool) -> dict:
     return {"result": result}
 
 
-def measure_peer(row: dict, device, quick: bool, rows: list[dict]) -> dict:
-    from peer import peer_images_per_second
+def measure_peer(row: dict, device, quick: bool, rows: list[dict], clock=time.perf_counter) -> dict:
+    from peer import peer_window
 
-    ips = peer_images_per_second(row["width"], row["b"], row["opt"], device, timed_steps(row, quick),
-                                 warm=QUICK["warm"] if quick else WARM_STEPS)
+    window = peer_window(row["width"], row["b"], row["opt"], device, timed_steps(row, quick), warm=warm_steps(row, quick),
+                         most=most_steps(row, quick), clock=clock)
+    out = judged(row, window, rows)
+    if "refused" in out:
+        return out
+    ips = out["images_per_s"]
     engine = next((r for r in rows if r["kind"] == "train" and r["pack"] == 1 and r.get("images_per_s") and not r.get("group")
                    and (r["b"], r["opt"], r["precision"]) == (row["b"], row["opt"], row["precision"])), None)
-    result = f"plain PyTorch {ips:,.0f} images/s"
+    result = f"plain PyTorch {ips:,.0f} images/s ({out['result']})"
     if engine:
         result += f"; the engine {engine['images_per_s']:,.0f} (its single-run row): engine / PyTorch {engine['images_per_s'] / ips:.2f}"
     return {"result": result}
@@ -579,18 +692,18 @@ def run(args: argparse.Namespace) -> int:
     source, where = planner_shapes()
     rows, _ = plan_rows(args.quick, source)
     budget = args.budget if args.budget is not None else (300 if args.quick else BUDGET_S)
-    pool = random_data(512 if args.quick else 61_000, device)  # views of it feed every training row
+    pool = random_data(6_000 if args.quick else 61_000, device)  # views of it feed every training row
     out = Path(args.out)
     name = "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device)
     header = f"Shapes from {where}; budget {budget:.0f} s; expected seconds are estimates for one H200."
     write_outputs(out, rows, header, args.quick, name)
     spent_expected = spent_actual = 0.0
-    for row in rows:
+    for i, row in enumerate(rows, 1):
         elapsed = time.perf_counter() - STARTED
         slowdown = spent_actual / spent_expected if spent_expected else 1.0
-        if args.only and row_group(row) not in args.only:
+        if not selected(row, args.only):
             row["note"] = "not selected (--only)"
-        elif not fits(row["expected_s"], elapsed, budget, slowdown):
+        elif row["kind"] not in CORRECTNESS and not fits(row["expected_s"], elapsed, budget, slowdown):
             row["note"] = f"skipped: budget (~{row['expected_s'] * max(1.0, slowdown):.0f} s expected, {budget - elapsed:.0f} s left)"
         else:
             start = time.perf_counter()
@@ -601,9 +714,12 @@ def run(args: argparse.Namespace) -> int:
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
             row["took_s"] = time.perf_counter() - start
-            spent_expected, spent_actual = spent_expected + row["expected_s"], spent_actual + row["took_s"]
+            if row["kind"] not in CORRECTNESS:  # the budget's pace is the timed rows' (the correctness rows start processes)
+                spent_expected, spent_actual = spent_expected + row["expected_s"], spent_actual + row["took_s"]
         write_outputs(out, rows, header, args.quick, name)
         print(json.dumps({k: v for k, v in row.items() if k != "data"}), flush=True)
+        if row.get("refused"):
+            print(f"device_check: row {i} ({describe_row(row)}, {row['precision']}) refused: {row['refused']}", flush=True)
     print(f"wrote {out / 'device_check.md'} and {out / 'rates.csv'} in {time.perf_counter() - STARTED:.0f} s")
     return 0
 

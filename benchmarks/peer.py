@@ -10,13 +10,19 @@ the same way. Shared by ``benchmarks/engine_vs_pytorch.py`` (CPU) and ``benchmar
   (packs) on random data, timed from outside: two trainings of the same shape, one of ``warm + steps``
   steps, then one of ``warm``, whose difference is the time of ``steps`` steps (model building and
   evaluation cancel; first-use costs fall on the long one, so a rate errs low).
+- Timed windows (the device check's every rate): :class:`StepWindow` times consecutive steps by its
+  own clock, the device synchronised at both ends, after untimed warm-up steps, and stretches a
+  window found shorter than :data:`MIN_WINDOW_S`; :func:`engine_window` runs the engine's own loop
+  (its trainee wrapped, :class:`TimedTrainee`) and stops it once the window closes, :func:`peer_window`
+  the plain-PyTorch steps.
 """
 
 from __future__ import annotations
 
-import io
-import re
+import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -164,20 +170,126 @@ def engine_train_seconds(arch: str, width: int, batch_size: int, optimizer: str,
     return time.perf_counter() - start
 
 
-EPOCH_SECONDS = re.compile(r"epoch (\d+)/\d+.*?([\d.]+)s\s*$")  # the trainers' epoch line ends in the seconds so far
+MIN_WINDOW_S = 1.0  # the shortest timed window a rate may come from
+EXTEND = 1.25  # a window found short is extended to this many times the steps it needs at the rate seen so far
 
 
-def compiled_images_per_second(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int,
-                               device: torch.device, **kwargs) -> float:
-    """Training images/s of a compiled job (every training compiles anew, so two trainings differ
-    by their compile times): one training of two epochs, the second epoch's time from the trainer's
-    log (epoch lines end in the seconds so far), evaluation of one batch per split included."""
-    log = io.StringIO()
-    engine_train_seconds(arch, width, batch_size, optimizer, pack, steps, device, epochs=2, log=log, **kwargs)
-    seconds = {int(m[1]): float(m[2]) for line in log.getvalue().splitlines() if (m := EPOCH_SECONDS.search(line))}
-    if not {1, 2} <= set(seconds):
-        raise RuntimeError("the trainer's log names no times of epochs 1 and 2 (its epoch line changed?)")
-    return pack * batch_size * steps / max(seconds[2] - seconds[1], 1e-9)
+@dataclass(frozen=True)
+class Window:
+    """A timed window: ``steps`` consecutive training steps that took ``seconds`` by the timer's clock."""
+
+    steps: int
+    seconds: float
+
+
+class StepWindow:
+    """Times consecutive steps by ``clock`` (the device synchronised at both ends): ``warm`` untimed
+    steps first (first-use costs, compilation, autotuning), then a window of at least ``steps`` steps
+    that goes on, where it came out under ``min_seconds``, until it has lasted that long or reaches
+    ``most`` steps in all. Call :meth:`before` and :meth:`after` around every step; :meth:`after`
+    returns the window once it is closed."""
+
+    def __init__(self, warm: int, steps: int, most: int, device: torch.device, *, min_seconds: float = MIN_WINDOW_S,
+                 clock: Callable[[], float] = time.perf_counter):
+        if most < warm + 1:
+            raise ValueError(f"a window needs room for at least one timed step after {warm} warm-up steps, not {most} steps")
+        self.warm, self.most, self.device, self.min_seconds, self.clock = warm, most, device, min_seconds, clock
+        self.target = max(1, min(steps, most - warm))
+        self.done, self.start = 0, 0.0
+
+    def before(self) -> None:
+        if self.done == self.warm:
+            sync(self.device)
+            self.start = self.clock()
+
+    def after(self) -> Window | None:
+        self.done += 1
+        timed = self.done - self.warm
+        if timed < self.target:
+            return None
+        sync(self.device)
+        seconds = self.clock() - self.start
+        if seconds >= self.min_seconds or self.done >= self.most:
+            return Window(timed, seconds)
+        needed = math.ceil(timed * EXTEND * self.min_seconds / seconds) if seconds > 0 else self.most
+        self.target = min(self.most - self.warm, max(timed + 1, needed))
+        return None
+
+
+class WindowClosed(Exception):
+    """Raised from inside a training when its timed window is closed: the rest is not trained."""
+
+    def __init__(self, window: Window):
+        super().__init__(f"{window.steps} steps in {window.seconds:.3f} s")
+        self.window = window
+
+
+class TimedTrainee:
+    """The loop's trainee, its steps timed by a :class:`StepWindow` (everything else is the trainee's own)."""
+
+    def __init__(self, trainee, timer: StepWindow):
+        self._trainee, self._timer = trainee, timer
+
+    def __getattr__(self, name: str):
+        return getattr(self._trainee, name)
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        self._timer.before()
+        self._trainee.step(x, y)
+        if (window := self._timer.after()) is not None:
+            raise WindowClosed(window)
+
+
+def engine_window(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int, device: torch.device, *,
+                  warm: int, most: int, precision: str = "float32", compile: bool | str = False,
+                  pool: tuple[torch.Tensor, torch.Tensor] | None = None, memory_format: str = "contiguous",
+                  min_seconds: float = MIN_WINDOW_S, clock: Callable[[], float] = time.perf_counter) -> Window:
+    """A timed window of the engine's own training loop (``train_run``'s trainee for one run, ``train_packed``'s
+    for more) on random data: one training of one epoch of ``most`` steps, its steps timed by a
+    :class:`StepWindow` and stopped when the window closes (the epoch's end and evaluation are never reached)."""
+    from initmem.engine.compute import check_compile
+    from initmem.engine.loop import train_loop
+    from initmem.engine.packed import Pack, check_packable
+    from initmem.engine.train import SingleRun
+
+    check_compile(compile)
+    data = engine_data(most * batch_size, batch_size, device, pool)
+    runs = [{"run_id": f"m{i}", "spec": engine_spec(arch, width, batch_size, optimizer, seed=i)} for i in range(pack)]
+    check_packable(runs)
+    specs = [r["spec"] for r in runs]
+    timer = StepWindow(warm, steps, most, device, min_seconds=min_seconds, clock=clock)
+
+    def make(gens: list[torch.Generator]) -> TimedTrainee:
+        if pack == 1:
+            return TimedTrainee(SingleRun(specs[0], gens[0], device, precision, compile, data.classes, memory_format), timer)
+        return TimedTrainee(Pack(specs, gens, device, precision, compile, None, data.classes, memory_format), timer)
+    try:
+        train_loop(runs, data, make, engine="loop" if pack == 1 else "vmap", device=device, precision=precision, compile=compile,
+                   memory_format=memory_format, name="timed", checkpoint=None, checkpoint_every=0, checkpoint_minutes=0, log=None)
+    except WindowClosed as closed:
+        return closed.window
+    raise RuntimeError(f"the training ended after {timer.done} steps without closing its timed window")
+
+
+def peer_window(width: int, batch_size: int, optimizer: str, device: torch.device, steps: int, *, warm: int, most: int,
+                min_seconds: float = MIN_WINDOW_S, clock: Callable[[], float] = time.perf_counter) -> Window:
+    """A timed window (:class:`StepWindow`) of the plain-PyTorch ResNet-9's training steps."""
+    torch.manual_seed(0)
+    model = PeerResNet9(width).to(device).train()
+    opt = peer_optimizer(optimizer, model.parameters(), device)
+    x, y = random_data(batch_size * most, device)
+    order = torch.randperm(len(x), device=device)
+    timer = StepWindow(warm, steps, most, device, min_seconds=min_seconds, clock=clock)
+    for i in range(most):
+        timer.before()
+        idx = order[i * batch_size:(i + 1) * batch_size]
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (window := timer.after()) is not None:
+            return window
+    raise RuntimeError(f"{most} steps without closing the timed window")
 
 
 def engine_images_per_second(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int,

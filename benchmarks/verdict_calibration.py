@@ -33,10 +33,11 @@ DESIGNS = ("small-tier", "clocks-tier", "decisive-tier", "paper")
 # rule rows (module:function) -> (designs it is calibrated at, simulations per truth in the full run)
 RULES = {
     "initmem.claims.calibration:spread_rows": (DESIGNS, 4000),
+    "initmem.claims.calibration:gone_rows": ((*DESIGNS, "regime-tier"), 4000),
     "initmem.claims.calibration:shape_rows": (DESIGNS, 200),
     "initmem.claims.collapse_calibration:calibration_rows": (("clocks-tier", "decisive-tier", "paper"), 200),
 }
-QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:shape_rows": 12,
+QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:gone_rows": 250, "initmem.claims.calibration:shape_rows": 12,
               "initmem.claims.collapse_calibration:calibration_rows": 10}
 RNG_SEED = 35
 FALSE_MAX, COVERAGE_MIN = 0.05, 0.93
@@ -126,7 +127,8 @@ def markdown(table: pd.DataFrame, seconds: float, command: str, left_out: list[s
            f"`{command}` ({seconds:.0f} s wall, {cores}). Known truths simulated at each design and read by the claims table's "
            "own rules (`initmem.claims.calibration`, and the collapse rule's `initmem.claims.collapse_calibration.calibration_rows`). "
            "`false reproduced`: share of `reproduced` where the truth is against the claim; `false not reproduced`: share "
-           "of `not reproduced` where it is for it; `coverage`: share of stated 95% intervals holding the true value (blank: "
+           "of `not reproduced` where it is for it (a truth on the rule's boundary, as a spread of exactly 1 pp against the zone "
+           "[0, 1 pp) the words call gone, states both: either word is false there); `coverage`: share of stated 95% intervals holding the true value (blank: "
            "no true value to cover, or, for the collapse, a true clock beyond those it can search: its configurations' curves "
            "do not overlap there); `decision`: `reproduced` or `not reproduced`; `partly tested` (the collapse): the share of "
            "that word, the most a design can say when it identifies only some exponents; `kind` (the collapse): `paper`, "

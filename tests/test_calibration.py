@@ -29,8 +29,10 @@ def quick_table() -> pd.DataFrame:
 
 def test_every_rule_meets_its_bars_at_every_design(quick_table):
     b = _benchmark()
-    assert set(quick_table["design"].str.split(":").str[0]) == {"small-tier", "clocks-tier", "decisive-tier", "paper"}
-    assert {"spread_nonzero", "spread_below_1pp", "spread_contrast", "accuracy_contrast", "beta_flat", "beta_decay"} <= set(quick_table["rule"])
+    designs = quick_table["design"].str.split(":").str[0]
+    assert set(designs) == {"small-tier", "clocks-tier", "decisive-tier", "paper", "regime-tier"}
+    assert set(quick_table.loc[designs == "regime-tier", "rule"]) == {"spread_gone"}  # every tier whose rows read a gone zone
+    assert {"spread_nonzero", "spread_below_1pp", "spread_gone", "spread_contrast", "accuracy_contrast", "beta_flat", "beta_decay"} <= set(quick_table["rule"])
     assert list(quick_table.columns) == list(C.ROW_KEYS)
     bad = b.failures(quick_table)
     assert bad.empty, bad.to_string()
@@ -56,3 +58,12 @@ def test_the_bar_check_catches_a_rule_that_fails():
                          dict(rule="r", design="d", truth="ok", n_sims=4000, false_reproduced=0.05, false_not_reproduced=float("nan"),
                               coverage=0.94, decision_rate=0.05)])
     assert list(b.failures(rows)["truth"]) == ["null", "effect"]
+
+
+def test_a_spread_with_a_gone_zone_is_calibrated_inside_on_and_above_its_edge(quick_table):
+    """The two-way spread rule (reproduced wholly above [0, 1 pp), not reproduced wholly inside it) under
+    truths of 0, 0.5, 1 and 1.5 pp: on the edge either word is false, so both rates are stated."""
+    gone = quick_table[quick_table["rule"] == "spread_gone"]
+    assert set(gone["truth"].str.split(" pp").str[0]) == {"linear 0", "linear 0.5", "linear 1", "linear 1.5"}
+    edge = gone[gone["truth"].str.contains("edge")]
+    assert edge["false_reproduced"].notna().all() and edge["false_not_reproduced"].notna().all()

@@ -1,5 +1,6 @@
 """A Slurm job stopped at its time limit requeues itself instead of failing (so it uses none of
-Snakemake's failure retries), at most ``compute.attempts`` - 1 times; any other stop does not."""
+Snakemake's failure retries), at most ``compute.attempts`` - 1 times and only after an attempt that
+finished an epoch; any other stop does not. Its end time is read once, as it starts."""
 
 from __future__ import annotations
 
@@ -7,18 +8,20 @@ import subprocess
 
 import pytest
 
-from initmem.pipeline.continuation import continue_after_stop, slurm_seconds
+from initmem.pipeline.continuation import continue_after_stop, job_end_time, slurm_seconds
 
 
 class FakeSlurm:
     """squeue and scontrol as a job sees them: ``left`` (what squeue's %L prints) and whether requeue is allowed."""
 
-    def __init__(self, left: str = "00:04:58", requeue_ok: bool = True):
-        self.left, self.requeue_ok, self.calls = left, requeue_ok, []
+    def __init__(self, left: str = "00:04:58", requeue_ok: bool = True, squeue_ok: bool = True):
+        self.left, self.requeue_ok, self.squeue_ok, self.calls = left, requeue_ok, squeue_ok, []
 
     def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
         self.calls.append(args)
         if args[0] == "squeue":
+            if not self.squeue_ok:  # a controller too busy to answer
+                return subprocess.CompletedProcess(args, 1, "", "slurm_load_jobs error: Socket timed out on send/recv operation\n")
             return subprocess.CompletedProcess(args, 0, self.left + "\n", "")
         if args[:2] == ["scontrol", "requeue"]:
             if self.requeue_ok:
@@ -60,6 +63,54 @@ def test_a_refused_requeue_says_the_retry_will_resume_it():
     assert "refused (scontrol: error: Requested operation is presently disabled)" in said and "Snakemake's retry resumes it" in said
 
 
+def test_an_attempt_that_finished_no_epoch_is_not_requeued_and_says_what_to_change():
+    """A pack whose attempt ended at the time limit without one more finished epoch would end the
+    same way every time: no continuation, and the line names both ways out."""
+    slurm = FakeSlurm()
+    said = continue_after_stop("SIGTERM", 3, JOB, slurm, epochs_finished=0)
+    assert slurm.requeued == [] and "\n" not in said
+    assert "without finishing an epoch in this attempt: not requeued" in said
+    assert "raise the time limit" in said and "shrink the pack" in said
+    continue_after_stop("SIGTERM", 3, JOB, slurm, epochs_finished=1)
+    assert slurm.requeued == ["4242"]
+
+
+def test_the_end_time_read_at_the_start_spares_squeue_at_the_signal():
+    """squeue fails at the signal (a busy controller): the end time read when the job started still
+    tells the time limit's signal from a scancel, so the job requeues and no failure retry is spent."""
+    clock = [1_000_000.0]
+    started = FakeSlurm("00:30:00")
+    end = job_end_time(JOB, started, now=lambda: clock[0])
+    assert end == 1_000_000.0 + 1800 and len(started.calls) == 1
+    clock[0] = end - 298  # the early signal
+    busy = FakeSlurm(squeue_ok=False)
+    said = continue_after_stop("SIGTERM", 3, JOB, busy, end_time=end, epochs_finished=2, now=lambda: clock[0])
+    assert busy.requeued == ["4242"] and "(no Snakemake retry used)" in said
+    assert [c for c in busy.calls if c[0] == "squeue"] == []  # read once, at the start
+    clock[0] = end - 3600  # a scancel an hour before the limit
+    assert "SIGTERM with 3600 s left" in continue_after_stop("SIGTERM", 3, JOB, busy, end_time=end, now=lambda: clock[0])
+
+
+def test_the_job_end_time_comes_from_slurm_s_environment_before_squeue():
+    slurm = FakeSlurm()
+    assert job_end_time(JOB | {"SLURM_JOB_END_TIME": "1767225600"}, slurm) == 1767225600.0 and slurm.calls == []
+    assert job_end_time({}, slurm) is None and slurm.calls == []  # not a Slurm job
+    assert job_end_time(JOB, FakeSlurm(squeue_ok=False)) is None
+    assert job_end_time(JOB, FakeSlurm("UNLIMITED")) is None
+
+
+def test_the_loop_counts_the_epochs_it_finishes(tiny_tensors):
+    """What a stopped job reports as its attempt's progress: every epoch the process finished."""
+    from conftest import tiny_spec
+
+    from initmem.engine.loop import EpochsFinished
+    from initmem.engine.train import train_run
+
+    before = EpochsFinished.count
+    train_run(tiny_spec(epochs=2), tiny_tensors, log=None)
+    assert EpochsFinished.count == before + 2
+
+
 def test_slurm_durations():
     assert [slurm_seconds(t) for t in ("4:58", "01:02:03", "2-00:00:10", "UNLIMITED", "INVALID", "")] == [
         298, 3723, 172810, None, None, None]
@@ -82,7 +133,8 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in (("squeue", 'echo "4:58"'), ("scontrol", f'echo "$@" >> {tmp_path / "scontrol.calls"}')):
+    for name, body in (("squeue", f'echo "$@" >> {tmp_path / "squeue.calls"}; echo "4:58"'),
+                       ("scontrol", f'echo "$@" >> {tmp_path / "scontrol.calls"}')):
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / name).chmod(stat.S_IRWXU)
     plan, data = _plan(tmp_path, epochs=6)
@@ -90,6 +142,7 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
     settings = {"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 0, "attempts": 3}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "OMP_NUM_THREADS": "1", "SLURM_JOB_ID": "4242",
            "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env.pop("SLURM_JOB_END_TIME", None)  # the fake squeue says when this job ends, not a Slurm job the tests may run in
     proc = subprocess.Popen([sys.executable, "-m", "initmem", "train-plan", str(plan), str(data), str(tmp_path / "pack.json"),
                              "--settings", json.dumps(settings), "--checkpoint-dir", str(tmp_path / "ckpt"), "--log", str(log)],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -102,3 +155,4 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
                      r"time limit: Slurm job 4242 requeued", text)
     assert "time limit: Slurm job 4242 requeued, continuation 1 of 2 (no Snakemake retry used)" in text
     assert (tmp_path / "scontrol.calls").read_text() == "requeue 4242\n"
+    assert (tmp_path / "squeue.calls").read_text().count("\n") == 1  # the end time, read once as the job started

@@ -5,6 +5,7 @@ it writes everything measured after every row, and its budget skips what does no
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -31,24 +32,25 @@ def _plan_lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if re.match(r"\s*\d+\. ", line)]
 
 
-def test_the_plan_fits_seven_minutes_starts_with_tf32_and_covers_the_production_shapes():
+def test_the_plan_fits_seven_minutes_checks_correctness_first_and_covers_the_production_shapes():
     proc = _check("--plan")
     assert proc.returncode == 0, proc.stderr
     total = float(re.search(r"total ~(\d+) s", proc.stdout)[1])
     assert total <= 7 * 60  # compiles included; leaves a lent window time for the start and a rerun
     lines = _plan_lines(proc.stdout)
-    assert "versions" in lines[0] and [p in lines[i] for i, p in ((1, "bf16"), (2, "tf32"), (3, "float32"))] == [True] * 3
+    assert "versions" in lines[0] and "resume bit-identity" in lines[1] and "TF32 self-check" in lines[2]
+    assert all("matmul peak" in lines[i] for i in (3, 4, 5)) and [p in lines[i] for i, p in ((3, "bf16"), (4, "tf32"), (5, "float32"))] == [True] * 3
     singles = [line for line in lines if "single run" in line and "compile" not in line]
     assert [re.search(r"b(\d+) (\w+) x1", s).groups() for s in singles] == [
         ("16", "adam"), ("32", "adam"), ("64", "adam"), ("128", "adam"), ("256", "adam"), ("16", "sgd"), ("128", "sgd")]
     first_bf16_train = next(i for i, line in enumerate(lines) if "bf16" in line and "matmul" not in line)
-    assert all(" tf32 " in line for line in lines[4:first_bf16_train] if "x" in line)  # the paper's precision first
+    assert all(" tf32 " in line for line in lines[6:first_bf16_train] if "x" in line)  # the paper's precision first
     packs = [line for line in lines[:first_bf16_train] if "pack:" in line and "autotuned" not in line]
     for shape in ("resnet9 w64 b16 adam x64", "resnet9 w64 b32 adam x64", "resnet9 w64 b64 adam x32", "resnet9 w64 b128 adam x16",
                   "resnet9 w64 b256 adam x8", "resnet56 w64 b16 adam x50", "resnet110 w64 b128 adam x16"):
         assert any(shape in line for line in packs), shape
     assert "compile step" in lines[-1]  # last, if time remains
-    order = ["autotuned", "channels_last", "one real pack epoch", "resume bit-identity", "TF32 self-check", "plain PyTorch peer"]
+    order = ["autotuned", "channels_last", "one real pack epoch", "plain PyTorch peer"]
     assert [next(i for i, line in enumerate(lines) if what in line) for what in order] == sorted(
         next(i for i, line in enumerate(lines) if what in line) for what in order)
 
@@ -86,7 +88,7 @@ def test_the_check_runs_where_the_planner_cannot(tmp_path, module):
     assert proc.returncode == 0, proc.stderr
     assert f"device_check_shapes.json (the planner's output; the planner cannot run here: no {module})" in proc.stdout
     assert _plan_lines(proc.stdout) == _plan_lines(_check("--plan").stdout)
-    groups = "versions,matmul,train,autotune,channels_last,bf16,epoch,resume,tf32,peer"
+    groups = "versions,resume,tf32,matmul,train,large_pack,autotune,channels_last,bf16,bf16_channels_last,epoch,peer"
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(out), "--budget", "100000", "--only", groups],
                           cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
@@ -95,7 +97,7 @@ def test_the_check_runs_where_the_planner_cannot(tmp_path, module):
     assert f"the planner cannot run here: no {module}" in table
     body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
     assert [line for line in body if "not selected" in line] == [line for line in body if "compile step" in line]
-    assert "failed" not in table and "skipped" not in table and "not run yet" not in table, table
+    assert "failed" not in table and "skipped" not in table and "not run yet" not in table and "REFUSED" not in table, table
     assert "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
     rows = list(csv.DictReader(open(out / "rates.csv")))
     assert {r["arch"] for r in rows} == {"resnet9", "resnet56"} and all(float(r["images_per_s"]) > 0 for r in rows)
@@ -111,7 +113,7 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
     proc = _check("--quick", "--out", str(tmp_path), "--budget", "100000", timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     table = (tmp_path / "device_check.md").read_text()
-    assert "skipped" not in table and "failed" not in table, table
+    assert "skipped" not in table and "failed" not in table and "REFUSED" not in table, table
     assert "TF32 off works" in table and "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
     assert "under torch.use_deterministic_algorithms(True): no op refused" in table
     assert "engine / PyTorch" in table and "channels_last" in table and "wall / model" in table
@@ -131,34 +133,40 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
 
 @pytest.mark.slow
 def test_a_killed_check_leaves_every_row_measured_so_far(tmp_path):
-    """The files are rewritten after every row: killed (as a timeout would) after its sixth row,
-    the table and rates.csv hold the single runs measured."""
+    """The files are rewritten after every row: killed (as a timeout would) after its eighth row,
+    the table and rates.csv hold the single runs measured (rows 7 and 8, after the correctness rows and the peaks)."""
     proc = subprocess.Popen([sys.executable, SCRIPT, "--quick", "--out", str(tmp_path), "--budget", "100000"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
     done = 0
     for line in proc.stdout:
         done += line.startswith("{")
-        if done == 6:  # rows 5 and 6: the single runs
+        if done == 8:  # rows 7 and 8: the single runs
             proc.send_signal(signal.SIGKILL)
             break
     proc.wait()
-    assert done == 6
+    assert done == 8
     rows = list(csv.DictReader(open(tmp_path / "rates.csv")))
     assert {(r["family"], r["pack"]) for r in rows} == {("adam", "1"), ("sgd", "1")}
     table = (tmp_path / "device_check.md").read_text()
-    assert table.count("not run yet") >= 10 and "2 steps timed" in table
+    assert table.count("not run yet") >= 10 and table.count(" steps timed in ") == 2
 
 
-def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note(tmp_path):
+def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note_but_the_correctness_rows_run(tmp_path):
+    """No budget at all: every timed row is skipped with a note, the TF32 self-check still runs (the
+    resume row, outside the budget the same way, is left out here only for the test's time)."""
     check = _script()
     assert check.fits(10, 100, 120, 1.0) and not check.fits(10, 115, 120, 1.0)
     assert not check.fits(10, 100, 120, 2.5)  # rows so far ran 2.5x slower than expected: 25 s do not fit in 20
     assert check.fits(10, 100, 120, 0.5)  # never trusts rows to run faster than expected
-    proc = _check("--quick", "--out", str(tmp_path), "--budget", "0", timeout=300)
+    groups = [g for g in check.ROW_GROUPS if g not in ("versions", "resume")]
+    proc = _check("--quick", "--out", str(tmp_path), "--budget", "0", "--only", ",".join(groups), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     table = (tmp_path / "device_check.md").read_text()
-    body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
-    assert body and all("skipped: budget" in line for line in body)
+    body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line) and "not selected" not in line]
+    tf32 = [line for line in body if "TF32 self-check" in line]
+    assert len(tf32) == 1 and "TF32 off works" in tf32[0]
+    timed = [line for line in body if line not in tf32]
+    assert len(timed) > 20 and all("skipped: budget" in line for line in timed)
     assert (tmp_path / "rates.csv").read_text().startswith("arch,width,batch_size,family,pack,precision,images_per_s")
 
 
@@ -206,3 +214,89 @@ def test_the_plan_measures_every_rate_kind_the_paper_plans():
     assert {("resnet9", 16, "muon", "tf32"), ("resnet9", 32, "muon", "tf32")} <= measured
     plan = _check("--plan").stdout
     assert "with a measured row: 27 of 27" in plan
+
+
+def test_a_window_leaves_out_the_warm_up_and_lasts_at_least_a_second():
+    """First-use costs land on the warm-up steps, outside the window; a window planned too short for
+    the device (4 steps of 0.1 s) goes on until it has lasted 1 s, by the timer's own clock."""
+    import torch
+
+    _script()  # puts benchmarks/ on the path
+    from peer import StepWindow
+
+    now = [0.0]
+    timer = StepWindow(3, 4, 1000, torch.device("cpu"), clock=lambda: now[0])
+    costs = iter([30.0, 20.0, 10.0] + [0.1] * 997)
+    window = None
+    while window is None:
+        timer.before()
+        now[0] += next(costs)
+        window = timer.after()
+    assert window.seconds >= 1.0 and window.seconds == pytest.approx(0.1 * window.steps)  # no warm-up second in it
+    assert timer.done == 3 + window.steps < 3 + 20  # stretched once, to about 1.25 s, not to the end
+
+
+def _peak_rows(peaks: dict[str, float]) -> list[dict]:
+    """Matmul rows as the check keeps them, with these peaks (FLOP/s per precision)."""
+    return [{"kind": "matmul", "precision": p, "flops_per_s": f} for p, f in peaks.items()]
+
+
+def test_a_rate_from_a_window_under_a_second_or_above_the_matmul_peak_is_refused_and_not_written(tmp_path):
+    """The engine's own training on CPU, timed by an injected clock: a clock that hardly moves
+    (a window of microseconds, as a log's rounding gave) and a measured peak the rate would exceed
+    are each refused with the reason; an honest one reaches rates.csv alone."""
+    import itertools
+
+    import torch
+
+    check = _script()  # puts benchmarks/ on the path
+    from peer import random_data
+
+    cpu = torch.device("cpu")
+    torch.set_num_threads(1)
+    peak = check.matmul_peak(cpu, "tf32", True)["flops_per_s"]
+    row = {**check.train_row("resnet9", 4, 16, "adam", 1, "tf32"), "expected_s": 1.0}
+    ticks = itertools.count(0.0, 1e-6)
+    stalled = check.measure_train(row, cpu, True, random_data(400, cpu), _peak_rows({"tf32": peak}),
+                                  clock=lambda: next(ticks))
+    assert "images_per_s" not in stalled and "under the 1 s a rate needs" in stalled["refused"]
+    pool = random_data(6_000, cpu)
+    too_fast = check.measure_train(row, cpu, True, pool, _peak_rows({"tf32": 1e6}))
+    assert "images_per_s" not in too_fast and "above the 1e-06 TFLOP/s tf32 matmul peak" in too_fast["refused"]
+    honest = check.measure_train(row, cpu, True, pool, _peak_rows({"tf32": peak}))
+    assert honest["images_per_s"] > 0 and "refused" not in honest
+    seconds = float(re.search(r"steps timed in ([\d.]+) s", honest["result"])[1])
+    assert seconds >= 1.0
+    rows = [{**row, **stalled}, {**row, "opt": "sgd", **too_fast}, {**row, "b": 32, **honest}]
+    written = list(csv.DictReader(io.StringIO(check.rates_text(rows, "cpu"))))
+    assert [(r["batch_size"], r["family"]) for r in written] == [("32", "adam")]
+
+
+def test_the_check_prints_why_it_refuses_a_rate_and_leaves_it_out_of_rates_csv(tmp_path, monkeypatch, capsys):
+    """A whole check (one timed row) whose matmul peaks come out absurdly low: the row is refused with
+    one line naming it and the reason, the table says so, and rates.csv holds no rate."""
+    check = _script()
+    monkeypatch.setattr(check, "matmul_peak", lambda device, precision, quick: {"flops_per_s": 1e6, "result": "1e6 FLOP/s"})
+    assert check.main(["--quick", "--only", "large_pack", "--out", str(tmp_path), "--budget", "100000"]) == 0
+    refused = [line for line in capsys.readouterr().out.splitlines() if " refused: " in line]
+    assert len(refused) == 1 and refused[0].startswith("device_check: row ") and "resnet9 w4 b16 adam x4" in refused[0]
+    assert "above the 1e-06 TFLOP/s tf32 matmul peak this check measured" in refused[0]
+    assert "REFUSED (not in rates.csv)" in (tmp_path / "device_check.md").read_text()
+    assert len((tmp_path / "rates.csv").read_text().splitlines()) == 1  # the header alone
+
+
+def test_the_plan_measures_the_road_to_fewer_gpu_hours():
+    """bf16 with channels_last for the three pack shapes with the most GPU-hours, and packs of
+    4,096 and more images a step at b=128 and b=256 (the planner makes at most 2,048), within the plan's time."""
+    check = _script()
+    source = json.loads((ROOT / "benchmarks" / "device_check_shapes.json").read_text())
+    rows, _ = check.plan_rows(False, source)
+    planned = sorted((s for s in source["shapes"] if s["pack"] > 1), key=lambda s: -s["hours"])[:3]
+    both = [r for r in rows if r["kind"] == "train" and r["precision"] == "bf16" and r.get("memory_format") == "channels_last"]
+    shape = ("arch", "b", "opt", "pack")
+    assert [(s["arch"], s["batch_size"], s["optimizer"], s["pack"]) for s in planned] == [tuple(r[k] for k in shape) for r in both[:3]]
+    large = [r for r in rows if r["kind"] == "train" and r["pack"] * r["b"] >= 4096]
+    assert {r["b"] for r in large if r["precision"] == "tf32" and not r.get("memory_format")} == {128, 256}
+    assert max(r["pack"] * r["b"] for r in large) > 4096 and any(r in both for r in large)
+    assert max(s["pack"] * s["batch_size"] for s in source["shapes"]) <= 2048  # beyond what is planned
+    assert check.STARTUP_S + sum(r["expected_s"] for r in rows) <= 7 * 60

@@ -2,9 +2,10 @@
 
 import math
 
+import pandas as pd
 import pytest
 
-from initmem.claims.similarity import bn_settling_steps, design_numbers, fit_of_selected
+from initmem.claims.similarity import bn_settling_steps, design_numbers, fit_of_selected, markdown, section, selected_fits, tier_numbers
 
 
 def test_keras_batchnorm_forgets_its_start_after_458_steps():
@@ -24,10 +25,14 @@ def test_layernorm_has_no_statistics_to_settle():
 
 
 def test_fit_counts_only_runs_that_interpolated_by_the_selected_epoch():
-    runs = [{"tau_best": 10, "tau_interp": 8}, {"tau_best": 5, "tau_interp": 9}, {"tau_best": 7, "tau_interp": math.nan},
-            {"tau_best": 7, "tau_interp": ""}]
+    runs = pd.DataFrame({"tau_best": [10, 5, 7, 7], "tau_interp": [8, 9, math.nan, None]})
     assert fit_of_selected(runs) == 0.25
-    assert fit_of_selected([]) is None
+    assert fit_of_selected(runs.iloc[:0]) is None
+
+
+def test_the_selected_networks_own_training_accuracy_decides_where_it_was_recorded():
+    runs = pd.DataFrame({"tau_best": [10, 10, 10], "tau_interp": [8, 8, math.nan], "train_acc_eval_best": [0.99, math.nan, 1.0]})
+    assert selected_fits(runs).tolist() == [False, True, True]  # recorded: it decides; not recorded: the running accuracy
 
 
 def test_bad_momentum_is_one_clear_error():
@@ -36,23 +41,36 @@ def test_bad_momentum_is_one_clear_error():
 
 
 def test_a_tiers_table_gives_each_configurations_numbers():
-    from initmem.claims.similarity import tier_numbers
-    base = {"study": "s", "optimizer": "sgd", "lr": 0.001, "batch_size": 16, "epochs": 300, "n_train": 256, "norm": "batchnorm"}
-    runs = [{**base, "sigma_w": 0.1, "tau_best": 40, "tau_interp": 30, "val_acc_best": 0.3, "test_acc_best": 0.30},
-            {**base, "sigma_w": 0.1, "tau_best": 5, "tau_interp": "", "val_acc_best": 0.1, "test_acc_best": 0.10},
-            {**base, "sigma_w": 2.5, "tau_best": 50, "tau_interp": 60, "val_acc_best": 0.2, "test_acc_best": 0.20}]
-    by_sigma = {row["sigma_w"]: row for row in tier_numbers(runs)}
-    assert by_sigma["0.1"]["fit_of_selected"] == 0.5
-    assert by_sigma["0.1"]["above_chance"] == 0.5
-    assert by_sigma["0.1"]["test_acc_median"] == pytest.approx(0.2)
-    assert by_sigma["2.5"]["fit_of_selected"] == 0.0
-    assert by_sigma["2.5"]["steps_per_epoch"] == 16
+    base = {"study": "s", "optimizer": "sgd", "lr": 0.001, "batch_size": 16, "epochs": 300, "n_train": 256, "norm": "batchnorm",
+            "l2": 0.0, "schedule": "cosine", "alpha": 0.01, "weight_decay": 0.0}
+    runs = pd.DataFrame([{**base, "sigma_w": 0.1, "tau_best": 40, "tau_interp": 30, "val_acc_best": 0.3, "test_acc_best": 0.30},
+                         {**base, "sigma_w": 0.1, "tau_best": 5, "tau_interp": None, "val_acc_best": 0.1, "test_acc_best": 0.10},
+                         {**base, "sigma_w": 2.5, "tau_best": 50, "tau_interp": 60, "val_acc_best": 0.2, "test_acc_best": 0.20}])
+    by_sigma = tier_numbers(runs).set_index("sigma_w")
+    assert by_sigma.loc[0.1, "fit_of_selected"] == 0.5
+    assert by_sigma.loc[0.1, "above_chance"] == 0.5
+    assert by_sigma.loc[0.1, "settled"] == 0.5  # tau_best 5 x 16 steps = 80 < 458
+    assert by_sigma.loc[0.1, "test_acc_median"] == pytest.approx(0.2)
+    assert by_sigma.loc[2.5, "fit_of_selected"] == 0.0
+    assert by_sigma.loc[2.5, "steps_per_epoch"] == 16
+    assert by_sigma.loc[2.5, "clock"] == "T_sgd" and by_sigma.loc[2.5, "clock_end"] == pytest.approx(1.13e-4, rel=0.01)
 
 
 def test_the_table_prints_each_configuration_beside_the_papers_values():
-    from initmem.claims.similarity import markdown, tier_numbers
     row = {"study": "s", "optimizer": "adam", "lr": 0.001, "batch_size": 16, "epochs": 300, "n_train": 256, "norm": "batchnorm",
-           "sigma_w": 0.1, "tau_best": 5, "tau_interp": "", "val_acc_best": 0.108, "test_acc_best": 0.103}
-    text = markdown(tier_numbers([row]))
-    assert "paper 313-2500" in text and "paper 0.2-1.5" in text and "750,000" in text
-    assert "| s | adam | 0.001 | 16 | 0.1 | 1 | 16 | 28.6 | 4,800 | 0.00 | 0.103 | 0.00 |" in text
+           "l2": 0.0, "schedule": "cosine", "alpha": 0.01, "weight_decay": None,
+           "sigma_w": 0.1, "tau_best": 5, "tau_interp": None, "val_acc_best": 0.108, "test_acc_best": 0.103}
+    text = markdown(tier_numbers(pd.DataFrame([row])))
+    assert "paper 313-2,500" in text and "paper 0.2-1.5" in text and "750,000" in text and "T_adapt 23.8-379" in text
+    assert "| s | adam | 0.001 | 16 | 0 | 0.1 | 1 | 16 | 28.6 | 4,800 | T_adapt 2.42 | 0.00 | 0.00 | 0.00 | 0.103 |" in text
+
+
+def test_every_committed_tier_shows_its_numbers_in_its_claims_and_readme():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for tier in sorted((root / "evidence").glob("*/tables/runs.csv")):
+        folder = tier.parent.parent
+        expected = section(pd.read_csv(tier))
+        assert expected in (folder / "tables" / "claims.md").read_text(), folder.name
+        assert markdown(tier_numbers(pd.read_csv(tier))) in (folder / "README.md").read_text(), folder.name

@@ -49,6 +49,7 @@ from initmem.claims import shapes as Sh
 from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
 from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
+from initmem.claims.similarity import design_markdown
 from initmem.claims.spreads import residual_sd
 from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
@@ -431,7 +432,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
     for (opt, b), p in sorted(main.items(), key=lambda x: (x[0][0] != "sgd", x[0])):
         if opt == "sgd":
             t = spread_truth(p, sources)
-            out.append(Plan(f"sgd_keeps_spread_b{b}", "spread > 0 (not reproduced below 1 pp)", [p], t,
+            out.append(Plan(f"sgd_keeps_spread_b{b}", f"spread (pp) {RETAINED.text()}", [p], t,
                             spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources)))
             level = levels.get((opt, float(p.spec["lr"])))
             if level:
@@ -604,6 +605,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
     lines += ["", whole_config_line(config, name)]
+    lines += ["", design_markdown([(p.label(), p.spec) for p in planned(config)]).rstrip("\n")]
     if with_cheapest or found is not None:
         found = cheapest_designs(config, ps) if found is None else found
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",

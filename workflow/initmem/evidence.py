@@ -44,11 +44,12 @@ def analysis_tables(runs: pd.DataFrame, history: pd.DataFrame) -> dict[str, pd.D
     from the runs and history: what the workflow's ``tables`` rule and ``reanalyse`` both write."""
     from initmem.claims.analysis import beta_table, spreads
     from initmem.claims.paper_tables import paper_tables
+    from initmem.claims.similarity import section
     from initmem.claims.table import claims, claims_markdown
 
     spread_table, claim_table = spreads(runs), claims(runs, history)
     return {"spreads.csv": spread_table, "beta.csv": beta_table(history), "claims.csv": claim_table,
-            "claims.md": claims_markdown(claim_table), "paper_tables.md": paper_tables(runs, spread_table)}
+            "claims.md": claims_markdown(claim_table) + "\n" + section(runs), "paper_tables.md": paper_tables(runs, spread_table)}
 
 
 CHANGED: list[Path] = []  # the files the current reanalyse rewrote (a byte-identical result is left alone)

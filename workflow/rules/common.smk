@@ -17,6 +17,7 @@ from initmem.pipeline.invocation import shell_python  # noqa: E402
 PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.executable)
 
 from initmem.pipeline.grid import check_two_sigmas, expand_studies  # noqa: E402
+from initmem.pipeline.compilecache import compile_cache_environment  # noqa: E402
 from initmem.pipeline.timelimit import capped_compute, partition_time_limit  # noqa: E402
 from initmem.pipeline.guards import (INVOCATION_ENV, InvocationError, check_data_archive, invocation, read_only_folder,  # noqa: E402
                                     snakemake_command)
@@ -114,6 +115,9 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
 # takes it for an undeclared input. A job on a cluster node re-parses this file and sets it there.
 os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
                   INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)})
+# torch.compile's caches on shared storage (results/compile_cache/ or $INITMEM_COMPILE_CACHE), not
+# the node's /tmp: a job compiles what no earlier job of the same shapes compiled (initmem.pipeline.compilecache).
+os.environ.update(compile_cache_environment(os.environ, Path.cwd()))
 
 
 def _command_line(argv):

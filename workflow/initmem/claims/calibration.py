@@ -26,13 +26,15 @@ import pandas as pd
 
 from initmem import paper as published
 from initmem.claims import shapes as Sh
+from initmem.claims.clock import RETAINED
 from initmem.claims.power import jackknife_arrays, side_codes, simulate
 from initmem.claims.spreads import contrast_arrays, residual_sd, spread_arrays
 from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, between, greater, less
 
 ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate")
 EVIDENCE = Path(__file__).resolve().parents[3] / "evidence"
-TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks", "decisive-tier": "jpeg-cifar10-decisive"}
+TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks", "decisive-tier": "jpeg-cifar10-decisive",
+         "regime-tier": "jpeg-cifar10-regime"}
 PAPER_SIGMAS = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
 PAPER_SEEDS, PAPER_EPOCHS, PAPER_NOISE = published.MAIN_SEEDS, published.MAIN_EPOCHS, 0.005  # the noise: an assumption
 SEED_SD = 0.05   # the seed effect shared by every sigma_w of a seed (every rule must cancel it)
@@ -75,10 +77,12 @@ def designs(name: str) -> list[Design]:
     return _tier(name)
 
 
-def _row(rule: str, design: Design, truth: str, claim_true: bool, codes: np.ndarray, covered: np.ndarray | None) -> dict:
+def _row(rule: str, design: Design, truth: str, claim_true: bool | None, codes: np.ndarray, covered: np.ndarray | None) -> dict:
+    """One calibration row; ``claim_true`` None: a truth on the boundary, where either decision is false."""
     rep, nrep = np.mean(codes == 1), np.mean(codes == -1)
     return {"rule": rule, "design": design.name, "truth": truth, "n_sims": int(len(codes)),
-            "false_reproduced": math.nan if claim_true else float(rep), "false_not_reproduced": float(nrep) if claim_true else math.nan,
+            "false_reproduced": math.nan if claim_true else float(rep),
+            "false_not_reproduced": math.nan if claim_true is False else float(nrep),
             "coverage": float(np.mean(covered)) if covered is not None else math.nan, "decision_rate": float(rep + nrep)}
 
 
@@ -184,6 +188,28 @@ def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
     return out
 
 
+GONE_TRUTHS_PP = (0.0, 0.5, 1.0, 1.5)   # inside the gone zone, on its edge, above it
+
+
+def gone_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
+    """Rows for ``spread_gone``: the spread rows whose side names a zone where the spread is gone
+    (:data:`initmem.claims.clock.RETAINED`, "> 1 (not reproduced within [0, 1): gone)"), read both ways by
+    the claims table's own rule (:func:`initmem.claims.power.side_codes` on
+    :func:`initmem.claims.spreads.spread_arrays`) under linear truths of :data:`GONE_TRUTHS_PP`: below the
+    edge a ``reproduced`` is false, above it a ``not reproduced``, and on the edge (1 pp) either is."""
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for d in designs(design_name):
+        for true_pp in GONE_TRUTHS_PP:
+            s = spread_arrays(_draw(linear(d, true_pp), d.noise, d.seeds, n_sims, rng))
+            covered = (s["low"] <= true_pp + 1e-9) & (true_pp - 1e-9 <= s["high"])
+            edge = math.isclose(true_pp, RETAINED.gone)
+            claim = None if edge else true_pp > RETAINED.gone
+            truth = f"linear {true_pp:g} pp" + (" (the zone's edge)" if edge else (" (above the zone)" if claim else " (gone)"))
+            out.append(_row("spread_gone", d, truth, claim, side_codes(s["low"], s["high"], RETAINED), covered))
+    return out
+
+
 # --- |beta(t)| shapes ----------------------------------------------------------------------------
 
 BETA_LEVEL = 0.1   # the paper's SGD |beta| ("flat near 1e-1")
@@ -244,6 +270,6 @@ def shape_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
     return out
 
 
-SIDES: dict[str, Side] = {"spread_nonzero": greater(0), "spread_below_1pp": less(1.0), "spread_contrast": greater(0),
+SIDES: dict[str, Side] = {"spread_nonzero": greater(0), "spread_gone": RETAINED, "spread_below_1pp": less(1.0), "spread_contrast": greater(0),
                           "accuracy_contrast": greater(0), "beta_flat": between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS),
                           "beta_decay": greater(Sh.DECAY_ORDERS)}

@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from initmem.claims.spreads import CONTRAST_METHOD, SPREAD_METHOD, moment_bounds, paired_profiles, residual_sd, spread_arrays
-from initmem.claims.verdicts import LEVEL, Cell, Estimate, Side
+from initmem.claims.spreads import moment_bounds, paired_profiles, residual_sd, spread_arrays
+from initmem.claims.verdicts import CONTRAST_TEST, LEVEL, SPREAD_TEST, T_TEST, Cell, Estimate, Side
 
 POWER_SIMS = 400          # simulations per number of seeds ("would decide": Monte Carlo error <= 2.5 pp)
 PAIRED_SIMS = 1000        # a contrast's: its seeds' moments are drawn directly, at a cost that does not grow with seeds (<= 1.6 pp)
@@ -60,8 +60,8 @@ def side_codes(low: np.ndarray, high: np.ndarray, side: Side) -> np.ndarray:
     """+1 ``reproduced``, -1 ``not reproduced``, 0 otherwise (:func:`initmem.claims.verdicts.verdict`, vectorised)."""
     low, high = np.asarray(low, float), np.asarray(high, float)
     ok = np.isfinite(low) & np.isfinite(high)
-    rep = ok & (low > side.lo) & (high < side.hi)
-    nrep = ok & ((high < side.other_below) | (low > side.hi))
+    rep = ok & (low > side.agree_above) & (high < side.hi)
+    nrep = ok & (((side.other_from <= low) & (high < side.other_below)) | (low > side.hi))
     return np.where(rep, 1, np.where(nrep, -1, 0))
 
 
@@ -253,19 +253,20 @@ def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = 
     the seeds' own pairing across the two cells: :func:`paired_truth`) or, for a jackknife
     t-interval, a contrast of seed means at the measured effect and per-seed noise. None where the
     row has no noise to simulate."""
-    if est.n_seeds < 2 or not (np.isfinite(est.low) and np.isfinite(est.high)):
+    if est.n_seeds < 2 or est.test is None or not (np.isfinite(est.low) and np.isfinite(est.high)):
         return None
-    if est.method == SPREAD_METHOD and cells:
+    family = est.test.family
+    if family == SPREAD_TEST and cells:
         means, sd = fitted_truth(cells[0])
         return (lambda n: spread_decision_rate(means, sd, n, side)) if np.isfinite(sd) else None
-    if (contrast or est.method == CONTRAST_METHOD) and len(cells) == 2:
+    if (contrast or family == CONTRAST_TEST) and len(cells) == 2:
         truth = paired_truth(cells)
         if truth is None or not np.isfinite(truth[1]).all():
             return None
         mean, cov, k = truth
         return lambda n: paired_decision_rate(mean, cov, k, n, side)
-    if est.method.startswith("t,"):
-        sd = (est.high - est.low) / (2 * float(stats.t.ppf(0.5 + LEVEL / 2, est.n_seeds - 1))) * math.sqrt(est.n_seeds)
+    if family == T_TEST:
+        sd = est.test.above.se * math.sqrt(est.n_seeds)   # the per-seed sd behind the t-test's standard error
         return (lambda n: mean_decision_rate(est.effect, sd, n, side)) if sd > 0 else None
     return None
 

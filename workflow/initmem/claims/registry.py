@@ -28,11 +28,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from initmem.claims.similarity import CHANCE_ACC, bn_settling_steps
 from initmem.paper import ADAM_T_ADAPT_RANGE as PAPER_ADAM_T
 from initmem.paper import Q_ADAM, Q_ALIGN, Q_CLOCK, Q_FIG6, Q_L2, Q_LR, Q_MOMENTUM, Q_RECIPE, Q_SGD, clock
+from initmem.spec import ADAPTIVE
 
 FITS_LABELS, NO_FIT = "fits_labels", "none"
-FIT_SHARE = 0.5  # the share of a configuration's runs that must reach 99.5% train accuracy (fits_labels claims)
+FIT_SHARE = 0.5  # the share of a configuration's selected predictors (at every sigma_w) that must fit (fits_labels claims)
+# the share of a configuration's selected predictors that must be read with settled BatchNorm statistics, and above chance
+SETTLED_SHARE = 0.95
 # the paper's points on either side of its clock threshold (Sec. 4.2; initmem.claims.clock reads them the same way)
 _RETAINS, _DROPS = clock("T_l2", lr=1e-2, batch_size=128, l2=1e-3), clock("T_sgd", lr=1e-2, batch_size=16)
 
@@ -53,8 +57,9 @@ class Claim:
     fit_share: float = FIT_SHARE
 
     def regime_text(self) -> str:
-        fit = (f"at least {self.fit_share:.0%} of the runs of every configuration reach 99.5% train accuracy (the paper's runs fit "
-               "the labels)" if self.fit == FITS_LABELS else "no fit condition (the paper states none)")
+        fit = (f"at least {self.fit_share:.0%} of the selected predictors at every sigma_w fit (99.5% train accuracy by tau_best; "
+               f"an adaptive optimizer's runs: at some epoch), and at least {SETTLED_SHARE:.0%} of them read with settled BatchNorm "
+               "statistics and above chance" if self.fit == FITS_LABELS else "no fit condition (the paper states none)")
         if self.clock:
             name, lo, hi = self.clock
             fit += f"; {CLOCK_LABEL[name]} at the end of training in [{lo:.3g}, {hi:.3g}]"
@@ -65,7 +70,7 @@ CLOCK_LABEL = {"T_sgd": "T_SGD", "T_adapt": "T_adapt", "T_l2": "T_L2"}
 
 REGISTRY: list[Claim] = [
     Claim(r"sgd_keeps_spread_b\d+", "optimizers", Q_SGD, "Sec. 3.1", "the SGD spread (pp), max - min of seed means over sigma_w",
-          "main grid, lr 1e-3, each batch size", "> 0 (not reproduced below 1 pp)"),
+          "main grid, lr 1e-3, each batch size", "> 1 pp (not reproduced within [0, 1 pp): gone)"),
     # one row per adaptive optimizer file (CLOCK = "T_adapt") and batch size, named by the claims table
     # from the optimizer registry: the pattern names no optimizer, so a new file's row reads as Adam's
     Claim(r"sgd_gt_\w+_b\d+", "optimizers", Q_ADAM, "Sec. 3.1", "SGD spread minus the adaptive one (pp), paired seeds",
@@ -98,10 +103,10 @@ REGISTRY: list[Claim] = [
           fit=NO_FIT),
     Claim(r"sgd_T_\S+|sgd_(retains|drops)_\S+", "clock thresholds", Q_CLOCK, "Sec. 4.2",
           f"at T_SGD <= {_RETAINS:g}: the spread (pp); at >= {_DROPS:g}: the smallest-T_SGD configuration's spread minus this one's (pp), "
-          "paired seeds (the paper's constant-lr arithmetic)", "SGD, one b, several lr", f"> 0 (at <= {_RETAINS:g}: not reproduced below 1 pp)"),
+          "paired seeds (the paper's constant-lr arithmetic)", "SGD, one b, several lr", f"> 0 (at <= {_RETAINS:g}: > 1 pp, not reproduced within [0, 1 pp): gone)"),
     Claim(r"l2_T_\S+|l2_repairs_\S+", "clock thresholds", Q_L2, "Sec. 4.2",
           f"at T_L2 <= {_RETAINS:g}: the spread (pp); at >= {_DROPS:g}: the spread without L2 (or with a smaller one) minus this one's "
-          "(pp), paired seeds (the paper's constant-lr arithmetic)", "SGD + L2", f"> 0 (at <= {_RETAINS:g}: not reproduced below 1 pp)"),
+          "(pp), paired seeds (the paper's constant-lr arithmetic)", "SGD + L2", f"> 0 (at <= {_RETAINS:g}: > 1 pp, not reproduced within [0, 1 pp): gone)"),
 ]
 
 
@@ -118,9 +123,7 @@ def regime_check(claim: Claim | None, cells: Sequence) -> tuple[bool | None, str
     why, reached = [], ""
     if claim.fit == FITS_LABELS:
         for c in cells:
-            if c.fit is not None and c.fit[0] > 0 and c.fit[1] < claim.fit_share * c.fit[0]:
-                why.append(f"by fit: {c.label or 'a configuration'}: {c.fit[1]} of its {c.fit[0]} runs reached 99.5% train accuracy, "
-                           f"fewer than {claim.fit_share:.0%} (the paper's runs fit the labels)")
+            why += _selected_outside(claim, c)
     if claim.clock:
         name, lo, hi = claim.clock
         ends = [float(c.end_clocks[name]) for c in cells if name in (getattr(c, "end_clocks", None) or {})]
@@ -131,6 +134,50 @@ def regime_check(claim: Claim | None, cells: Sequence) -> tuple[bool | None, str
                 why.append(f"by clock: {reached}, the paper's runs {lo:.3g}-{hi:.3g}")
     checked = claim.fit == FITS_LABELS or bool(claim.clock)
     return (not why) if checked else None, "; ".join(why) or reached
+
+
+def _selected_outside(claim: Claim, cell) -> list[str]:
+    """Why one configuration's selected predictors are not what the paper's sentence is about (none: they are).
+
+    - fit: the SGD sentences are about the returned predictors (test accuracy varies across sigma_w "despite"
+      99.5% training accuracy, Sec. 1), so at every sigma_w at least :attr:`Claim.fit_share` of the
+      selected predictors fit; an adaptive optimizer's best checkpoint comes before interpolation at small
+      batches (Sec. 3.1, Fig. 3), so its runs need only reach 99.5% at some epoch, in that share;
+    - statistics: at least :data:`SETTLED_SHARE` of the selected predictors read after BatchNorm's
+      moving statistics settled (or with precise ones): a stale-statistics network measures the
+      statistics' start, not the initialization;
+    - accuracy: at least :data:`SETTLED_SHARE` of them above chance level (where recorded).
+
+    A row that reads a curve over the run (a |beta(t)| shape: the cell has epochs) has the fit rule of its
+    optimizer's sentences, not the other two: its shape statistics leave out the first window, where the
+    statistics settle, and read every epoch after it, not one selected network.
+    """
+    counts, name = cell.fit, cell.label or "a configuration"
+    if counts is None or counts[0] == 0:
+        return []
+    why = []
+    curve = getattr(cell, "epochs", None) is not None
+    adaptive = (getattr(cell, "config", None) or {}).get("optimizer") in ADAPTIVE
+    if adaptive and counts[1] < claim.fit_share * counts[0]:
+        why.append(f"by fit: {name}: {counts[1]} of its {counts[0]} runs reached 99.5% train accuracy, "
+                   f"fewer than {claim.fit_share:.0%} (the paper's runs fit the labels)")
+    for sigma, n, best in () if adaptive else getattr(counts, "by_sigma", ()) or ((math.nan, counts[0], counts[2]),):
+        if n and best < claim.fit_share * n:
+            at = "" if math.isnan(sigma) else f" at sigma_w {sigma:g}"
+            why.append(f"by fit: {name}{at}: {best} of its {n} selected predictors fit (99.5% train accuracy by tau_best), "
+                       f"fewer than {claim.fit_share:.0%} (the paper's selected predictors fit the labels)")
+    if curve:
+        return why
+    settled = getattr(counts, "settled", None)
+    if settled is not None and settled < SETTLED_SHARE * counts[0]:
+        why.append(f"by BatchNorm statistics: {name}: {counts[0] - settled} of its {counts[0]} selected predictors read before the "
+                   f"moving statistics settled (tau_best x steps per epoch < {bn_settling_steps():.0f} steps; the paper's epochs "
+                   f"are longer than that)")
+    known, above = getattr(counts, "accuracy_known", 0), getattr(counts, "above_chance", 0)
+    if known and above < SETTLED_SHARE * known:
+        why.append(f"by accuracy: {name}: {known - above} of its {known} selected predictors at chance level (validation accuracy "
+                   f"at tau_best <= {CHANCE_ACC:g})")
+    return why
 
 
 def registry_markdown() -> str:

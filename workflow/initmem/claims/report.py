@@ -13,6 +13,7 @@ import pandas as pd
 from initmem.claims import verdicts as V
 from initmem.claims.registry import REGISTRY, lookup, registry_markdown
 from initmem.claims.rows import AT_BEST, AT_END
+from initmem.claims.similarity import section
 
 BEGIN, END = "<!-- verdict-table:begin -->", "<!-- verdict-table:end -->"
 
@@ -103,13 +104,24 @@ def verdict_table(table: pd.DataFrame, compact: bool = False) -> str:
                 "statistic alone": lambda r: r["statistic_verdict"], "verdict": lambda r: f"**{r['verdict']}**",
                 "after Holm": lambda r: f"{r.get('verdict_holm', '')} (p {format_number(r.get('p_holm', math.nan), '.2g')})"
                 if np.isfinite(r.get("p_holm", math.nan)) else "",
-                "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
+                "selected fit": lambda r: _share(r["share_best_fitted"]), "runs": lambda r: int(r["n_runs"]),
                 "would decide": lambda r: r.get("would_decide", "")}
     methods = sorted(set(measured["ci_method"]) - {""})
     out = [_table(measured, cols), f"Intervals: {'; '.join(methods) or 'none'} (level 0.95).\n", f"**{counts_line(table)}**\n"]
+    outside = measured[measured["verdict"] == V.OUTSIDE_REGIME]
+    if not compact and not outside.empty:
+        out.append("Outside the paper's regime, and why (the regime each sentence states: `initmem/claims/registry.py`):\n\n"
+                   + "\n".join(f"- `{r['id']}`: {_regime_reason(r['note'])}" for _, r in outside.iterrows()) + "\n")
     if not missing.empty:
         out.append("Not measured: " + ", ".join(f"`{i}`" for i in missing["id"]) + ".\n")
     return "\n".join(out)
+
+
+def _regime_reason(note: str) -> str:
+    """The regime part of a row's note, each reason without its explanation, at most three of them."""
+    reason = note.split(f"{V.OUTSIDE_REGIME} ", 1)[1] if f"{V.OUTSIDE_REGIME} " in note else note
+    parts = [re.split(r" \(|, fewer than", p.strip().removeprefix("by "))[0] for p in reason.split("; by ")]
+    return "; ".join(f"by {p}" for p in parts[:3]) + (f"; and {len(parts) - 3} more (the row's note)" if len(parts) > 3 else "")
 
 
 def _cells_table(cells: pd.DataFrame) -> str:
@@ -324,6 +336,8 @@ def readme_block(folders: list[Path], root: Path, compact: bool = False) -> str:
     for f in folders:
         out += [f"Verdicts of `{f.resolve().relative_to(root.resolve())}` (`tables/claims.md`):\n", verdict_table(tables[f.name]),
                 what_size_decides(tables[f.name])]
+        if (f / "tables" / "runs.csv").is_file():
+            out.append("### " + section(pd.read_csv(f / "tables" / "runs.csv")).removeprefix("## "))
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -9,8 +9,13 @@ table (one row per run with ``tau_best`` and ``tau_interp``).
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from initmem.paper import INTERP_TRAIN_ACC
 
 # Keras BatchNormalization's momentum: moving = 0.99 moving + 0.01 batch.
 BN_MOMENTUM = 0.99
@@ -20,6 +25,10 @@ BN_FORGOTTEN = 0.01
 # training images at b = 128 ... 16; b = 256 gives 157), 750,000 steps in all for the longest runs,
 # T_SGD ~1.8e-2 at the end of SGD training, test accuracy 58-85 %.
 PAPER = {"steps_per_epoch": (313, 2500), "total_steps": 750_000, "T_sgd_end": 1.8e-2, "test_acc": (0.58, 0.85)}
+
+
+# A selected predictor at or below this validation accuracy is a chance-level network (10 classes: 0.10 + 5 pp).
+CHANCE_ACC = 0.15
 
 
 def bn_settling_steps(momentum: float = BN_MOMENTUM, forgotten: float = BN_FORGOTTEN) -> float:
@@ -40,17 +49,6 @@ def design_numbers(spec: Mapping, n_train: int) -> dict[str, float]:
             "epochs_to_settle": settle / steps, "total_steps": steps * int(spec["epochs"])}
 
 
-def fit_of_selected(runs: Iterable[Mapping]) -> float | None:
-    """Share of runs whose selected predictor fits: tau_interp <= tau_best (a run that never reached
-    the interpolation threshold does not fit); None for no runs."""
-    rows = list(runs)
-    if not rows:
-        return None
-    fitted = [r for r in rows if _number(r.get("tau_interp")) is not None and _number(r.get("tau_best")) is not None
-              and _number(r["tau_interp"]) <= _number(r["tau_best"])]
-    return len(fitted) / len(rows)
-
-
 def _number(value: object) -> float | None:
     """A table cell as a number; None for an empty or NaN cell (a run that never interpolated)."""
     if value is None or value == "":
@@ -59,54 +57,165 @@ def _number(value: object) -> float | None:
     return None if math.isnan(x) else x
 
 
-CONFIG_COLUMNS = ("study", "optimizer", "lr", "batch_size", "sigma_w")
+class SelectedCounts(NamedTuple):
+    """What a configuration's selected predictors (the networks at tau_best) are, counted over its runs:
+    ``runs``, ``fit`` (reached 99.5% train accuracy at some epoch), ``best`` (the selected predictor
+    fits), per sigma_w (sigma_w, runs, best), ``settled`` (read with settled BatchNorm statistics) and,
+    of the ``accuracy_known`` runs with a validation accuracy at tau_best, ``above_chance``."""
+
+    runs: int
+    fit: int
+    best: int
+    by_sigma: tuple[tuple[float, int, int], ...] = ()
+    settled: int | None = None
+    above_chance: int = 0
+    accuracy_known: int = 0
 
 
-def tier_numbers(runs: Iterable[Mapping]) -> list[dict]:
+def _column(runs: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column of a runs table (NaN where absent or empty)."""
+    return pd.to_numeric(runs[name], errors="coerce") if name in runs else pd.Series(np.nan, index=runs.index)
+
+
+def selected_fits(runs: pd.DataFrame) -> pd.Series:
+    """Per run: its selected predictor fits the labels. Where the run recorded the network's own eval-mode
+    training accuracy (``train_acc_eval_best``, ``train_eval: true``) that accuracy reaches 99.5%;
+    otherwise Keras' running training accuracy reached 99.5% at or before tau_best (tau_interp <= tau_best)."""
+    own = _column(runs, "train_acc_eval_best")
+    interp, best = _column(runs, "tau_interp"), _column(runs, "tau_best")
+    by_running = interp.notna() & best.notna() & (best >= interp)
+    return own.ge(INTERP_TRAIN_ACC / 100).where(own.notna(), by_running).astype(bool)
+
+
+def settled_statistics(runs: pd.DataFrame) -> pd.Series | None:
+    """Per run: its selected predictor was evaluated with settled BatchNorm statistics: no BatchNorm,
+    ``bn_eval: precise``, or tau_best x steps per epoch >= :func:`bn_settling_steps`. None where the
+    table lacks what this needs (n_train, batch_size, tau_best)."""
+    if not {"n_train", "batch_size", "tau_best"} <= set(runs.columns):
+        return None
+    steps = np.ceil(_column(runs, "n_train") / _column(runs, "batch_size"))
+    late = (_column(runs, "tau_best") * steps >= bn_settling_steps()).fillna(False)
+    norm = runs["norm"] if "norm" in runs else pd.Series("batchnorm", index=runs.index)
+    precise = runs["bn_eval"].eq("precise") if "bn_eval" in runs else pd.Series(False, index=runs.index)
+    return (norm.ne("batchnorm") | precise | late).astype(bool)
+
+
+def selected_counts(runs: pd.DataFrame) -> SelectedCounts:
+    """:class:`SelectedCounts` of one configuration's rows of a runs table."""
+    fit = _column(runs, "tau_interp").notna()
+    best = selected_fits(runs)
+    sigma = _column(runs, "sigma_w")
+    by_sigma = tuple((float(sw), int((sigma == sw).sum()), int(best[sigma == sw].sum())) for sw in sorted(sigma.dropna().unique()))
+    settled = settled_statistics(runs)
+    val = _column(runs, "val_acc_best")
+    return SelectedCounts(len(runs), int(fit.sum()), int(best.sum()), by_sigma, None if settled is None else int(settled.sum()),
+                          int((val > CHANCE_ACC).sum()), int(val.notna().sum()))
+
+
+CONFIG_COLUMNS = ("study", "optimizer", "lr", "batch_size", "l2", "sigma_w")
+
+
+def fit_of_selected(runs: pd.DataFrame) -> float | None:
+    """Share of runs whose selected predictor fits (:func:`selected_fits`); None for no runs."""
+    return float(selected_fits(runs).mean()) if len(runs) else None
+
+
+def tier_numbers(runs: pd.DataFrame) -> pd.DataFrame:
     """Per configuration (:data:`CONFIG_COLUMNS`) of a tier's runs table: its design numbers
-    (:func:`design_numbers`), the fit of its selected predictors (:func:`fit_of_selected`), the
-    median test accuracy at tau_best and the share of selected predictors above chance level
-    (validation accuracy at tau_best above 0.15)."""
-    groups: dict[tuple, list[Mapping]] = {}
-    for r in runs:
-        groups.setdefault(tuple(str(r[c]) for c in CONFIG_COLUMNS), []).append(r)
+    (:func:`design_numbers`), the clock its sentences read at the end of training (T_SGD, or T_adapt for
+    an adaptive optimizer), the share of selected predictors that fit (:func:`selected_fits`), that were
+    read with settled statistics (:func:`settled_statistics`) and that are above chance (validation
+    accuracy at tau_best above :data:`CHANCE_ACC`), and the median test accuracy at tau_best."""
+    from initmem.engine.clocks import run_clocks
+    from initmem.spec import ADAPTIVE
+
+    columns = [c for c in CONFIG_COLUMNS if c in runs]
     out = []
-    for config, rows in groups.items():
-        first = rows[0]
+    for config, rows in runs.groupby(columns, dropna=False, sort=True):
+        first = rows.iloc[0]
+        spec = {k: first[k] for k in ("optimizer", "lr", "schedule", "alpha", "epochs", "batch_size", "l2", "n_train") if k in first}
+        spec["weight_decay"] = None if pd.isna(first.get("weight_decay")) else float(first["weight_decay"])
         design = design_numbers({"batch_size": int(first["batch_size"]), "epochs": int(first["epochs"]),
                                  "norm": first.get("norm", "batchnorm")}, int(first["n_train"]))
-        tests = [x for r in rows if (x := _number(r.get("test_acc_best"))) is not None]
-        vals = [x for r in rows if (x := _number(r.get("val_acc_best"))) is not None]
-        out.append({**dict(zip(CONFIG_COLUMNS, config, strict=True)), "runs": len(rows), **design,
+        clock = "T_adapt" if first["optimizer"] in ADAPTIVE else "T_sgd"
+        settled = settled_statistics(rows)
+        val, test = _column(rows, "val_acc_best"), _column(rows, "test_acc_best")
+        out.append({**dict(zip(columns, config, strict=True)), "runs": len(rows), **design, "clock": clock,
+                    "clock_end": run_clocks(spec)[clock] if {"schedule", "alpha"} <= set(spec) else math.nan,
                     "fit_of_selected": fit_of_selected(rows),
-                    "test_acc_median": statistics.median(tests) if tests else None,
-                    "above_chance": sum(v > 0.15 for v in vals) / len(vals) if vals else None})
-    return out
+                    "settled": float(settled.mean()) if settled is not None else math.nan,
+                    "above_chance": float((val > CHANCE_ACC).sum() / val.notna().sum()) if val.notna().any() else math.nan,
+                    "test_acc_median": float(test.median()) if test.notna().any() else math.nan})
+    return pd.DataFrame(out)
 
 
-def markdown(numbers: list[dict]) -> str:
-    """:func:`tier_numbers` as a markdown table, with the paper's values in its header."""
+def markdown(numbers: pd.DataFrame) -> str:
+    """:func:`tier_numbers` as a Markdown table, each number beside the paper's value in its header."""
+    from initmem.paper import ADAM_T_ADAPT_RANGE
+
     lo, hi = PAPER["steps_per_epoch"]
-    head = ("| study | optimizer | lr | b | sigma_w | runs | steps/epoch (paper "
-            f"{lo}-{hi}) | epochs for BN to settle (paper {bn_settling_steps() / hi:.1f}-{bn_settling_steps() / lo:.1f}) | total steps (paper {PAPER['total_steps']:,}) "
-            "| selected fit (tau_interp <= tau_best) | median test acc at tau_best (paper "
-            f"{PAPER['test_acc'][0]:.2f}-{PAPER['test_acc'][1]:.2f}) | val acc at tau_best > 0.15 |")
-    lines = [head, "|" + "---|" * 12]
+    head = ("| study | optimizer | lr | b | L2 | sigma_w | runs | steps/epoch (paper "
+            f"{lo:,}-{hi:,}) | epochs for BN to settle (paper {bn_settling_steps() / hi:.1f}-{bn_settling_steps() / lo:.1f}) "
+            f"| total steps (paper up to {PAPER['total_steps']:,}) | clock at the end (paper: T_SGD ~{PAPER['T_sgd_end']:.2g}, "
+            f"T_adapt {ADAM_T_ADAPT_RANGE[0]:g}-{ADAM_T_ADAPT_RANGE[1]:g}) | selected fit (paper: all) | selected after BN settled "
+            f"(paper: all) | val acc at tau_best > {CHANCE_ACC:g} (paper: all) | median test acc at tau_best (paper "
+            f"{PAPER['test_acc'][0]:.2f}-{PAPER['test_acc'][1]:.2f}) |")
+    lines = [head, "|" + "---|" * 15]
 
-    def cell(x: float | None, fmt: str) -> str:
-        return "-" if x is None else format(x, fmt)
-    for r in numbers:
-        lines.append(f"| {r['study']} | {r['optimizer']} | {r['lr']} | {r['batch_size']} | {r['sigma_w']} | {r['runs']} "
-                     f"| {r['steps_per_epoch']} | {r['epochs_to_settle']:.1f} | {r['total_steps']:,} "
-                     f"| {cell(r['fit_of_selected'], '.2f')} | {cell(r['test_acc_median'], '.3f')} | {cell(r['above_chance'], '.2f')} |")
-    return "\n".join(lines)
+    def cell(x: object, fmt: str) -> str:
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+    for r in numbers.to_dict("records"):
+        clock = {"T_sgd": "T_SGD", "T_adapt": "T_adapt"}[r["clock"]]
+        lines.append(f"| {r['study']} | {r['optimizer']} | {r['lr']:g} | {r['batch_size']} | {r.get('l2', 0):g} | {r['sigma_w']:g} "
+                     f"| {r['runs']} | {r['steps_per_epoch']} | {r['epochs_to_settle']:.1f} | {r['total_steps']:,} "
+                     f"| {clock} {cell(r['clock_end'], '.3g')} | {cell(r['fit_of_selected'], '.2f')} | {cell(r['settled'], '.2f')} "
+                     f"| {cell(r['above_chance'], '.2f')} | {cell(r['test_acc_median'], '.3f')} |")
+    return "\n".join(lines) + "\n"
+
+
+SECTION = ("## Similarity to the paper's design\n\nThe dimensionless numbers that decide whether these runs measure the paper's "
+           "quantity, per configuration, beside the paper's values (`initmem.claims.similarity`); a claim whose configurations "
+           "break one its sentence depends on reads `outside the paper's regime` and names it (`initmem.claims.registry`). "
+           "Selected fit: the selected predictor's own eval-mode training accuracy reaches 99.5% where it was recorded "
+           "(`train_eval: true`), otherwise Keras' running training accuracy reached 99.5% by tau_best.\n\n")
+
+
+def design_markdown(configs: list[tuple[str, Mapping]]) -> str:
+    """Before anything trains: per configuration (its label and resolved spec with ``n_train``), the
+    numbers a config fixes beside the paper's, and what they mean for the claims (:func:`design_numbers`)."""
+    from initmem.engine.clocks import run_clocks
+    from initmem.spec import ADAPTIVE
+
+    lo, hi = PAPER["steps_per_epoch"]
+    lines = ["## Similarity to the paper's design, per configuration (before training)", "",
+             f"BatchNorm's moving statistics (momentum {BN_MOMENTUM}) forget their start after {bn_settling_steps():.0f} steps; the "
+             f"paper's epochs are {lo:,}-{hi:,} steps, so its statistics settle within {bn_settling_steps() / hi:.1f}-"
+             f"{bn_settling_steps() / lo:.1f} epochs. Where an epoch here is "
+             "shorter and evaluation reads the moving statistics (`bn_eval: moving`, Keras' default), a run whose least "
+             "validation loss falls in the first epochs selects a stale-statistics network, and the claims read such "
+             "configurations `outside the paper's regime` (`bn_eval: precise` evaluates with statistics recomputed on the "
+             "training set: docs/configuration.md).", "",
+             f"| configuration | steps/epoch (paper {lo:,}-{hi:,}) | epochs for BN to settle | BN evaluation | total steps (paper up to "
+             f"{PAPER['total_steps']:,}) | clock at the end | stale epochs |", "|---|---|---|---|---|---|---|"]
+    for label, spec in configs:
+        d = design_numbers(spec, int(spec["n_train"]))
+        clock = "T_adapt" if spec["optimizer"] in ADAPTIVE else "T_sgd"
+        end = run_clocks({**spec, "sigma_w": 1.0, "seed": 0})[clock]
+        mode = spec.get("bn_eval", "moving") if spec.get("norm", "batchnorm") == "batchnorm" else "no BatchNorm"
+        stale = (f"the first {math.ceil(d['epochs_to_settle'])}" if mode == "moving" and d["epochs_to_settle"] > 1 else "none")
+        lines.append(f"| {label} | {d['steps_per_epoch']:,} | {d['epochs_to_settle']:.1f} | {mode} | {d['total_steps']:,} "
+                     f"| {'T_adapt' if clock == 'T_adapt' else 'T_SGD'} {end:.3g} | {stale} |")
+    return "\n".join(lines) + "\n"
+
+
+def section(runs: pd.DataFrame) -> str:
+    """:data:`SECTION` and the table of a tier's runs (claims.md, a tier's README)."""
+    return SECTION + markdown(tier_numbers(runs))
 
 
 if __name__ == "__main__":  # python -m initmem.claims.similarity evidence/<tier>/tables/runs.csv
-    import csv
     import sys
 
     if len(sys.argv) != 2:
-        sys.exit("usage: .venv/bin/python -m initmem.claims.similarity RUNS_CSV")
-    with open(sys.argv[1], newline="") as fh:
-        print(markdown(tier_numbers(csv.DictReader(fh))))
+        sys.exit("usage: PYTHONPATH=workflow .venv/bin/python -m initmem.claims.similarity RUNS_CSV")
+    print(markdown(tier_numbers(pd.read_csv(sys.argv[1]))), end="")

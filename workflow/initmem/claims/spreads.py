@@ -62,6 +62,11 @@ combination is hand-written: no library tests monotonicity against an unknown pr
 need it (the bounds above hold for any profile), but a reader does: such a row is decided only where
 a's drop alone exceeds every difference of b, or every difference of a stays below b's drop.
 
+**The tests behind the intervals** (:func:`spread_test`, :func:`contrast_test`): each estimate carries,
+as data, the one-sided paired t-tests its interval ends invert and how they combine (a union for the
+spread's low end and the contrast's two signs, an intersection-union test over pairs elsewhere), so
+a decision's p is the test's own (:mod:`initmem.claims.multiplicity`).
+
 The error rates of every rule here are measured by ``benchmarks/verdict_calibration.py``.
 """
 
@@ -74,7 +79,7 @@ import warnings
 import numpy as np
 from scipy import integrate, stats
 
-from initmem.claims.verdicts import LEVEL, Cell, Estimate
+from initmem.claims.verdicts import ALL, ANY, CONTRAST_TEST, LEVEL, SPREAD_TEST, Cell, Combined, Estimate, OneSided, Test
 
 MONOTONE_LEVEL = 1 - LEVEL  # familywise per cell: the chance a monotone profile is called non-monotone
 CONTRAST_METHOD = ("max - min in both cells: paired t, a's end drop minus each difference of b (lower, intersection-union), "
@@ -293,7 +298,8 @@ def contrast_estimate(cells: list[Cell]) -> Estimate:
     if n < 2:
         return Estimate(math.nan, math.nan, math.nan, "none: 1 seed", n_runs, n, np.array([math.nan]))
     effect, low, high = contrast_arrays(va[:, ok], vb[:, ok])
-    est = Estimate(float(effect), float(low), float(high), CONTRAST_METHOD, n_runs, n, np.array([float(effect)]))
+    est = Estimate(float(effect), float(low), float(high), CONTRAST_METHOD, n_runs, n, np.array([float(effect)]),
+                   test=contrast_test(va[:, ok], vb[:, ok]))
     notes = [monotone_note(v[:, ok], c.sigmas, c.label or name) for v, c, name in ((va, a, "the first cell"), (vb, b, "the second cell"))]
     est.non_monotone = "; ".join(x for x in notes if x)
     return est
@@ -309,6 +315,44 @@ def paired_profiles(cells: list[Cell]) -> tuple[np.ndarray, np.ndarray]:
     return last(a)[:, ia], last(b)[:, ib]
 
 
+def spread_test(values: np.ndarray) -> Test:
+    """The test :func:`spread_arrays`' interval inverts, for one cell's ``values[sigma, seed]`` (fractions;
+    the quantity in pp): its low end is the paired t-test of the end sigma_w's difference d read as |d|,
+    a two-sided event (d above b or -d above b: a union, so twice the smaller one-sided p, the two-sided
+    p at b = 0); its high end needs every seed-paired difference below b, each read at alpha over the
+    k (k - 1) ordered pairs (an intersection of Bonferroni-shared tests: k (k - 1) times the largest p)."""
+    mean, se, df = _paired(100 * np.asarray(values, float))
+    k = mean.shape[-1]
+    end = (float(mean[0, -1]), float(se[0, -1]), float(df[0, -1]))
+    above = Combined(ANY, (OneSided(end[0], end[1], end[2]), OneSided(-end[0], end[1], end[2])))
+    pairs = [OneSided(float(mean[i, j]), float(se[i, j]), float(df[i, j]), share=k * (k - 1))
+             for i in range(k) for j in range(k) if i != j and np.isfinite(mean[i, j]) and np.isfinite(se[i, j])]
+    return Test(SPREAD_TEST, above, Combined(ALL, tuple(pairs)))
+
+
+def _t_parts(x: np.ndarray, share: int = 1) -> tuple[OneSided, ...]:
+    """One paired t-test per row of ``x[m, seed]`` (NaN-aware: the seeds a row has; df n - 1)."""
+    out = []
+    for row in np.asarray(x, float):
+        v = row[np.isfinite(row)]
+        if len(v) >= 2:
+            out.append(OneSided(float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v))), float(len(v) - 1), share))
+    return tuple(out)
+
+
+def contrast_test(a: np.ndarray, b: np.ndarray) -> Test:
+    """The test :func:`contrast_arrays`' interval inverts for ``a``, ``b`` (k, n) seed-paired (fractions;
+    the quantity in pp): its low end is an intersection-union test over b's ordered pairs (l, m) of the
+    paired t-tests of D_a - (b_l - b_m) (the largest p); its high end, for either sign s of b's drop, an
+    intersection-union test over a's ordered pairs (i, j) of (a_i - a_j) - s D_b, the smaller over the two
+    signs doubled (a union of two: Bonferroni)."""
+    a, b = 100 * np.asarray(a, float), 100 * np.asarray(b, float)
+    da, db = a[0] - a[-1], b[0] - b[-1]
+    above = Combined(ALL, _t_parts(da[None, :] - _pairs(b)))
+    below = Combined(ANY, tuple(Combined(ALL, _t_parts(_pairs(a) - sign * db[None, :])) for sign in (1.0, -1.0)))
+    return Test(CONTRAST_TEST, above, below)
+
+
 def spread_estimate(cell: Cell) -> Estimate:
     """One configuration's spread with its interval, its p-value against "sigma_w does nothing" and
     its noise-only mean (:func:`spread_arrays`; the last epoch of a curve cell). One seed: no interval."""
@@ -319,7 +363,8 @@ def spread_estimate(cell: Cell) -> Estimate:
         return Estimate(observed, math.nan, math.nan, "none: 1 seed" if n_seeds < 2 else SPREAD_METHOD, n_runs, n_seeds,
                         np.array([observed]))
     s = spread_arrays(values)
-    est = Estimate(observed, float(s["low"]), float(s["high"]), SPREAD_METHOD, n_runs, n_seeds, np.array([observed]))
+    est = Estimate(observed, float(s["low"]), float(s["high"]), SPREAD_METHOD, n_runs, n_seeds, np.array([observed]),
+                   test=spread_test(values))
     est.null_mean, est.p_null = float(s["null_mean"]), float(s["p"])
     return est
 

@@ -182,8 +182,8 @@ def optimizer_claims(runs: pd.DataFrame) -> list[dict]:
         power = P.would_decide(P.rate_for(est, RETAINED, [cell]), est.n_seeds) if decided and decided[0] == V.INCONCLUSIVE else ""
         rows.append(row(f"sgd_keeps_spread_b{b}", "direction", f"SGD b={b}: sigma_w spread of the selected predictor (pp): SGD remembers "
                         "where it started", _paper(PAPER_MAIN, "sgd", b), scale, Reading(est, side=RETAINED, decided=decided, cells=[cell],
-                        power=power, note=f"read with the calibrated single-spread rule: reproduced above 0, not reproduced below "
-                                          f"{GONE_PP:g} pp (the paper's words for a spread that is gone)")))
+                        power=power, note=f"read both ways against the zone the paper's words call gone: reproduced with the spread's "
+                                          f"interval wholly above {GONE_PP:g} pp, not reproduced with it wholly within [0, {GONE_PP:g}) pp")))
         for opt in [o for o in ADAPTIVE if o in opts]:
             paper = _paper(PAPER_MAIN, "sgd", b) - _paper(PAPER_MAIN, opt, b)
             rows.append(spread_gap(f"sgd_gt_{opt}_b{b}", f"SGD minus {LABEL[opt]} spread, b={b} (pp)", paper,

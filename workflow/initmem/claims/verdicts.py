@@ -22,7 +22,9 @@ percentile bootstrap: with 3 seeds each single-seed resample has probability 1/2
 ``reproduced`` (interval entirely on the paper's side), ``not reproduced`` (entirely on the other),
 ``inconclusive`` (across the boundary); for a side with a margin (``in [a, b]``) both ways, as two
 one-sided tests (TOST, :func:`margin_verdict`): ``reproduced`` only with the interval inside the
-margin, ``not reproduced`` only with it wholly outside; ``partly tested`` (a claim with parts whose
+margin, ``not reproduced`` only with it wholly outside; for a side whose words name a zone where the
+effect is gone ("a spread below 1 pp is gone": :attr:`Side.gone`) also both ways, ``reproduced`` only
+with the interval wholly above the zone, ``not reproduced`` only with it wholly inside; ``partly tested`` (a claim with parts whose
 design identifies only some, which agree with the paper: :data:`PARTLY_TESTED`), ``cannot be decided above the noise floor`` (a |beta| shape
 the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
 states: :func:`initmem.claims.registry.regime_check`), ``not testable with one seed`` and ``not
@@ -38,6 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from initmem.claims.similarity import SelectedCounts, selected_counts
 
 LEVEL = 0.95
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
@@ -63,21 +67,36 @@ def steps_at_epoch(epoch, n_train, batch_size):
 
 @dataclass(frozen=True)
 class Side:
-    """The paper's side of a claim: effect > lo (op '>'), effect < hi (op '<') or lo < effect < hi."""
+    """The paper's side of a claim: effect > lo (op '>'), effect < hi (op '<') or lo < effect < hi.
+
+    op '>' with a ``gone`` edge names a zone [lo, gone) where the effect is gone ("a spread below 1 pp
+    is gone"): the paper's side is then above the zone (effect > gone) and the other side the zone
+    itself, so both verdicts are read against ``gone`` (an interval across it is inconclusive)."""
 
     op: str
     lo: float = -math.inf
     hi: float = math.inf
-    gone: float | None = None  # op '>': where 'not reproduced' begins when not at lo ("a spread below 1 pp is gone")
+    gone: float | None = None
 
     def text(self) -> str:
-        base = {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
-        return base + (f" (not reproduced below {self.gone:.3g})" if self.gone is not None else "")
+        if self.gone is not None:
+            return f"> {self.gone:.3g} (not reproduced within [{self.lo:.3g}, {self.gone:.3g}): gone)"
+        return {">": f"> {self.lo:.3g}", "<": f"< {self.hi:.3g}"}.get(self.op, f"in [{self.lo:.3g}, {self.hi:.3g}]")
+
+    @property
+    def agree_above(self) -> float:
+        """``reproduced`` needs the interval's low end above this (``gone`` where set, else ``lo``)."""
+        return self.lo if self.gone is None else self.gone
 
     @property
     def other_below(self) -> float:
-        """'not reproduced' where the interval lies wholly below this (``gone`` where set, else ``lo``)."""
+        """``not reproduced`` needs the interval's high end below this (``gone`` where set, else ``lo``)."""
         return self.lo if self.gone is None else self.gone
+
+    @property
+    def other_from(self) -> float:
+        """... and its low end at or above this: the zone's floor where a gone zone is set (else unbounded)."""
+        return -math.inf if self.gone is None else self.lo
 
 
 def greater(x: float = 0.0, gone: float | None = None) -> Side:
@@ -102,19 +121,25 @@ def margin_verdict(ci_low: float, ci_high: float, side: Side, paper: float | Non
     """Verdict and reason of an interval against ``side``, the one rule of every claim: ``reproduced``
     where the interval lies wholly on the paper's side (for a margin ``in [lo, hi]``: inside it, the
     equivalence half of two one-sided tests, TOST), ``not reproduced`` only where it lies wholly on the
-    other (for a margin: wholly outside it, below ``lo`` or above ``hi``), else ``inconclusive``, saying
-    which end crosses. With the paper's own value ``paper`` inside the margin, an interval inside the
+    other (for a margin: wholly outside it, below ``lo`` or above ``hi``; for a side with a gone zone
+    [lo, gone): ``reproduced`` wholly above the zone, ``not reproduced`` wholly inside it), else
+    ``inconclusive``, saying which end crosses. With the paper's own value ``paper`` inside the margin, an interval inside the
     margin that excludes it is a difference smaller than the margin: ``reproduced``, said so."""
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
         return INCONCLUSIVE, "the interval is open (or missing)"
-    if ci_low > side.lo and ci_high < side.hi:
+    if ci_low > side.agree_above and ci_high < side.hi:
         why = f"the interval lies within {side.text()}" if side.op == "between" else f"the interval lies on the paper's side ({side.text()})"
         if paper is not None and math.isfinite(paper) and not ci_low <= paper <= ci_high:
             why += f" (reproduced within the margin: it excludes the paper's {paper:.3g} by less than the margin)"
         return REPRODUCED, why
-    if ci_high < side.other_below or ci_low > side.hi:
-        where = f"wholly outside {side.text()}" if side.op == "between" else f"wholly on the other side of the paper's ({side.text()})"
+    if side.other_from <= ci_low and ci_high < side.other_below:
+        where = (f"wholly within the zone [{side.lo:.3g}, {side.gone:.3g}) the paper's words call gone" if side.gone is not None
+                 else f"wholly on the other side of the paper's ({side.text()})")
         return NOT_REPRODUCED, f"the interval lies {where}"
+    if ci_low > side.hi:
+        return NOT_REPRODUCED, f"the interval lies wholly outside {side.text()}"
+    if side.gone is not None:
+        return INCONCLUSIVE, f"the interval reaches across {side.gone:.3g}, the edge of the zone the paper's words call gone"
     ends = [t for t, hit in ((f"below {side.lo:.3g}", ci_low <= side.lo), (f"above {side.hi:.3g}", ci_high >= side.hi)) if hit]
     return INCONCLUSIVE, f"the interval reaches {' and '.join(ends)}"
 
@@ -134,7 +159,7 @@ class Cell:
     values: np.ndarray
     epochs: np.ndarray | None = None   # curves: the epoch of each row of ``values``
     clocks: dict = field(default_factory=dict)  # curves: coordinate name -> value per epoch
-    fit: tuple[int, int, int] | None = None
+    fit: SelectedCounts | tuple[int, int, int] | None = None
     label: str = ""
     config: dict = field(default_factory=dict)  # optimizer, lr, l2, batch_size (the regime rules read it)
 
@@ -205,14 +230,10 @@ def cell_key(df: pd.DataFrame) -> str:
     return "|".join(sorted(set(map(str, ids))))
 
 
-def regime_counts(runs: pd.DataFrame) -> tuple[int, int, int]:
-    """(runs, runs with a tau_interp, runs whose tau_best is at or after their tau_interp)."""
-    if "tau_interp" not in runs:
-        return len(runs), 0, 0
-    interp = pd.to_numeric(runs["tau_interp"], errors="coerce")  # None (a record read in memory) or NaN (runs.csv)
-    fit = interp.notna()
-    best = fit & (pd.to_numeric(runs["tau_best"], errors="coerce") >= interp) if "tau_best" in runs else fit & False
-    return len(runs), int(fit.sum()), int(best.sum())
+def regime_counts(runs: pd.DataFrame) -> SelectedCounts:
+    """What the runs' selected predictors are (:func:`initmem.claims.similarity.selected_counts`): runs,
+    runs with a tau_interp, runs whose selected predictor fits, and what the regime rules read besides."""
+    return selected_counts(runs)
 
 
 def cell_from_runs(runs: pd.DataFrame, metric: str = "test_acc_best") -> Cell:
@@ -249,6 +270,87 @@ def cell_from_history(history: pd.DataFrame, metric: str = "val_acc",
     return Cell(cell_key(history), np.asarray(sigmas, float), np.asarray(seeds), cube, ep, coords)
 
 
+# --- the tests behind the intervals ------------------------------------------------------------
+
+ALL, ANY = "all", "any"   # how a decision combines one-sided tests (:class:`Combined`)
+T_TEST, SPREAD_TEST, CONTRAST_TEST, NORMAL_READING = "t", "spread", "spread contrast", "normal reading"  # Test.family
+
+
+@dataclass(frozen=True)
+class OneSided:
+    """A one-sided t-test of "the quantity exceeds b" (or "is below b"): the statistic (estimate - b) / se
+    on ``df`` degrees of freedom (a normal one where ``df`` is inf). ``share``: the test is read at
+    alpha / share (Bonferroni inside an interval end that covers several comparisons), so its p is
+    ``share`` times the t-test's, capped at 1."""
+
+    estimate: float
+    se: float
+    df: float
+    share: int = 1
+
+    def p(self, b: float, above: bool) -> float:
+        """The p of "the quantity exceeds ``b``" (``above``) or "lies below ``b``"."""
+        if not (math.isfinite(self.estimate) and self.se >= 0 and self.df > 0):
+            return math.nan
+        if math.isinf(self.se) or self.se == 0:   # an open interval end, or a statistic the seeds do not move: no test
+            return 1.0
+        gap = self.estimate - b if above else b - self.estimate
+        raw = float(stats.t.sf(gap / self.se, self.df)) if math.isfinite(self.df) else float(stats.norm.sf(gap / self.se))
+        return min(1.0, self.share * raw)
+
+
+@dataclass(frozen=True)
+class Combined:
+    """One-sided tests combined into one decision: ``all`` (an intersection-union test: the decision needs
+    every part, so its p is the largest part's, with no multiplicity correction) or ``any`` (a union: one
+    part suffices, so Bonferroni: the number of parts times the smallest p, capped at 1)."""
+
+    how: str
+    parts: tuple
+
+    def p(self, b: float, above: bool) -> float:
+        ps = [part.p(b, above) for part in self.parts]
+        if not ps or any(math.isnan(x) for x in ps):
+            return math.nan
+        return max(ps) if self.how == ALL else min(1.0, len(ps) * min(ps))
+
+
+@dataclass(frozen=True)
+class Test:
+    """The test an estimate's interval inverts, as data: ``above`` the evidence that the quantity exceeds
+    a boundary (what the interval's low end reads), ``below`` that it lies under one (the high end), each
+    a :class:`OneSided` or a :class:`Combined` of them; ``family`` names the rule (a power simulation
+    picks its model by it, never by the interval's printed label)."""
+
+    __test__ = False   # a statistical test, not a pytest class to collect
+
+    family: str
+    above: OneSided | Combined
+    below: OneSided | Combined
+
+    def p_above(self, b: float) -> float:
+        return self.above.p(b, True)
+
+    def p_below(self, b: float) -> float:
+        return self.below.p(b, False)
+
+
+def t_test(estimate: float, se: float, df: float, family: str = T_TEST) -> Test:
+    """A single t statistic read both ways (a jackknife t-interval, a paired t-test)."""
+    one = OneSided(float(estimate), float(se), float(df))
+    return Test(family, one, one)
+
+
+def normal_reading(effect: float, low: float, high: float) -> Test:
+    """For an interval that inverts no test statistic (the clock collapse's bootstrap percentiles): each
+    end read as a normal one-sided test at :data:`LEVEL`, its standard error the distance from the
+    estimate to that end over z(0.5 + LEVEL / 2), so an end exactly at a boundary has p = (1 - LEVEL) / 2
+    (an approximation, said so by its family; a t-based estimate carries its own test instead)."""
+    z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+    low_se, high_se = (effect - low) / z, (high - effect) / z   # "above b" reads the low end, "below b" the high end
+    return Test(NORMAL_READING, OneSided(float(effect), float(low_se), math.inf), OneSided(float(effect), float(high_se), math.inf))
+
+
 # --- estimates ---------------------------------------------------------------------------------
 
 @dataclass
@@ -265,6 +367,7 @@ class Estimate:
     null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (spreads.spread_estimate)
     p_null: float = math.nan      # ... the p-value of "sigma_w does nothing" (paired t-test of the end sigma_w)
     non_monotone: str = ""        # a spread contrast: which cell's sigma_w profile is not monotone (spreads.contrast_estimate)
+    test: Test | None = None      # the test its interval inverts (its decisions' p-values: initmem.claims.multiplicity)
 
     @property
     def one_seed(self) -> bool:
@@ -276,19 +379,27 @@ def seeds_of(cells: Sequence[Cell]) -> list:
     return sorted(set().union(*(set(c.seeds.tolist()) for c in cells)))
 
 
+def jackknife_se(replicates: np.ndarray) -> float:
+    """The delete-one jackknife standard error of ``replicates[1:]`` (NaN below 2 or with a missing value)."""
+    full, loo = replicates[0], replicates[1:]
+    n = len(loo)
+    if n < 2 or not (np.isfinite(full) and np.isfinite(loo).all()):
+        return math.nan
+    return math.sqrt((n - 1) / n * float(np.sum((loo - loo.mean()) ** 2)))
+
+
 def jackknife_t(replicates: np.ndarray) -> tuple[float, float, str]:
     """t-interval at :data:`LEVEL` around ``replicates[0]`` with the delete-one jackknife standard
     error of ``replicates[1:]`` (n - 1 degrees of freedom), and its label."""
-    full, loo = replicates[0], replicates[1:]
-    n = len(loo)
+    n = len(replicates) - 1
     if n < 2:
         return math.nan, math.nan, "none: 1 seed"
     label = f"t, jackknife over {n} seeds, df {n - 1}"
-    if not (np.isfinite(full) and np.isfinite(loo).all()):
+    se = jackknife_se(replicates)
+    if not math.isfinite(se):
         return math.nan, math.nan, label
-    se = math.sqrt((n - 1) / n * float(np.sum((loo - loo.mean()) ** 2)))
     half = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * se
-    return float(full - half), float(full + half), label
+    return float(replicates[0] - half), float(replicates[0] + half), label
 
 
 def estimate(cells: Sequence[Cell], statistic: Callable[[list[np.ndarray]], np.ndarray],
@@ -302,8 +413,9 @@ def estimate(cells: Sequence[Cell], statistic: Callable[[list[np.ndarray]], np.n
     few = min(c.n_seeds for c in cells) < 2
     reps = np.asarray(statistic([prepare(c, [] if few else seeds) for c in cells]), float)
     low, high, method = (math.nan, math.nan, "none: 1 seed") if few else jackknife_t(reps)
+    test = None if few else t_test(reps[0], jackknife_se(reps), len(reps) - 2)
     return Estimate(float(reps[0]), low, high, method, int(sum(c.n_runs for c in cells)),
-                    int(min(c.n_seeds for c in cells)), reps)
+                    int(min(c.n_seeds for c in cells)), reps, test=test)
 
 
 def side_verdict(est: Estimate, side: Side) -> str:

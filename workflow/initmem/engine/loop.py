@@ -72,6 +72,13 @@ class StopRequest:
     reason = "stop requested"
 
 
+class EpochsFinished:
+    """Epochs this process has finished, over every training it ran: what a job stopped at its time
+    limit made of its attempt (one that finished none would end the same way again)."""
+
+    count = 0
+
+
 def install_stop_handlers() -> None:
     """Make SIGTERM and SIGINT request a checkpoint-and-exit at the next step instead of killing the
     process (a second SIGINT interrupts at once, as Ctrl-C does by default)."""
@@ -274,6 +281,7 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
         state.clocks = schedule_clocks(spec, epochs * steps, (state.epoch + 1) * steps, trainee.weight_decay)  # closed form, as the calculator
         recorded = _end_epoch(state, trainee.end_epoch(data, state.seen), last_lr, patience, started)
         state.epoch += 1
+        EpochsFinished.count += 1
         state.draws = state.sums = None
         keep = [m for m in state.active if state.members[m].status == "ok" and not state.members[m].stopped_early]
         if len(keep) < len(state.active):

@@ -17,11 +17,11 @@ from typing import TextIO
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
 from initmem.engine.device import device_environment, keep_freed_host_memory, pick_device
-from initmem.engine.loop import Preempted, StopRequest, install_stop_handlers
+from initmem.engine.loop import EpochsFinished, Preempted, StopRequest, install_stop_handlers
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
 from initmem.io import read_json, write_json
-from initmem.pipeline.continuation import continue_after_stop
+from initmem.pipeline.continuation import continue_after_stop, job_end_time
 from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
 from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack
 from initmem.pipeline.planning import read_plan, started_path
@@ -96,7 +96,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     (:func:`initmem.pipeline.planning.started_path`) keeps the pack's members planned together.
     Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume);
     a Slurm job stopped at its time limit first requeues itself (:mod:`initmem.pipeline.continuation`,
-    up to ``attempts`` - 1 times).
+    up to ``attempts`` - 1 times, and only after an attempt that finished an epoch; its end time is read as it starts).
     """
     members = read_plan(plan)
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
@@ -137,6 +137,7 @@ def _train_plan_members(members: list[dict], data: str | Path, out: str | Path, 
 
     torch.set_num_threads(int(threads))
     install_stop_handlers()
+    end_time = job_end_time(os.environ) if os.environ.get("SLURM_JOB_ID") else None  # once, not at the signal
     splits = load_prepared(data)
     print(f"training {len(members)} run(s): {', '.join(m['run_id'] for m in members)}", file=sys.stderr, flush=True)
     try:
@@ -149,7 +150,9 @@ def _train_plan_members(members: list[dict], data: str | Path, out: str | Path, 
     except Preempted as exc:  # one line (the last of the log), and on Slurm what became of the job
         print(stop_line(str(exc)), file=sys.stderr, flush=True)
         if os.environ.get("SLURM_JOB_ID"):
-            print(continue_after_stop(StopRequest.reason, int(settings.get("attempts", 1)), os.environ), file=sys.stderr, flush=True)
+            said = continue_after_stop(StopRequest.reason, int(settings.get("attempts", 1)), os.environ, end_time=end_time,
+                                       epochs_finished=EpochsFinished.count)
+            print(said, file=sys.stderr, flush=True)
         sys.exit(PREEMPTED_EXIT)
     for member, record in zip(members, records, strict=True):
         record["key"] = member["key"]
