@@ -138,9 +138,9 @@ if workflow.is_main_process:
                                                        list(getattr(_ARGS, "targets", None) or []),
                                                        workflow.resource_settings.cores, Path.cwd()))
     # A read-only results or figures folder: one line saying so (Snakemake's own "Write-protected
-    # output files" names no cause); a dry run, which writes nothing, only notes it.
+    # output files" names no cause); an invocation that runs no job (a dry run, --summary, --dag) only notes it.
     if (_read_only := read_only_folder(["results", TABLES_DIR, FIGURES_DIR])):
-        if not getattr(_ARGS, "dryrun", False):
+        if not any(getattr(_ARGS, k, None) for k in ("dryrun", "summary", "detailed_summary", "dag", "rulegraph", "filegraph", "lint")):
             raise WorkflowError(_read_only)
         print(f"NOTE: {_read_only}", file=sys.stderr)
     # Spreads and |beta| compare runs across sigma_w: an invocation that computes them (not `runs`)
