@@ -161,6 +161,33 @@ def test_the_provenance_record_reads_back_as_the_config_and_names_its_config_fil
     assert other_data_hint(tiny, tmp_path / "missing.npz", tmp_path / "results/config.resolved.yaml", tmp_path) is None  # same data
 
 
+def test_a_config_of_its_own_is_told_what_it_overwrites_never_to_layer_another_file(tmp_path):
+    """After the default on an archive (config/archive.yaml config/jpeg-copy.yaml), the tiny first try
+    (its own --configfile, `name: tiny`) is told that it files its tables and figures apart, an
+    unnamed config that it writes them over theirs and how to keep them apart, neither to add their
+    files to its own; where only n_train differs, the note says that."""
+    from initmem.pipeline.invocation import other_data_hint, record_provenance
+
+    record = tmp_path / "results/config.resolved.yaml"
+    archive = load_config([ROOT / "config/archive.yaml", ROOT / "config/jpeg-copy.yaml"])
+    record_provenance(record, archive, ["config/archive.yaml", "config/jpeg-copy.yaml"])
+    shipped = load_config([ROOT / "config/tiny.yaml"])
+    tiny = other_data_hint(shipped, tmp_path / "missing.npz", record, tmp_path, None, ["config/tiny.yaml"])
+    assert "--configfile" not in tiny and "data.source synthetic (it makes synthetic images), not data.source archive" in tiny
+    assert tiny.endswith("writes its tables and figures under results/tiny/ and figures/tiny/, apart from theirs")  # name: tiny
+    unnamed = {k: v for k, v in shipped.items() if k != "name"}
+    assert other_data_hint(unnamed, tmp_path / "missing.npz", record, tmp_path, None, ["mine.yaml"]).endswith(
+        "writes its tables and figures over theirs in results/tables/ and figures/ (the runs of both are kept; "
+        "to keep the tables and figures apart, give this config a `name:`, docs/outputs.md)")
+    smaller = copy.deepcopy(archive)
+    smaller["data"]["n_train"] = archive["data"]["n_train"] // 2
+    note = other_data_hint(smaller, tmp_path / "missing.npz", record, tmp_path, None, ["small.yaml"])
+    assert f"data.n_train {smaller['data']['n_train']}, not {archive['data']['n_train']}:" in note and "data.source" not in note
+    smaller["name"] = "small"
+    assert other_data_hint(smaller, tmp_path / "missing.npz", record, tmp_path, None, ["small.yaml"]).endswith(
+        "writes its tables and figures under results/small/ and figures/small/, apart from theirs")
+
+
 def test_a_profile_run_whose_profile_sets_its_config_is_never_told_to_add_a_config_file(tmp_path):
     from initmem.pipeline.invocation import other_data_hint, profile_configfiles, record_provenance
 

@@ -113,7 +113,7 @@ def test_the_chance_of_a_decision_grows_with_seeds_and_the_cheapest_design_is_th
     rate = D.spread_rate(truth, p.sigmas, RETAINED)
     assert rate(2, p.sigmas) < rate(4, p.sigmas) < rate(16, p.sigmas)
     plan = D.Plan("sgd_keeps_spread_b16", "spread", [p], truth, rate, "")
-    seeds, grid, chance, compute = D.cheapest(plan, lambda q: 1.0)
+    seeds, grid, chance, compute = D.cheapest(plan, lambda q, n: float(n))
     assert chance >= D.TARGET and rate(seeds - 1, grid) < D.TARGET
     assert compute == seeds * len(grid)
     for g in D.grids(p.sigmas):  # no other grid reaches 80% for less
@@ -237,3 +237,36 @@ def test_the_collapse_plan_counts_partly_tested_apart_from_its_decisions(monkeyp
     reads = [p for p in D.planned(_config()) if p.spec["optimizer"] == "adam"]
     assert D.collapse_rate(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.15)
     assert D.collapse_partly(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.70)
+
+
+def test_cheapest_says_each_claims_search_and_writes_the_config_that_runs_its_designs(tmp_path, capsys, monkeypatch):
+    """`design --cheapest --write-config FILE`: a line per claim on stderr as its search starts, the
+    plan on stdout, and FILE: the configurations the decidable claims read, each at the most seeds
+    and the union of sigma_w its claims' designs need, under the run ids they have in the config
+    (finished runs are reused), with the command that runs it."""
+    import yaml
+
+    from initmem.cli import main
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.grid import expand_studies
+
+    sources = (_measured("tier-a", spread_pp=12), _measured("tier-a", optimizer="adam", spread_pp=2))
+    monkeypatch.setattr(D, "measured", lambda evidence=D.EVIDENCE, leave_out=(): sources)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(_config(), sort_keys=False))
+    monkeypatch.chdir(tmp_path)
+    main(["design", "c.yaml", "--write-config", "cheap.yaml"])
+    out, err = capsys.readouterr()
+    config = load_config(["c.yaml"])
+    ps = D.plans(config, sources)
+    assert [line for line in err.splitlines() if line.startswith("design --cheapest: claim")] == [
+        f"design --cheapest: claim {i}/{len(ps)}, {p.cid}" for i, p in enumerate(ps, 1)]
+    assert "## The least compute" in out
+    written = load_config(["c.yaml", "cheap.yaml"])
+    runs = {s: {r.run_id: r for r in rs} for s, rs in expand_studies(written).items()}
+    before = {s: {r.run_id for r in rs} for s, rs in expand_studies(config).items()}
+    assert all(set(ids) <= before[s] for s, ids in runs.items())  # every run keeps its id: nothing retrains
+    for p, found in zip(ps, D.cheapest_designs(config, ps), strict=True):
+        for r in p.reads if found else ():
+            mine = [x for x in runs[r.study].values() if x.config_id == r.config_id]
+            assert len({x.spec["seed"] for x in mine}) >= found[0] and set(found[1]) <= {x.spec["sigma_w"] for x in mine}
+    assert err.rstrip().endswith("run it after the config's own files: .venv/bin/snakemake --cores 2 --configfile c.yaml cheap.yaml")

@@ -158,9 +158,15 @@ def test_the_invocation_line_names_every_stopped_job(tmp_path):
     two.write_text(STOPPED_BEFORE_TRAINING + "\n")
     done.write_text("[r] epoch 4/4 ...\n")
     assert stopped_summary(stopped_jobs([one, done])) == "stopped at epoch 1 step 3, checkpoint saved: run the same command to resume"
+    # each job with its own state: no checkpoint is claimed for a job stopped before it trained
     assert stopped_summary(stopped_jobs([one, two, done])) == (
-        "2 training jobs stopped (main-a at epoch 1 step 3, main-b before training started), checkpoints saved: "
+        "2 training jobs stopped (main-a at epoch 1 step 3, checkpoint saved; main-b before training started, nothing lost): "
         "run the same command to resume")
+    three = tmp_path / "main-d.log"
+    three.write_text(STOPPED_BEFORE_TRAINING + "\n")
+    early = stopped_summary(stopped_jobs([two, three]))  # Ctrl-C while both were starting (under make, say)
+    assert early == ("2 training jobs stopped (main-b before training started, nothing lost; main-d before training started, "
+                     "nothing lost): run the same command to resume") and "checkpoint" not in early
     assert stopped_summary(stopped_jobs([done])) is None
 
 

@@ -21,6 +21,7 @@ def _study_config() -> dict:
     """config/tiny.yaml with ``sgd_copy`` in SGD's place beside Adam, 16x16 images, one batch size and
     seed in the main grid (the fewest runs that still build every figure tiny.yaml builds)."""
     cfg = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    cfg.pop("name")  # the default folders
     cfg["data"]["resolution"] = 16
     cfg["studies"]["main"]["grid"].update(optimizer=["sgd_copy", "adam"], batch_size=[16], seed=[0])
     cfg["studies"]["long"]["set"]["optimizer"] = "sgd_copy"

@@ -166,13 +166,15 @@ def test_a_dry_runs_estimate_of_every_pack_is_the_estimate_commands_total():
     config = paper()
     packs = [[spec for _, spec in pack.members] for packs, _ in plan_studies(config, expand_studies(config)).values()
              for pack in packs.values()]
-    lines = planned_estimate(packs, config["compute"], 200).splitlines()
+    studies = [study for study, (packs_of, _) in plan_studies(config, expand_studies(config)).items() for _ in packs_of]
+    lines = planned_estimate(packs, config["compute"], 200, studies, packs).splitlines()
     total = next(line for line in estimate_table(config, 200).splitlines() if line.startswith("| all |"))
     runs, jobs, low, central, high = (c.strip() for c in total.strip("|").split("|")[1:6])
-    assert lines[0].startswith(f"Estimate of the {jobs} training jobs planned ({runs} runs, tf32): "
-                               f"GPU-hours {low} low, {central} central, {high} high")
+    assert lines[0].startswith(f"Estimate of the {jobs} training jobs this dry run plans ({runs} runs of studies best_recipe, depth, "
+                               f"long, lr_l2, main, norm_aug; tf32): GPU-hours {low} low, {central} central, {high} high")
+    assert lines[2] == "  that is every run of the config: the `all` row of `initmem estimate`"
     disk = checkpoint_disk(config, 200)
-    assert f"{disk['between saves']:.2f} TiB between saves" in lines[2] and len(lines) <= 4
+    assert f"{disk['between saves']:.2f} TiB between saves" in lines[3] and len(lines) <= 5
     assert planned_estimate([], config["compute"], 200) is None  # nothing to train: nothing to say
 
 
@@ -225,3 +227,34 @@ def test_gpu_jobs_ask_for_the_cuda_context_and_the_checkpoint_peak():
     assert gpu >= 2560 + 1.5 * 602 + 2 * 469  # context + checkpoint peak + the float32 training split being built
     assert gpu > 3454  # what the old model asked for, and what a GPU job outgrew
     assert pack_mem_mb(pack, "auto") == max(gpu, cpu)
+
+
+def test_design_estimate_and_a_figures_dry_run_give_one_cost():
+    """The paper's central GPU-hours are one number: `design`'s whole-config line is `estimate`'s `all`
+    row, its claim rows' configurations (priced as packed) add up to it, and the dry run of Figure 6
+    (studies main and lr_l2: a part of the config) prices exactly those studies' rows and names the
+    whole config's number beside its own."""
+    from initmem import design as D
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.estimate import cluster_config, estimate_table, pack_gpu_hours, planned_estimate
+
+    config = cluster_config(load_config([ROOT / "config" / "paper.yaml"]))
+    rows = {cells[0]: cells for line in estimate_table(config).splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    low, central, high = rows["all"][3:6]
+    assert D.whole_config_line(config, "config/paper.yaml").startswith(
+        f"The whole config: 95 configurations, {central} GPU-hours central ({low} low, {high} high; tf32)")
+    price = D.gpu_price(config)
+    assert sum(price(p, p.seeds * len(p.sigmas)) for p in D.planned(config)) == pytest.approx(float(central.replace(",", "")), abs=0.5)
+    assert "tf32" in D.compute_unit(config) and "stated defaults for one H200" in D.compute_unit(config)
+
+    planned = plan_studies(config, expand_studies(config))
+    packs = {study: [[s for _, s in pack.members] for pack in packs_of.values()] for study, (packs_of, _) in planned.items()}
+    fig6 = packs["main"] + packs["lr_l2"]
+    lines = planned_estimate(fig6, config["compute"], None, ["main"] * len(packs["main"]) + ["lr_l2"] * len(packs["lr_l2"]),
+                             [p for ps in packs.values() for p in ps]).splitlines()
+    part = pack_gpu_hours(config)
+    fig6_central = part["main"]["hours"][1] + part["lr_l2"]["hours"][1]
+    assert "6,370 runs of studies lr_l2, main; tf32): GPU-hours" in lines[0] and f"{fig6_central:,.0f} central" in lines[0]
+    assert lines[2] == (f"  a part of the config, whose 8,200 runs in 447 jobs (trained or not) take {low} low, {central} central, "
+                        f"{high} high: the `all` row of `initmem estimate`")

@@ -57,10 +57,14 @@ def test_profile_dry_run_without_slurm(tmp_path):
     runs = expand_studies(yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     pack = config["pack"]
-    packs = [p for s in ("main", "lr_l2") for p in make_packs(runs[s], pack["max_models"], pack["max_images"], config["compute"]).values()]
+    by_study = {s: list(make_packs(runs[s], pack["max_models"], pack["max_images"], config["compute"]).values()) for s in runs}
+    packs = by_study["main"] + by_study["lr_l2"]
     assert counts["train"] == len(packs)
-    # it ends with what the training costs: GPU-hours and checkpoint disk, as `python -m initmem estimate` computes them
-    estimate = planned_estimate([[r.spec for r in p] for p in packs], config["compute"], profile_jobs(work / "slurm/config.yaml"))
+    # it ends with what the training costs: GPU-hours and checkpoint disk, as `python -m initmem estimate` computes them,
+    # and, since Figure 6 is a part of the config, the whole config's GPU-hours (estimate's `all` row)
+    estimate = planned_estimate([[r.spec for r in p] for p in packs], config["compute"], profile_jobs(work / "slurm/config.yaml"),
+                                ["main", "lr_l2"], [[r.spec for r in p] for ps in by_study.values() for p in ps])
+    assert "6,370 runs of studies lr_l2, main" in estimate and "a part of the config, whose 8,200 runs in 447 jobs" in estimate
     assert proc.stderr.rstrip().endswith(estimate) and "GPU-hours" in estimate and "checkpoint disk with 200" in estimate
     notes = [line for line in proc.stderr.splitlines() if line.startswith("NOTE")]
     assert any("data.source synthetic" in line for line in notes) and not any("--configfile" in line for line in notes)

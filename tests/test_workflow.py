@@ -123,8 +123,9 @@ def test_provenance_is_written_only_by_an_invocation_that_ran(tmp_path):
     proc = snakemake("--cores", "1", "--configfile", "bad.yaml", cwd=work, check=False)
     assert proc.returncode != 0  # prepare_data fails on the archive; its resolved_config job may have run
     assert not resolved.exists()
-    snakemake("results/config.resolved.yaml", "--cores", "1", "--configfile", "config/tiny.yaml", cwd=work)
-    assert resolved.read_text().splitlines()[0] == "# configfiles: config/tiny.yaml"  # which files to give again
+    snakemake("results/tiny/config.resolved.yaml", "--cores", "1", "--configfile", "config/tiny.yaml", cwd=work)  # name: tiny
+    assert (work / "results/tiny/config.resolved.yaml").read_text().splitlines()[0] == "# configfiles: config/tiny.yaml"  # which files to give again
+    assert not resolved.exists()  # the default's record is the default's
 
 
 def test_one_figure_in_a_checkout_of_other_data_says_which_configfile_to_add(tmp_path):
@@ -137,6 +138,20 @@ def test_one_figure_in_a_checkout_of_other_data_says_which_configfile_to_add(tmp
     assert len(note) == 1 and note[0].endswith("add --configfile config/tiny.yaml"), proc.stderr[-2000:]
     assert proc.stderr.index(note[0]) < proc.stderr.index("Job stats") if "Job stats" in proc.stderr else True
     assert "written by a config with other" not in proc.stderr  # one line, not two
+
+
+def test_the_tiny_first_try_after_the_default_files_its_outputs_apart_and_says_so_not_to_add_its_files(tmp_path):
+    from initmem.pipeline.invocation import record_provenance
+
+    work = workdir_copy(tmp_path)
+    record_provenance(work / "results/config.resolved.yaml", load_config([ROOT / "config/archive.yaml", ROOT / "config/jpeg-copy.yaml"]),
+                      ["config/archive.yaml", "config/jpeg-copy.yaml"])
+    proc = snakemake("-n", "--configfile", "config/tiny.yaml", cwd=work)
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("NOTE")]
+    assert len(notes) == 1 and "--configfile" not in notes[0], proc.stderr[-2000:]
+    assert notes[0].endswith("prepares its own data and writes its tables and figures under results/tiny/ and figures/tiny/, "
+                             "apart from theirs")
+    assert "results/tiny/tables/runs.csv" in proc.stdout and "results/tables/runs.csv" not in proc.stdout
 
 
 def test_diverged_runs_are_summarised_in_one_line(tmp_path):
@@ -212,19 +227,19 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     for study, rs in runs.items():
         for r in rs:
             assert (work / "results/runs" / study / f"{r.run_id}.json").is_file()
-    table = pd.read_csv(work / "results/tables/runs.csv")
+    table = pd.read_csv(work / "results/tiny/tables/runs.csv")  # name: tiny
     assert len(table) == sum(len(r) for r in runs.values()) == len(set(table["run_id"] + table["study"]))
     for name in ("spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md", "history.csv.gz"):
-        assert (work / "results/tables" / name).stat().st_size > 0
+        assert (work / "results/tiny/tables" / name).stat().st_size > 0
     for i in range(1, 10):  # every figure of the paper, and Figure 9
         for ext in ("pdf", "png"):
-            assert (work / f"figures/fig{i}.{ext}").stat().st_size > 1000
+            assert (work / f"figures/tiny/fig{i}.{ext}").stat().st_size > 1000
     assert not list((work / "results").rglob("*.ckpt*"))  # checkpoints removed once metrics are written
     record = json.loads((work / "results/runs/main" / f"{runs['main'][0].run_id}.json").read_text())
     assert (record["env"]["engine"], record["env"]["pack_size"]) == ("vmap", 4)  # trained in a vectorised pack
     assert record["env"]["compile"] is False  # compute.compile reached the trainer
     assert record["env"]["memory_format"] == "contiguous"  # and compute.memory_format
-    beta = pd.read_csv(work / "results/tables/beta.csv")
+    beta = pd.read_csv(work / "results/tiny/tables/beta.csv")
     assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
     # the self-contained HTML report carries every figure with its caption
     snakemake("--report", "report.html", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
@@ -247,15 +262,17 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
 def test_end_to_end_real_archive_slice(tmp_path, cifar_archive):
     work = workdir_copy(tmp_path)
     cfg = copy.deepcopy(TINY)
+    cfg.pop("name")  # the default folders
     cfg["pack"]["engine"] = "vmap"
     cfg["data"] = {"source": "archive", "archive": str(cifar_archive), "verify_md5": False,
                    "n_train": 2000, "n_val": 500, "n_test": 500}
     cfg["defaults"].update(width=8, epochs=5, batch_size=16, optimizer="adam", lr=2e-3)  # 625 steps
     cfg["studies"] = {"main": {"grid": {"sigma_w": [1.0], "seed": [0]}}}
     (work / "real.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    snakemake("tables", "--cores", "2", "--configfile", "real.yaml", cwd=work)
-    runs = pd.read_csv(work / "results/tables/runs.csv")
-    history = pd.read_csv(work / "results/tables/history.csv.gz")
+    # one sigma_w: its run and history tables (spreads and |beta| need two sigma_w, and refuse one)
+    snakemake("results/tables/studies/main.runs.csv", "--cores", "2", "--configfile", "real.yaml", cwd=work)
+    runs = pd.read_csv(work / "results/tables/studies/main.runs.csv")
+    history = pd.read_csv(work / "results/tables/studies/main.history.csv.gz")
     assert len(runs) == 1 and len(history) == 5
     assert history["train_acc"].iloc[-1] > 0.4  # it learns real CIFAR-10 images
     # and beats chance (0.1) on held-out images once Keras' BN moving statistics have settled

@@ -46,10 +46,11 @@ class _Parser(argparse.ArgumentParser):
 def _user_errors() -> tuple[type[Exception], ...]:
     from initmem.engine.data import DataError
     from initmem.engine.device import DeviceError
+    from initmem.io import WriteError
     from initmem.pipeline.records import RecordError
     from initmem.spec import ConfigError
 
-    return (ConfigError, RecordError, DataError, DeviceError, ValueError, FileNotFoundError)
+    return (ConfigError, RecordError, DataError, DeviceError, WriteError, ValueError, FileNotFoundError)
 
 
 def _reanalyse(argv: list[str]) -> int:
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     d = sub.add_parser("design", help="per headline claim of a config: P(decision) of its rule, the regime, the compute (initmem.design)")
     d.add_argument("config", nargs="+", help="config files, layered over the embedded default as the workflow does")
     d.add_argument("--cheapest", action="store_true", help="also the least seeds x sigma_w grid giving each claim >= 80%%")
+    d.add_argument("--write-config", metavar="FILE", help="with --cheapest (implied): write the config file that runs those "
+                                                           "designs (to give after the config's own files)")
     d.add_argument("--outcome", metavar="EVIDENCE_DIR", help="instead: the plan beside that trained tier's claims table, planned "
                                                              "from the committed evidence without the tier itself")
     d.add_argument("--leave-out", metavar="FOLDER", action="append", default=[],
@@ -156,16 +159,21 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     elif args.cmd == "design":
         from initmem.design import EVIDENCE, measured, outcome, report
         from initmem.pipeline.configfiles import load_config
+        from initmem.pipeline.estimate import cluster_config
 
-        config = load_config(args.config)
+        config = cluster_config(load_config(args.config))  # priced as `estimate` prices it
         unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir()})
         if unknown:
             parser.error(f"--leave-out {', '.join(unknown)}: no such folder under evidence/")
         # an outcome is planned as its tier was: without the tier itself
         leave_out = set(args.leave_out) | ({Path(args.outcome).resolve().name} if args.outcome else set())
         sources = measured(leave_out=tuple(sorted(leave_out)))
-        print(outcome(config, Path(args.outcome), sources) if args.outcome else report(config, " ".join(args.config), args.cheapest, sources),
-              end="")
+        if args.outcome:
+            print(outcome(config, Path(args.outcome), sources), end="")
+        elif args.cheapest or args.write_config:
+            _design_cheapest(args, config, sources)
+        else:
+            print(report(config, " ".join(args.config), False, sources), end="")
     elif args.cmd == "estimate":
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.estimate import estimate_table
@@ -177,14 +185,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             config["compute"]["images_per_second"] = args.images_per_second
         elif args.rate_table is not None:
             config["compute"].update(images_per_second=None, rate_table=args.rate_table)
-        import yaml
+        from initmem.pipeline.estimate import cluster_config, profile_jobs
 
-        from initmem.pipeline.estimate import PROFILE, profile_jobs
-        from initmem.pipeline.timelimit import capped_compute, profile_time_limit
-
-        if Path(PROFILE).is_file():  # the partition's time limit caps each job as on the cluster
-            config["compute"] = capped_compute(config["compute"], profile_time_limit(yaml.safe_load(Path(PROFILE).read_text()) or {}))
-
+        config = cluster_config(config)  # the partition's time limit caps each job as on the cluster
         if args.jobs is not None and args.jobs < 1:
             raise ValueError(f"--jobs {args.jobs} must be >= 1 (training jobs running at once)")
         print(estimate_table(config, args.jobs if args.jobs is not None else profile_jobs()))
@@ -211,6 +214,31 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
                             checkpoint_dir=args.checkpoint_dir)
     else:
         _train_runs_json(args)
+
+
+def _design_cheapest(args: argparse.Namespace, config: dict, sources) -> None:
+    """``design --cheapest [--write-config FILE]``: the plan with the least compute per claim, each
+    claim's search said on stderr as it starts; with FILE, the config that runs those designs."""
+    import yaml
+
+    from initmem.design import CPU_CORES, cheapest_config, cheapest_designs, config_price, planned, plans, report
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.grid import expand_studies
+
+    ps = plans(config, sources)
+    print(f"design --cheapest: {len(ps)} claims to search (minutes each for the |beta| and collapse rules)", file=sys.stderr, flush=True)
+    found = cheapest_designs(config, ps, lambda line: print(line, file=sys.stderr, flush=True))
+    print(report(config, " ".join(args.config), True, sources, ps, found), end="")
+    if args.write_config:
+        Path(args.write_config).write_text("# the least compute per claim of `design --cheapest " + " ".join(args.config) + "`, its designs "
+                                           "merged per configuration (the most seeds, the union of sigma_w)\n"
+                                           + yaml.safe_dump(cheapest_config(config, ps, found), sort_keys=False))
+        written = load_config([*args.config, args.write_config])
+        price, runs = config_price(written), sum(len(r) for r in expand_studies(written).values())
+        total = sum(price(p, p.seeds * len(p.sigmas)) for p in planned(written))
+        unit = "GPU-hours central" if written["compute"]["device"] != "cpu" else f"minutes on {CPU_CORES} cores"
+        print(f"wrote {args.write_config}: {runs:,} runs, {total:,.1f} {unit}; run it after the config's own files: "
+              f".venv/bin/snakemake --cores 2 --configfile {' '.join(args.config)} {args.write_config}", file=sys.stderr)
 
 
 def _train_runs_json(args: argparse.Namespace) -> None:

@@ -64,7 +64,7 @@ from initmem.claims.spreads import residual_sd
 from initmem.claims.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
-from initmem.pipeline.estimate import packs_gpu_hours
+from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
 from initmem.pipeline.grid import expand_studies
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
@@ -545,22 +545,27 @@ def cpu_seconds(p: Planned) -> float:
     return p.steps * step + evals
 
 
-def gpu_hours(p: Planned, compute: dict) -> float:
-    """Central H200-hours of one run of ``p`` (the rates of ``estimate``)."""
-    spec = {**p.spec, "sigma_w": p.sigmas[0], "seed": 0}
-    return packs_gpu_hours([[spec]], compute)[0][1]
+# The compute of ``n`` runs of one configuration (they differ only in sigma_w and seed).
+Price = Callable[[Planned, int], float]
 
 
-def per_run_cost(config: dict) -> Callable[[Planned], float]:
-    """The compute of one run as the plan counts it: central H200-hours on a GPU config, minutes on CPU_CORES cores on a CPU one."""
-    if config["compute"]["device"] != "cpu":
-        return lambda p: gpu_hours(p, config["compute"])
-    return lambda p: cpu_seconds(p) / 60 / CPU_CORES
+def gpu_price(config: dict) -> Price:
+    """Central GPU-hours of ``n`` runs of a configuration, packed as the workflow packs them, at the
+    rates and precision of ``config`` (:func:`initmem.pipeline.estimate.configuration_gpu_hours`:
+    the packs and rates of ``estimate``)."""
+    def price(p: Planned, n: int) -> float:
+        return configuration_gpu_hours({**p.spec, "sigma_w": p.sigmas[0], "seed": 0}, n, config)[1]
+    return price
 
 
-def cost(reads: Sequence[Planned], seeds: int, k: int, per_run: Callable[[Planned], float]) -> float:
+def cpu_price(p: Planned, n: int) -> float:
+    """Minutes on :data:`CPU_CORES` cores of ``n`` runs of ``p`` on this machine (one run a core)."""
+    return n * cpu_seconds(p) / 60 / CPU_CORES
+
+
+def cost(reads: Sequence[Planned], seeds: int, k: int, price: Price) -> float:
     """The compute of ``reads`` at ``seeds`` seeds and ``k`` sigma_w (each configuration once)."""
-    return sum(per_run(p) for p in {p.config_id + p.study: p for p in reads}.values()) * seeds * k
+    return sum(price(p, seeds * k) for p in {p.config_id + p.study: p for p in reads}.values())
 
 
 def grids(full: Sequence[float]) -> list[tuple[float, ...]]:
@@ -574,22 +579,23 @@ def grids(full: Sequence[float]) -> list[tuple[float, ...]]:
     return out
 
 
-def cheapest(plan: Plan, per_run: Callable[[Planned], float]) -> tuple[int, tuple[float, ...], float, float] | None:
+def cheapest(plan: Plan, price: Price) -> tuple[int, tuple[float, ...], float, float] | None:
     """(seeds, sigma_w grid, P, compute) of the least compute with P(decision) >= TARGET, or None (beyond the
     seed cap: MAX_SEEDS for spreads and contrasts; CURVE_MAX_SEEDS for the curve rules, whose every simulation
-    is a whole |beta| or clock fit)."""
+    is a whole |beta| or clock fit). A seed costs at least its share at the cap (packs are fullest there)."""
     if plan.rate is None:
         return None
     best = None
     max_seeds = MAX_SEEDS if plan.kind == "spread" else CURVE_MAX_SEEDS
     for g in reversed(grids(plan.sigmas)):  # the full grid first: its cost bounds the search on the smaller ones
-        cap = max_seeds if best is None else min(max_seeds, math.ceil(best[3] / cost(plan.reads, 1, len(g), per_run)) - 1)
+        per_seed = cost(plan.reads, max_seeds, len(g), price) / max_seeds
+        cap = max_seeds if best is None else min(max_seeds, math.ceil(best[3] / per_seed) - 1)
         if best is not None and (cap < 2 or plan.rate(cap, g) < TARGET):  # the chance grows with the seeds: none below the cap
             continue
         n = P.seeds_to_reach(lambda n, g=g: plan.rate(n, g), 2, TARGET, cap)
         if not math.isfinite(n):
             continue
-        c = cost(plan.reads, int(n), len(g), per_run)
+        c = cost(plan.reads, int(n), len(g), price)
         if best is None or c < best[3]:
             best = (int(n), g, plan.rate(int(n), g), c)
     return best
@@ -627,17 +633,57 @@ def warnings_of(ps: Sequence[Plan], missed: pd.DataFrame) -> list[str]:
     return out
 
 
+def compute_unit(config: dict) -> str:
+    """What the compute column counts: for a GPU config the rates and packs of ``estimate``."""
+    if config["compute"]["device"] == "cpu":
+        return f"minutes on {CPU_CORES} cores"
+    sources = "; ".join(sorted(set().union(*(r["sources"] for r in pack_gpu_hours(config).values()))))
+    return (f"central GPU-hours in {config['compute']['precision']} at {sources}, each configuration's runs packed "
+            "as the workflow packs them (the rates and packs of `initmem estimate`)")
+
+
+def whole_config_line(config: dict, name: str) -> str:
+    """The last line of the report: the compute of every run of ``config``; for a GPU config
+    ``estimate``'s ``all`` row (:func:`initmem.pipeline.estimate.config_gpu_hours`)."""
+    conf = planned(config)
+    if config["compute"]["device"] == "cpu":
+        return f"The whole config: {len(conf)} configurations, {sum(cpu_price(p, p.seeds * len(p.sigmas)) for p in conf):,.1f} minutes on {CPU_CORES} cores."
+    lo, mid, hi = config_gpu_hours(config)
+    return (f"The whole config: {len(conf)} configurations, {mid:,.0f} GPU-hours central ({lo:,.0f} low, {hi:,.0f} high; "
+            f"{config['compute']['precision']}): the `all` row of `.venv/bin/python -m initmem estimate {name}`.")
+
+
 def _grid_text(sigmas: Sequence[float]) -> str:
     return f"{len(sigmas)} ({', '.join(f'{s:g}' for s in sigmas)})" if len(sigmas) <= 6 else f"{len(sigmas)} ({sigmas[0]:g}-{sigmas[-1]:g})"
 
 
-def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None) -> str:
-    """The plan as Markdown: a row per claim, then the config's total compute."""
-    per_run = per_run_cost(config)
-    unit = "H200-hours (central)" if config["compute"]["device"] != "cpu" else f"minutes on {CPU_CORES} cores"
-    ps = plans(config, sources)
+Found = tuple[int, tuple[float, ...], float, float] | None  # (seeds, sigma_w grid, P, compute) or none
+
+
+def config_price(config: dict) -> Price:
+    """The compute of ``config``'s configurations: GPU-hours for a GPU config, else minutes on this machine."""
+    return gpu_price(config) if config["compute"]["device"] != "cpu" else cpu_price
+
+
+def cheapest_designs(config: dict, ps: Sequence[Plan], progress: Callable[[str], None] | None = None) -> list[Found]:
+    """:func:`cheapest` of every plan of ``ps``, in order, saying to ``progress`` which claim it searches
+    (minutes each for the curve rules)."""
+    price, found = config_price(config), []
+    for i, p in enumerate(ps, 1):
+        if progress is not None:
+            progress(f"design --cheapest: claim {i}/{len(ps)}, {p.cid}")
+        found.append(cheapest(p, price))
+    return found
+
+
+def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequence[Measured] | None = None,
+           ps: Sequence[Plan] | None = None, found: Sequence[Found] | None = None) -> str:
+    """The plan as Markdown: a row per claim, then the config's total compute; ``with_cheapest`` (or
+    ``found``, :func:`cheapest_designs` of ``ps``, already searched) the least compute per claim."""
+    price = config_price(config)
+    ps = plans(config, sources) if ps is None else ps
     lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
-             f"under the assumed truth (initmem.design); compute: {unit}.", "",
+             f"under the assumed truth (initmem.design); compute: {compute_unit(config)}.", "",
              "| claim | rule | configurations | seeds | sigma_w | assumed truth | noise | P(decision) | regime (runs fit) | compute |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for p in ps:
@@ -647,16 +693,14 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
             chance += f" (and {p.partly(p.seeds, p.sigmas):.0%} partly tested, no decision)"
         truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none measured", "")
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
-                     f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), per_run):,.1f} |")
-    conf = planned(config)
-    total = sum(per_run(p) * p.seeds * len(p.sigmas) for p in conf)
-    lines += ["", f"The whole config: {len(conf)} configurations, {total:,.1f} {unit}."]
-    lines += ["", design_markdown([(p.label(), p.spec) for p in conf]).rstrip("\n")]
-    if with_cheapest:
+                     f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
+    lines += ["", whole_config_line(config, name)]
+    lines += ["", design_markdown([(p.label(), p.spec) for p in planned(config)]).rstrip("\n")]
+    if with_cheapest or found is not None:
+        found = cheapest_designs(config, ps) if found is None else found
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
-        for p in ps:
-            c = cheapest(p, per_run)
+        for p, c in zip(ps, found, strict=True):
             cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
@@ -664,6 +708,58 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
     if warned:
         lines += ["", "## Plans of these kinds missed on a committed tier (benchmarks/planner_check.md)", "", *warned]
     return "\n".join(lines) + "\n"
+
+
+# --- the config that runs the cheapest design -----------------------------------------------------
+
+def merged_designs(ps: Sequence[Plan], found: Sequence[Found]) -> dict[tuple[str, str], tuple[int, tuple[float, ...]]]:
+    """Per configuration (study, configuration id) that a decidable claim reads: the most seeds and the
+    union of the sigma_w grids its claims' cheapest designs need (each claim gets at least its own)."""
+    out: dict[tuple[str, str], tuple[int, tuple[float, ...]]] = {}
+    for p, c in zip(ps, found, strict=True):
+        if c is None:
+            continue
+        for r in p.reads:
+            seeds, sigmas = out.get((r.study, r.config_id), (0, ()))
+            out[(r.study, r.config_id)] = (max(seeds, c[0]), tuple(sorted(set(sigmas) | set(c[1]))))
+    return out
+
+
+def _grid_keys(study: dict, spec: dict) -> list[str]:
+    """The keys (but sigma_w and seed) of the study's grid that names a configuration of ``spec``."""
+    grids = study.get("grid") or {}
+    for grid in grids if isinstance(grids, list) else [grids]:
+        keys = [k for k in grid if k not in ("sigma_w", "seed")]
+        if all(spec.get(k) in grid[k] for k in keys):
+            return keys
+    raise ValueError(f"no grid of the study names the configuration of {spec}")
+
+
+def cheapest_config(config: dict, ps: Sequence[Plan], found: Sequence[Found]) -> dict:
+    """A config file (to layer after ``config``'s own) whose studies are the configurations the
+    decidable claims read, each at the seeds and sigma_w of :func:`merged_designs`: one grid per
+    configuration, named by the study grid's own keys, so its runs keep their ids and finished runs
+    are reused. The seeds are the study's first ones, then new ones."""
+    designs = merged_designs(ps, found)
+    specs: dict[tuple[str, str], dict] = {}
+    seeds_of: dict[tuple[str, str], list] = {}
+    for study, rs in expand_studies(config).items():
+        for r in rs:
+            specs[(study, r.config_id)] = r.spec
+            seeds_of.setdefault((study, r.config_id), [])
+            if r.spec["seed"] not in seeds_of[(study, r.config_id)]:
+                seeds_of[(study, r.config_id)].append(r.spec["seed"])
+    studies: dict[str, dict] = {}
+    for (study, config_id), (n, sigmas) in designs.items():
+        own = config["studies"][study]
+        if own.get("variants"):
+            raise ValueError(f"studies.{study} has variants: --write-config writes grids only")
+        spec, listed = specs[(study, config_id)], seeds_of[(study, config_id)]
+        seeds = (listed + [max(listed) + 1 + i for i in range(max(0, n - len(listed)))])[:n]
+        grid = {k: [spec[k]] for k in _grid_keys(own, spec)} | {"sigma_w": list(sigmas), "seed": seeds}
+        entry = studies.setdefault(study, {**({"set": own["set"]} if own.get("set") else {}), "grid": []})
+        entry["grid"].append(grid)
+    return {"studies": studies}
 
 
 def outcome(config: dict, folder: Path, sources: Sequence[Measured] | None = None) -> str:

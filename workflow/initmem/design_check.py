@@ -190,7 +190,7 @@ def tier_checks(tier: str, config: str, draws: int = DRAWS, rng_seed: int = RNG_
     sources = D.measured(leave_out=(tier,))
     runs = pd.read_csv(D.EVIDENCE / tier / "tables" / "runs.csv")
     runs = runs[runs["status"] == "ok"]
-    per_run = D.per_run_cost(cfg)
+    price = D.config_price(cfg)
     out = []
     for k, plan in enumerate(D.plans(cfg, sources)):
         if plan.kind != "spread" or plan.rate is None or plan.side is None or plan.seeds < 2:
@@ -201,7 +201,7 @@ def tier_checks(tier: str, config: str, draws: int = DRAWS, rng_seed: int = RNG_
         rng = np.random.default_rng([rng_seed, k])
         out.append(check_plan(tier, plan, cells, "as trained", plan.seeds, plan.sigmas, draws, rng))
         designs = {(plan.seeds, plan.sigmas)}
-        best = D.cheapest(plan, per_run)
+        best = D.cheapest(plan, price)
         for name, design in (("--cheapest", best and (best[0], best[1])), ("--cheapest as committed", COMMITTED.get(tier, {}).get(plan.cid))):
             if design is not None and design not in designs:
                 designs.add(design)

@@ -15,18 +15,26 @@ from pathlib import Path
 
 
 class _Tee:
-    def __init__(self, *streams):
-        self.streams = streams
+    """The console stream and the job's log files: a log that cannot be written (a full disk) costs
+    the log that text, never the console its message."""
+
+    def __init__(self, console, *logs):
+        self.console, self.logs = console, logs
 
     def write(self, text: str) -> int:
-        for s in self.streams:
-            s.write(text)
-            s.flush()
+        self.console.write(text)
+        self.console.flush()
+        for log in self.logs:
+            with contextlib.suppress(OSError):
+                log.write(text)
+                log.flush()
         return len(text)
 
     def flush(self) -> None:
-        for s in self.streams:
-            s.flush()
+        self.console.flush()
+        for log in self.logs:
+            with contextlib.suppress(OSError):
+                log.flush()
 
 
 @contextlib.contextmanager
@@ -41,11 +49,11 @@ def log_to(path: str | Path, attempts: bool = False) -> Iterator[None]:
     import platform
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     history = path.with_name(path.name + ".attempts")
     earlier = history.read_text() if attempts and history.is_file() else ""
     with contextlib.ExitStack() as stack:
-        fh = stack.enter_context(open(path, "w"))
+        fh = _open_log(path)
+        stack.callback(_close_quietly, fh)
         streams = [fh]
         if attempts:
             fh.write(earlier)
@@ -60,12 +68,53 @@ def log_to(path: str | Path, attempts: bool = False) -> Iterator[None]:
         sys.stdout, sys.stderr = _Tee(old_out, *streams), _Tee(old_err, *streams)
         try:
             yield
+        except OSError as exc:
+            if (line := write_error_line(exc)) is None:
+                print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                raise
+            print(line, file=sys.stderr, flush=True)  # the whole story: no traceback
+            raise SystemExit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (its outputs are written whole or not at all)
+            from initmem.pipeline.interrupted import RESUME
+
+            print(f"stopped by Ctrl-C before it finished, nothing half-written: {RESUME}", file=sys.stderr, flush=True)
+            raise SystemExit(130) from None
         except BaseException as exc:  # the job's error belongs in its log too (an exit status alone: it said why)
             if not (isinstance(exc, SystemExit) and (exc.code is None or isinstance(exc.code, int))):
                 print(f"ERROR: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             raise
         finally:
             sys.stdout, sys.stderr = old_out, old_err
+
+
+def write_error_line(exc: OSError) -> str | None:
+    """``ERROR: cannot write FILE: cause; what to do`` for a failed write the user can fix (a full
+    disk, a read-only folder: :class:`initmem.io.WriteError`), None for any other error."""
+    from initmem.io import WriteError, is_write_error
+
+    if isinstance(exc, WriteError):
+        return f"ERROR: {exc}"
+    if is_write_error(exc):
+        return f"ERROR: {WriteError(exc.filename or 'a file of this job', exc)}"
+    return None
+
+
+def _close_quietly(fh) -> None:
+    """Close a log whose last writes may have failed (a full disk): the job's own error is the one to see."""
+    with contextlib.suppress(OSError):
+        fh.close()
+
+
+def _open_log(path: Path):
+    """The job's log, opened for writing in a folder made for it; a failed write is one line and exit status 1."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "w")
+    except OSError as exc:
+        if (line := write_error_line(exc)) is None:
+            raise
+        print(line.replace("a file of this job", str(path)), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def collect_study(files: list[str], study: str, runs_out: str | Path, history_out: str | Path) -> None:

@@ -16,20 +16,22 @@ from initmem.pipeline.invocation import shell_python  # noqa: E402
 # envs/*.yaml environment, which Snakemake activates before the command (first `python` on PATH).
 PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.executable)
 
-from initmem.pipeline.grid import expand_studies  # noqa: E402
+from initmem.pipeline.grid import check_two_sigmas, expand_studies  # noqa: E402
 from initmem.pipeline.compilecache import compile_cache_environment  # noqa: E402
 from initmem.pipeline.timelimit import capped_compute, partition_time_limit  # noqa: E402
-from initmem.pipeline.guards import INVOCATION_ENV, InvocationError, check_data_archive, invocation, snakemake_command  # noqa: E402
+from initmem.pipeline.guards import (INVOCATION_ENV, InvocationError, check_data_archive, invocation, read_only_folder,  # noqa: E402
+                                    snakemake_command)
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
 from initmem.pipeline.identity import (ANALYSIS_SCRIPTS, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
                                        data_identity, run_code_version, run_key, source_of)
 from initmem.pipeline.interrupted import logs_since, stopped_jobs, stopped_summary  # noqa: E402
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
-                                         record_provenance, restore_file, wrote_into)
+                                         record_provenance, restore_file, write_failures, wrote_into)
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
 from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
-from initmem.pipeline.targets import FIGURES, buildable_figures, figure_studies, job_runtime_minutes, pack_mem_mb, unused_studies_warning  # noqa: E402
+from initmem.pipeline.targets import (FIGURES, buildable_figures, figure_studies, job_runtime_minutes, needs_analysis, pack_mem_mb,  # noqa: E402
+                                     unused_studies_warning)
 
 INVOCATION_STARTED = time.time()  # training logs written since belong to this invocation
 PACKS_DIR = "results/packs"
@@ -135,6 +137,19 @@ if workflow.is_main_process:
     os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []),
                                                        list(getattr(_ARGS, "targets", None) or []),
                                                        workflow.resource_settings.cores, Path.cwd()))
+    # A read-only results or figures folder: one line saying so (Snakemake's own "Write-protected
+    # output files" names no cause); an invocation that runs no job (a dry run, --summary, --dag) only notes it.
+    if (_read_only := read_only_folder(["results", TABLES_DIR, FIGURES_DIR])):
+        if not any(getattr(_ARGS, k, None) for k in ("dryrun", "summary", "detailed_summary", "dag", "rulegraph", "filegraph", "lint")):
+            raise WorkflowError(_read_only)
+        print(f"NOTE: {_read_only}", file=sys.stderr)
+    # Spreads and |beta| compare runs across sigma_w: an invocation that computes them (not `runs`)
+    # refuses a configuration with one value, at `snakemake -n` already.
+    if needs_analysis(list(getattr(_ARGS, "targets", None) or []), TABLES_DIR, FIGURES_DIR):
+        try:
+            check_two_sigmas(RUNS)
+        except ConfigError as exc:
+            raise WorkflowError(f"invalid config: {exc}")
 
 
 def _print_planned_estimate():
@@ -143,10 +158,12 @@ def _print_planned_estimate():
     dag = workflow.dag
     if dag is None:
         return  # the DAG was never built: Snakemake said why
-    packs = [[m["spec"] for m in pack_members(job.wildcards.study, job.wildcards.pack).values()]
-             for job in dag.needrun_jobs(exclude_finished=False) if job.rule.name == "train"]
+    jobs = [job for job in dag.needrun_jobs(exclude_finished=False) if job.rule.name == "train"]
+    packs = [[m["spec"] for m in pack_members(job.wildcards.study, job.wildcards.pack).values()] for job in jobs]
+    whole = [[spec for _, spec in pack.members] for packs_of in PACKS.values() for pack in packs_of.values()]
     profile = Path(workflow.basedir) / "slurm/config.yaml"
-    if (text := planned_estimate(packs, config["compute"], profile_jobs(profile) if profile.is_file() else None)):
+    if (text := planned_estimate(packs, config["compute"], profile_jobs(profile) if profile.is_file() else None,
+                                 [job.wildcards.study for job in jobs], whole)):
         print(text, file=sys.stderr)
 
 
@@ -264,6 +281,10 @@ if workflow.is_main_process:
                             f"{snakemake_command(*_empty, keep_targets=True)}")
 
 
+# Rules whose outputs are the same whatever the config (workflow/rules/theory.smk).
+SAME_FOR_EVERY_CONFIG = ("linear_check",)
+
+
 # Provenance: which config wrote this folder's tables and figures (docs/outputs.md). Snakemake runs
 # these handlers only in an invocation that took the lock and ran jobs: never in a dry run, one
 # refused because another Snakemake holds the lock, or one with nothing to do.
@@ -274,11 +295,17 @@ def _after_the_jobs(succeeded: bool) -> None:
     trainers) the invocation ends with the stopped training jobs' line instead of Snakemake's
     generic error, when they are all that failed."""
     outputs = finished_outputs(workflow.dag.finished_jobs)
+    # what only this config makes: not the record itself, nor the theory's outputs that every config shares
+    own = finished_outputs(job for job in workflow.dag.finished_jobs if job.rule.name not in SAME_FOR_EVERY_CONFIG)
     files = json.loads(os.environ[INVOCATION_ENV])["configfiles"]
-    if succeeded or wrote_into([o for o in outputs if o != RESOLVED_CONFIG], (TABLES_DIR, FIGURES_DIR)):
+    recorded = succeeded or wrote_into([o for o in own if o != RESOLVED_CONFIG], (TABLES_DIR, FIGURES_DIR))
+    if recorded:
         record_provenance(RESOLVED_CONFIG, config, files)
     elif RESOLVED_CONFIG in outputs:
         restore_file(RESOLVED_CONFIG, PREVIOUS_RESOLVED)
+    failed_logs = [str(job.log[0]) for job in getattr(workflow.scheduler, "failed", ()) if job.log]
+    for line in write_failures(failed_logs, recorded, RESOLVED_CONFIG):  # a full disk, a read-only folder: said last
+        print(line, file=sys.stderr)
     new_runs = [o for o in outputs if o.startswith("results/runs/")]
     if (line := diverged_summary(new_runs)):
         print(line, file=sys.stderr)

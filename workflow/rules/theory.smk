@@ -1,5 +1,6 @@
 # The theory, runnable: Figure 9 (the deep-linear-network check) and the forgetting clocks of every
-# configuration. Neither needs a training study, so both are built in every config.
+# configuration. Neither needs a training study, so both are built in every config. Figure 9 and
+# linear_check.csv are the same for every config: they say nothing of which config wrote a folder.
 
 localrules:
     linear_check,
@@ -27,7 +28,10 @@ rule clocks_table:
     """results/tables/clocks.csv: every configuration of the configured studies with its exact final
     T_sgd, T_l2, T_wd, T_adapt (the closed-form sums the trainer records, torch-free), the paper's
     constant-lr arithmetic beside them, its governing clock and the nearest paper point of the same
-    kind with the distance in orders of magnitude (initmem.theory.calculator)."""
+    kind with the distance in orders of magnitude (initmem.theory.calculator). It waits for this
+    config's data (it reads none): an invocation whose data cannot be prepared rewrites no table."""
+    input:
+        ancient(DATA),
     output:
         f"{TABLES_DIR}/clocks.csv",
     params:

@@ -168,8 +168,8 @@ def outputs_of_another_config(resolved: str | Path, config: Mapping) -> str | No
     if not changed or not isinstance(previous, dict):
         return None
     return (f"NOTE: {resolved} was written by a config with other {', '.join(changed)}: the tables and figures this "
-            "invocation writes go beside that config's. To keep them apart, give each config its own `name:` "
-            "(outputs under results/<name>/ and figures/<name>/; docs/outputs.md).")
+            "invocation writes replace that config's in the same folders (the runs of both are kept). To keep them apart, "
+            "give each config its own `name:` (outputs under results/<name>/ and figures/<name>/; docs/outputs.md).")
 
 
 def _plain(value: Any) -> Any:

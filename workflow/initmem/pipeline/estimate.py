@@ -4,12 +4,14 @@ and the checkpoint disk the Slurm profile's peak concurrency needs."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from initmem.pipeline.grid import expand_studies
-from initmem.pipeline.planning import plan_studies
+from initmem.pipeline.grid import Run, expand_studies
+from initmem.pipeline.planning import new_pack_size, plan_studies
 from initmem.pipeline.rates import DEFAULTS_SOURCE, family
 from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images
 
@@ -27,6 +29,19 @@ def profile_jobs(path: str | Path = PROFILE) -> int:
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"{path}: jobs = {jobs!r}; a profile's jobs limit must be a whole number >= 1")
     return jobs
+
+
+def cluster_config(config: dict, profile: str | Path = PROFILE) -> dict:
+    """``config`` with each job capped at the Slurm profile's partition time limit, as on the cluster
+    (what ``estimate`` and ``design`` price; unchanged without a profile file)."""
+    import yaml
+
+    from initmem.pipeline.timelimit import capped_compute, profile_time_limit
+
+    if not Path(profile).is_file():
+        return config
+    limit = profile_time_limit(yaml.safe_load(Path(profile).read_text()) or {})
+    return {**config, "compute": capped_compute(config["compute"], limit)}
 
 
 def _all_packs(config: dict) -> list[list[dict]]:
@@ -79,6 +94,31 @@ def pack_gpu_hours(config: dict) -> dict[str, dict]:
             by_kind.setdefault(kind, Counter())[rate.source] += images / rate.central / 3600
         out[study] = {"runs": sum(len(s) for s in specs), "jobs": len(packs), "hours": hours, "sources": sources, "by_kind": by_kind}
     return out
+
+
+def config_gpu_hours(config: dict) -> tuple[float, float, float]:
+    """GPU-hours (low, central, high) of every run of ``config``, packed as planned from scratch:
+    ``estimate``'s ``all`` row and ``design``'s whole config."""
+    lo, mid, hi = _totals(pack_gpu_hours(config))
+    return lo, mid, hi
+
+
+def configuration_gpu_hours(spec: dict, runs: int, config: dict) -> tuple[float, float, float]:
+    """GPU-hours (low, central, high) of ``runs`` runs of one configuration (``spec``; they differ
+    only in sigma_w and seed), packed as the workflow packs a configuration's new runs: the price
+    ``design`` gives a claim's configurations at any number of seeds and sigma_w values."""
+    return _configuration_hours(json.dumps(spec, sort_keys=True), runs, json.dumps(config["pack"], sort_keys=True),
+                                json.dumps(config["compute"], sort_keys=True))
+
+
+@functools.lru_cache(maxsize=4096)
+def _configuration_hours(spec: str, runs: int, pack: str, compute: str) -> tuple[float, float, float]:
+    """:func:`configuration_gpu_hours` of its arguments as JSON (cached: ``design --cheapest`` asks often)."""
+    base, compute_cfg = json.loads(spec), json.loads(compute)
+    members = [Run("design", f"run{i}", "design", {**base, "seed": i}) for i in range(runs)]
+    size = max(1, new_pack_size(members, json.loads(pack), compute_cfg))
+    packs = [[r.spec for r in members[i:i + size]] for i in range(0, runs, size)]
+    return packs_gpu_hours(packs, compute_cfg)[0]
 
 
 def rate_coverage(rows: dict[str, dict]) -> str:
@@ -198,18 +238,40 @@ def _disk_line(disk: dict) -> str:
             f"up to {disk['while saving']:.2f} TiB while all save at once; largest pack {disk['largest MiB']:,.0f} MiB")
 
 
-def planned_estimate(packs: list[list[dict]], compute: dict, jobs: int | None) -> str | None:
+def planned_estimate(packs: list[list[dict]], compute: dict, jobs: int | None, studies: Sequence[str] = (),
+                     whole: list[list[dict]] | None = None) -> str | None:
     """A few lines for the end of a dry run: the GPU-hours range of the training jobs it plans
-    (``packs``, each a list of specs) and, with ``jobs`` (the Slurm profile's), the checkpoint disk
-    with that many of them at once, from the same code as :func:`estimate_table`; None when it plans
-    no training."""
+    (``packs``, each a list of specs, of the studies ``studies``), and where they are a part of the
+    config (``whole``: every pack of the config, trained or not) what the whole config costs, which
+    is ``estimate``'s ``all`` row; with ``jobs`` (the Slurm profile's) the checkpoint disk with that
+    many of them at once. The same code as :func:`estimate_table`; None when it plans no training."""
     if not packs:
         return None
     (lo, mid, hi), sources = packs_gpu_hours(packs, compute)
-    lines = [f"Estimate of the {len(packs):,} training jobs planned ({sum(len(p) for p in packs):,} runs, {compute['precision']}): "
+    runs = sum(len(p) for p in packs)
+    of = f"{runs:,} runs" + (f" of {_names(studies)}" if studies else "")
+    lines = [f"Estimate of the {len(packs):,} training jobs this dry run plans ({of}; {compute['precision']}): "
              f"GPU-hours {lo:,.0f} low, {mid:,.0f} central, {hi:,.0f} high (an upper bound where runs stop early)",
              "  rates: " + "; ".join(sorted(sources))]
+    if whole is not None:
+        lines.append("  " + _whole_line(whole, compute, len(packs), runs))
     if jobs is not None:
         lines.append("  " + _disk_line(packs_checkpoint_disk(packs, jobs)))
     lines.append("  per study and in other precisions: .venv/bin/python -m initmem estimate <config file>")
     return "\n".join(lines)
+
+
+def _names(studies: Sequence[str]) -> str:
+    """``study main`` or ``studies lr_l2, main``."""
+    names = sorted(set(studies))
+    return ("study " if len(names) == 1 else "studies ") + ", ".join(names)
+
+
+def _whole_line(whole: list[list[dict]], compute: dict, jobs: int, runs: int) -> str:
+    """What the whole config costs beside a dry run's part of it (``jobs`` packs of ``runs`` runs)."""
+    total_runs = sum(len(p) for p in whole)
+    if (len(whole), total_runs) == (jobs, runs):
+        return "that is every run of the config: the `all` row of `initmem estimate`"
+    lo, mid, hi = packs_gpu_hours(whole, compute)[0]
+    return (f"a part of the config, whose {total_runs:,} runs in {len(whole):,} jobs (trained or not) take "
+            f"{lo:,.0f} low, {mid:,.0f} central, {hi:,.0f} high: the `all` row of `initmem estimate`")

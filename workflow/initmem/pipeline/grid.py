@@ -197,6 +197,21 @@ def expand_study(name: str, study: dict, defaults: dict, data: dict) -> list[Run
     return runs
 
 
+def check_two_sigmas(runs_by_study: dict[str, list[Run]]) -> None:
+    """Every configuration needs two sigma_w values or more where spreads and |beta| are computed:
+    a spread (max - min over sigma_w) and |beta| (the slope over sigma_w) compare runs across them.
+    Training alone (the ``runs`` target) needs no such check."""
+    for study, runs in runs_by_study.items():
+        sigmas: dict[str, set] = {}
+        for run in runs:
+            sigmas.setdefault(run.config_id, set()).add(run.spec["sigma_w"])
+        for config_id, values in sigmas.items():
+            if len(values) < 2:
+                raise ConfigError(f"studies.{study}: configuration {config_id} has one sigma_w ({next(iter(values))!r}); its "
+                                  "spread and |beta| compare runs across sigma_w: list at least two values (or build only "
+                                  "its runs: the target runs)")
+
+
 def expand_studies(config: dict) -> dict[str, list[Run]]:
     """All studies of the config, each a list of :class:`Run`."""
     studies = config.get("studies") or {}

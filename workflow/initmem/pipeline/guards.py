@@ -216,3 +216,18 @@ def snakemake_command(*targets: str, keep_targets: bool = False) -> str:
     if inv["configfiles"]:
         words += ["--configfile", *map(shlex.quote, inv["configfiles"])]
     return " ".join(words)
+
+
+def read_only_folder(folders: list[str | Path]) -> str | None:
+    """One line naming the first of ``folders`` (the results and figures folders) that exists and
+    cannot be written, and why (a read-only file system, or no write permission); None when every
+    existing one can be written. An invocation that trains or analyses writes into each of them."""
+    for folder in map(Path, folders):
+        if not folder.is_dir() or os.access(folder, os.W_OK):
+            continue
+        mounted = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+        why = "its file system is mounted read-only" if mounted else "no write permission for this user"
+        fix = "work in a writable copy of the checkout" if mounted else f"chmod -R u+w {folder} (or work in a writable copy)"
+        return (f"{folder}/ is read-only ({why}): an invocation that runs jobs writes its data, runs, tables and "
+                f"provenance there; {fix}")
+    return None

@@ -141,9 +141,10 @@ def stopped_jobs(logs: Iterable[str | Path]) -> dict[str, str]:
 
 
 def stopped_summary(stopped: dict[str, str]) -> str | None:
-    """The line an invocation ends with when training jobs of it were stopped (:func:`stopped_jobs`);
-    None when none was."""
+    """The line an invocation ends with when training jobs of it were stopped (:func:`stopped_jobs`),
+    each job with its own state (a checkpoint saved, or stopped before training with nothing to
+    save); None when none was."""
     if len(stopped) <= 1:
         return next(iter(stopped.values()), None)
-    where = ", ".join(f"{Path(log).stem} {line.split(',')[0].removeprefix('stopped ')}" for log, line in stopped.items())
-    return f"{len(stopped)} training jobs stopped ({where}), checkpoints saved: {RESUME}"
+    where = "; ".join(f"{Path(log).stem} {line.removesuffix(f': {RESUME}').removeprefix('stopped ')}" for log, line in stopped.items())
+    return f"{len(stopped)} training jobs stopped ({where}): {RESUME}"

@@ -69,7 +69,7 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
     data = data_path()
     check_data_archive(dict(config["data"]), data)
     check_archive_md5(dict(config["data"]), data)
-    hint = other_data_hint(config, data, resolved, root, profile_configfiles(argv, bases))
+    hint = other_data_hint(config, data, resolved, root, profile_configfiles(argv, bases), configfile_args(argv))
     if hint:
         notes.append(hint)
     elif (note := outputs_of_another_config(resolved, config)):
@@ -162,6 +162,24 @@ def wrote_into(outputs: Iterable[str], folders: Iterable[str]) -> bool:
     return any(str(out).startswith(p) for out in outputs for p in prefixes)
 
 
+def write_failures(logs: Iterable[str | Path], recorded: bool, record: str | Path) -> list[str]:
+    """The lines of the failed jobs' ``logs`` that say which file could not be written and why (a
+    full disk, a read-only folder: :class:`initmem.io.WriteError`), once each, and where this
+    invocation ``recorded`` no provenance, that ``record`` still names the earlier config."""
+    from initmem.io import WRITE_ERROR_PREFIX
+
+    found = []
+    for path in logs:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        found += [line for line in lines if line.startswith(f"ERROR: {WRITE_ERROR_PREFIX}") and line not in found]
+    if found and not recorded:
+        found.append(f"NOTE: {record} still records the earlier config: no table or figure of this config was written")
+    return found
+
+
 def diverged_summary(run_files: Iterable[str]) -> str | None:
     """One line naming the runs among ``run_files`` (this invocation's new metrics files) that
     diverged; None when none did."""
@@ -195,31 +213,62 @@ def profile_configfiles(argv: list[str], bases: list[Path]) -> tuple[Path, list[
 
 
 def other_data_hint(config: Mapping, data: Path, resolved: str | Path, root: Path,
-                    set_by: tuple[Path, list[str]] | None = None) -> str | None:
+                    set_by: tuple[Path, list[str]] | None = None, own_files: list[str] | None = None) -> str | None:
     """One line when this config's prepared data is missing but the checkout's results were made
-    from other data by other config files: which ``--configfile`` to add, or, where a profile sets
-    the config files (``set_by``: :func:`profile_configfiles`), that this run prepares its own data.
-    Read from the resolved configs (``resolved`` first, then every other
-    ``results/**/config.resolved.yaml``, newest first)."""
+    from other data by other config files: how the data differs, what this invocation will do (it
+    prepares its own data and writes its tables and figures over theirs, or apart from them under
+    its ``name:``), and, for an invocation that names no config file of its own (``own_files``: its
+    ``--configfile`` files), which ``--configfile`` to add to use theirs; where a profile sets the
+    config files (``set_by``: :func:`profile_configfiles`), that this run prepares its own data.
+    Read from the resolved configs (``resolved`` first, then every other: ``results/config.resolved.yaml``
+    and ``results/*/config.resolved.yaml``, newest first)."""
     if data.exists():
         return None
-    candidates = [Path(resolved)] + sorted((p for p in (root / "results").glob("*/config.resolved.yaml") if p != Path(resolved)),
-                                           key=lambda p: p.stat().st_mtime, reverse=True)
+    others = [p for p in [root / "results" / "config.resolved.yaml", *(root / "results").glob("*/config.resolved.yaml")]
+              if p.is_file() and p.resolve() != Path(resolved).resolve()]
+    candidates = [Path(resolved)] + sorted(others, key=lambda p: p.stat().st_mtime, reverse=True)
     for path in candidates:
         found = read_provenance(path)
         if found is None:
             continue
         previous, files = found
         if files and previous.get("data") != json_plain(config.get("data")):
-            where = {"torchvision": "downloads CIFAR-10", "archive": "reads a local archive", "synthetic": "makes synthetic images"}
-            source = config.get("data", {}).get("source")
-            made = (f"NOTE: this config {where.get(source, 'prepares its data')} (data.source {source}), but the results "
-                    f"here were made with {path}'s data (data.source {previous.get('data', {}).get('source')})")
+            diff = data_difference(previous.get("data") or {}, config.get("data") or {})
+            made = f"NOTE: this config's data differs from that of the results {path} records ({shlex.join(files)}): {diff}"
             if set_by is not None:  # adding a --configfile would replace the profile's own
                 folder, own = set_by
                 return f"{made}; profile {folder} sets this run's config ({', '.join(own)}), which prepares its own data and trains on it"
-            return f"{made}: to use them, add --configfile {shlex.join(files)}"
+            does = f"this invocation prepares its own data and {_where_outputs_go(config, path, root)}"
+            if own_files:
+                return f"{made}: {does}"
+            return f"{made}: {does}; to use theirs instead, add --configfile {shlex.join(files)}"
     return None
+
+
+def data_difference(before: Mapping, now: Mapping) -> str:
+    """How the data section ``now`` differs from ``before``: the source, with what it does, where the
+    sources differ (the other keys follow from it), else each key that differs (``data.n_train 64, not 2000``)."""
+    where = {"torchvision": "downloads CIFAR-10", "archive": "reads a local archive", "synthetic": "makes synthetic images"}
+    if now.get("source") != before.get("source"):
+        return (f"data.source {now.get('source')} (it {where.get(now.get('source'), 'prepares its data')}), "
+                f"not data.source {before.get('source')}")
+    keys = [k for k in dict.fromkeys([*now, *before]) if json_plain(now.get(k)) != json_plain(before.get(k))]
+    return "; ".join(f"data.{key} {now.get(key)}, not {before.get(key)}" for key in keys) or "the same keys, another preparation"
+
+
+def _where_outputs_go(config: Mapping, record: Path, root: Path) -> str:
+    """Where this invocation writes its tables and figures, beside the results ``record`` describes."""
+    name = config.get("name")
+    if name:
+        return f"writes its tables and figures under results/{name}/ and figures/{name}/, apart from theirs"
+    try:
+        shared = Path(record).resolve() == (root / "results" / "config.resolved.yaml").resolve()
+    except OSError:
+        shared = False
+    if not shared:
+        return "writes its tables and figures to results/tables/ and figures/"
+    return ("writes its tables and figures over theirs in results/tables/ and figures/ (the runs of both are kept; to keep "
+            "the tables and figures apart, give this config a `name:`, docs/outputs.md)")
 
 
 def json_plain(value):

@@ -43,6 +43,25 @@ def buildable_figures(studies: list[str]) -> list[str]:
     return [f for f in FIGURES if figure_studies(f, studies) is not None] + list(STANDALONE_FIGURES)
 
 
+def needs_analysis(targets: list[str], tables_dir: str, figures_dir: str) -> bool:
+    """Whether building ``targets`` (none: the default target, every table and figure) computes
+    spreads or |beta|: ``all``, ``tables``, ``figures`` and the files of the tables and figures
+    folders, but a study's own tables and the theory's (clocks.csv, linear_check.csv, Figure 9)."""
+    if not targets:
+        return True
+    theory = {f"{tables_dir}/clocks.csv", f"{tables_dir}/linear_check.csv"}
+    theory |= {f"{figures_dir}/{fig}.{ext}" for fig in STANDALONE_FIGURES for ext in ("pdf", "png")}
+    for target in targets:
+        path = target.removeprefix("./")
+        if path in ("all", "tables", "figures"):
+            return True
+        if path in theory or path.startswith(f"{tables_dir}/studies/"):
+            continue
+        if path.startswith((f"{tables_dir}/", f"{figures_dir}/")):
+            return True
+    return False
+
+
 def unused_studies_warning(studies: list[str]) -> str | None:
     """One line when a configured study is read by no figure or table (a typo such as ``mainn``
     silently drops the figures that need ``main``): what is dropped and the likely fix."""
