@@ -2,6 +2,7 @@
 from its runs.csv and history.csv.gz alone, and the verdict tables and counts in claims.md, the
 evidence README and the repository README are the ones its claims.csv gives."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -126,6 +127,24 @@ def test_the_readme_is_small_and_shows_a_summary_per_claim_family():
     hand_written = text.replace(block, "").splitlines()  # the generated verdict block grows with the claims, not with prose
     assert len(hand_written) <= 190  # a front door: the map, the commands, the evidence summary; the rest in docs/
     assert "| claim family |" in block and "Decided rows:" in block
+
+
+def _hand_written(text: str) -> str:
+    """The README without its generated blocks (each between a `<!-- NAME:begin -->` and its `<!-- NAME:end -->`)."""
+    return re.sub(r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->", "", text, flags=re.S)
+
+
+def test_the_hand_written_readme_is_under_12_kb_and_types_no_measured_number():
+    """Issue 54: counts and timings typed by hand went stale (487 tests where 489 ran, 2 min 9 s where
+    5 min 44 s); they live in docs/measured-numbers.md, written by the command that measures them."""
+    text = _hand_written((ROOT / "README.md").read_text())
+    assert R.BEGIN not in text and "Decided rows:" not in text
+    assert len(text.encode()) < 12_000, len(text.encode())
+    counts = re.findall(r"\b\d[\d,]*\s+(?:tests|test cases)\b", text)
+    assert not counts, f"test counts typed in the README (they belong in docs/measured-numbers.md): {counts}"
+    timings = re.findall(r"\b\d[\d.,]*(?:-\d[\d.,]*)?\s?(?:min|s)\b(?![\w-])", text)
+    assert not timings, f"timings typed in the README (they belong in docs/measured-numbers.md): {timings}"
+    assert "docs/measured-numbers.md" in text
 
 
 def test_the_clock_tiers_numbers_in_prose_match_its_runs():
