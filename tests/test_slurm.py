@@ -208,8 +208,8 @@ def test_the_partition_time_limit_lowers_the_configs_cap_and_never_raises_it():
     assert capped_compute({"max_runtime_minutes": 1440}, None)["max_runtime_minutes"] == 1440
 
 
-def _train_runtimes(work: Path, limit_line: str) -> list[int]:
-    """The runtime (minutes) each train job of a dry run asks for, with the profile's time-limit line replaced."""
+def _train_requests(work: Path, limit_line: str) -> list[tuple[int, int]]:
+    """The (runtime minutes, mem_mb) each train job of a dry run asks for, with the profile's time-limit line replaced."""
     import re
 
     profile = work / "slurm/config.yaml"
@@ -218,7 +218,12 @@ def _train_runtimes(work: Path, limit_line: str) -> list[int]:
                            "--slurm-no-account"], cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     blocks = proc.stdout.split("\nrule ")
-    return [int(re.search(r"runtime=(\d+)", b)[1]) for b in blocks if b.startswith("train:")]
+    return [(int(re.search(r"runtime=(\d+)", b)[1]), int(re.search(r"mem_mb=(\d+)", b)[1])) for b in blocks if b.startswith("train:")]
+
+
+def _train_runtimes(work: Path, limit_line: str) -> list[int]:
+    """The runtime (minutes) each train job of a dry run asks for, with the profile's time-limit line replaced."""
+    return [runtime for runtime, _ in _train_requests(work, limit_line)]
 
 
 def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
@@ -234,3 +239,22 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
     (work / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert _train_runtimes(work, "  partition_time_limit: 15") == [15]
     assert _train_runtimes(work, "") == [27]
+
+
+def test_a_compiled_train_job_asks_for_its_compile_minutes_and_workers_memory(tmp_path):
+    """The same ~27-minute pack with compute.compile: step asks for 15 minutes more (3 x 5 graphs: the
+    training batch, three evaluation shapes, the update) and 2,048 MiB more (initmem.pipeline.compilecost)."""
+    from test_workflow import workdir_copy
+
+    from initmem.pipeline.compilecost import COMPILE_WORKERS_MB
+
+    work = workdir_copy(tmp_path)
+    shipped_slurm_profile(work)
+    cfg = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5], "seed": [0]}}})
+    cfg["compute"].update(images_per_second=0.2, max_runtime_minutes=1440, attempts=3)
+    (work / "c.yaml").write_text(yaml.safe_dump(cfg))
+    [(runtime, mem)] = _train_requests(work, "")
+    assert runtime == 27
+    cfg["compute"]["compile"] = "step"
+    (work / "c.yaml").write_text(yaml.safe_dump(cfg))
+    assert _train_requests(work, "") == [(runtime + 15, mem + COMPILE_WORKERS_MB)]

@@ -30,7 +30,7 @@ from initmem.pipeline.invocation import (diverged_summary, finished_outputs, pre
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
 from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
-from initmem.pipeline.targets import (FIGURES, buildable_figures, figure_studies, job_runtime_minutes, needs_analysis, pack_mem_mb,  # noqa: E402
+from initmem.pipeline.targets import (FIGURES, buildable_figures, figure_studies, job_mem_mb, job_runtime_minutes, needs_analysis,  # noqa: E402
                                      unused_studies_warning)
 
 INVOCATION_STARTED = time.time()  # training logs written since belong to this invocation
@@ -260,7 +260,8 @@ def figure_inputs(wildcards):
 
 def train_resources():
     """A training job's resources: one GPU unless the config trains on the CPU, and the runtime
-    (minutes) and host memory (mem_mb) that initmem.pipeline.targets estimates from its pack."""
+    (minutes) and host memory (mem_mb) that initmem.pipeline.targets estimates from its pack (with
+    compute.compile on, its compile minutes and compile workers' memory: initmem.pipeline.compilecost)."""
     compute = config["compute"]
 
     def specs(w):
@@ -269,7 +270,7 @@ def train_resources():
     return dict(
         gpu=0 if compute["device"] == "cpu" else 1,
         runtime=lambda w: job_runtime_minutes(specs(w), compute),
-        mem_mb=lambda w: pack_mem_mb(specs(w), compute["device"]),
+        mem_mb=lambda w: job_mem_mb(specs(w), compute),
     )
 
 

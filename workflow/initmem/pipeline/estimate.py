@@ -13,7 +13,7 @@ from pathlib import Path
 from initmem.pipeline.grid import Run, expand_studies
 from initmem.pipeline.planning import new_pack_size, plan_studies
 from initmem.pipeline.rates import DEFAULTS_SOURCE, family
-from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images
+from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images, training_minutes_per_attempt
 
 PROFILE = Path(__file__).resolve().parents[3] / "slurm" / "config.yaml"  # the Slurm profile of the repository
 # A training job's checkpoint files: the checkpoint and its previous copy (``.prev``) between saves,
@@ -186,7 +186,8 @@ def planned_packs_markdown(config: dict) -> str:
             cells.setdefault(key, Counter())[len(specs)] += 1
             if cap:
                 minutes = pack_runtime_minutes(specs, pack_rate(specs, compute).central)
-                attempts.setdefault(key, set()).add(-(-minutes // cap))
+                per_attempt = training_minutes_per_attempt(specs, compute, cap, "compute")  # cap, less compiling
+                attempts.setdefault(key, set()).add(-(-minutes // per_attempt))
     order = sorted(cells, key=lambda k: (list(ARCH_NAMES).index(k[0]), k[1]))
     lines = ["| architecture | batch | jobs | pack sizes (jobs) | attempts |", "|---|---:|---:|---|---|"]
     for key in order:

@@ -148,8 +148,34 @@ def pack_rate(specs: list[dict], compute: dict):
 
 def job_runtime_minutes(specs: list[dict], compute: dict) -> int:
     """The runtime a pack's job asks for: :func:`pack_runtime_minutes` at :func:`pack_rate`'s central
-    rate, capped at ``compute.max_runtime_minutes``."""
-    return pack_runtime_minutes(specs, pack_rate(specs, compute).central, compute.get("max_runtime_minutes"))
+    rate plus, with ``compute.compile`` on, its compile minutes
+    (:func:`initmem.pipeline.compilecost.compile_minutes`), capped at ``compute.max_runtime_minutes``."""
+    from initmem.pipeline.compilecost import compile_minutes
+
+    minutes = pack_runtime_minutes(specs, pack_rate(specs, compute).central) + compile_minutes(specs, compute)
+    cap = compute.get("max_runtime_minutes")
+    return minutes if cap is None else min(minutes, cap)
+
+
+def job_mem_mb(specs: list[dict], compute: dict) -> int:
+    """The host memory a pack's job asks for: :func:`pack_mem_mb` on ``compute.device`` plus, with
+    ``compute.compile`` on, the compile workers' (:func:`initmem.pipeline.compilecost.compile_mem_mb`)."""
+    from initmem.pipeline.compilecost import compile_mem_mb
+
+    return pack_mem_mb(specs, compute["device"]) + compile_mem_mb(compute)
+
+
+def training_minutes_per_attempt(specs: list[dict], compute: dict, cap: int, where: str) -> int:
+    """Minutes of one ``cap``-minute attempt left for training once the job has compiled (all of
+    them with ``compute.compile`` off); refused when compiling leaves none."""
+    from initmem.pipeline.compilecost import compile_minutes
+    from initmem.spec import ConfigError
+
+    compiling = compile_minutes(specs, compute)
+    if compiling >= cap:
+        raise ConfigError(f"{where}: compute.compile needs ~{compiling} minutes per attempt, no less than "
+                          f"compute.max_runtime_minutes = {cap}; raise the time limit or turn compile off")
+    return cap - compiling
 
 
 def fitting_pack_size(specs: list[dict], size: int, compute: dict, where: str) -> int:
@@ -161,12 +187,15 @@ def fitting_pack_size(specs: list[dict], size: int, compute: dict, where: str) -
     allowed when it fits ``compute.attempts`` of them (it checkpoints at SIGTERM and resumes on the
     next attempt); then its pack takes the most runs that need no more attempts than one run does.
     Longer than all attempts it can never finish, and the config is refused here, at DAG time.
+    With ``compute.compile`` on, each attempt first compiles: the minutes left of it for training
+    (:func:`training_minutes_per_attempt`) are what runs must fit.
     """
     from initmem.spec import ConfigError
 
-    cap = compute.get("max_runtime_minutes")
-    if cap is None:
+    limit = compute.get("max_runtime_minutes")
+    if limit is None:
         return size
+    cap = training_minutes_per_attempt(specs, compute, limit, where)
 
     def minutes(n: int) -> int:
         return pack_runtime_minutes(specs[:n], pack_rate(specs[:n], compute).central)
@@ -177,7 +206,8 @@ def fitting_pack_size(specs: list[dict], size: int, compute: dict, where: str) -
         rate = pack_rate(specs[:1], compute)
         raise ConfigError(
             f"{where}: one run needs ~{one / 60:.0f} h at {rate.central:,.0f} images/s ({rate.source}; 1.5x margin), "
-            f"more than compute.attempts = {attempts} x compute.max_runtime_minutes = {cap} "
+            f"more than compute.attempts = {attempts} x compute.max_runtime_minutes = {limit} "
+            + (f"(less {limit - cap} compile minutes each) " if cap != limit else "") +
             "can give; raise max_runtime_minutes or attempts (time-limit continuations + 1), or measure the rate "
             "(benchmarks/device_check.py)")
     allowed = math.ceil(one / cap)  # attempts one run needs
