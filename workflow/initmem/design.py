@@ -696,6 +696,9 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
     lines += ["", whole_config_line(config, name)]
     lines += ["", design_markdown([(p.label(), p.spec) for p in planned(config)]).rstrip("\n")]
+    warned = warnings_of(ps, missed_checks())
+    if warned:
+        lines += ["", "## Plans of these kinds missed on a committed tier (benchmarks/planner_check.md)", "", *warned]
     if with_cheapest or found is not None:
         found = cheapest_designs(config, ps) if found is None else found
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
@@ -704,9 +707,6 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
             cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
-    warned = warnings_of(ps, missed_checks())
-    if warned:
-        lines += ["", "## Plans of these kinds missed on a committed tier (benchmarks/planner_check.md)", "", *warned]
     return "\n".join(lines) + "\n"
 
 
