@@ -241,3 +241,14 @@ def test_every_committed_margin_row_reads_both_ways(folder):
                 assert a < lo and hi < b, (r["id"], word, lo, hi)
             if word == "not reproduced":
                 assert hi < a or lo > b, (r["id"], word, lo, hi)
+
+
+def test_every_image_the_readme_shows_is_a_tiers_own_figure():
+    """The README shows the figures `reanalyse` writes (evidence/<tier>/figures/), never a copy that
+    goes stale when the tier is re-analysed."""
+    import re
+
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    assert images
+    for image in images:
+        assert re.fullmatch(r"evidence/[^/]+/figures/[^/]+\.png", image) and (ROOT / image).is_file(), image
