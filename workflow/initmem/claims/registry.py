@@ -153,30 +153,29 @@ def _selected_outside(claim: Claim, cell) -> list[str]:
     statistics settle, and read every epoch after it, not one selected network.
     """
     counts, name = cell.fit, cell.label or "a configuration"
-    if counts is None or counts[0] == 0:
+    if counts is None or counts.runs == 0:
         return []
     why = []
-    curve = getattr(cell, "epochs", None) is not None
-    adaptive = (getattr(cell, "config", None) or {}).get("optimizer") in ADAPTIVE
-    if adaptive and counts[1] < claim.fit_share * counts[0]:
-        why.append(f"by fit: {name}: {counts[1]} of its {counts[0]} runs reached 99.5% train accuracy, "
-                   f"fewer than {claim.fit_share:.0%} (the paper's runs fit the labels)")
-    for sigma, n, best in () if adaptive else getattr(counts, "by_sigma", ()) or ((math.nan, counts[0], counts[2]),):
-        if n and best < claim.fit_share * n:
-            at = "" if math.isnan(sigma) else f" at sigma_w {sigma:g}"
-            why.append(f"by fit: {name}{at}: {best} of its {n} selected predictors fit (99.5% train accuracy by tau_best), "
-                       f"fewer than {claim.fit_share:.0%} (the paper's selected predictors fit the labels)")
-    if curve:
+    if cell.config.get("optimizer") in ADAPTIVE:
+        if counts.fit < claim.fit_share * counts.runs:
+            why.append(f"by fit: {name}: {counts.fit} of its {counts.runs} runs reached 99.5% train accuracy, "
+                       f"fewer than {claim.fit_share:.0%} (the paper's runs fit the labels)")
+    else:
+        for sigma, n, best in counts.by_sigma or ((math.nan, counts.runs, counts.best),):
+            if n and best < claim.fit_share * n:
+                at = "" if math.isnan(sigma) else f" at sigma_w {sigma:g}"
+                why.append(f"by fit: {name}{at}: {best} of its {n} selected predictors fit (99.5% train accuracy by tau_best), "
+                           f"fewer than {claim.fit_share:.0%} (the paper's selected predictors fit the labels)")
+    if cell.epochs is not None:  # a curve over the run
         return why
-    settled = getattr(counts, "settled", None)
-    if settled is not None and settled < SETTLED_SHARE * counts[0]:
-        why.append(f"by BatchNorm statistics: {name}: {counts[0] - settled} of its {counts[0]} selected predictors read before the "
-                   f"moving statistics settled (tau_best x steps per epoch < {bn_settling_steps():.0f} steps; the paper's epochs "
-                   f"are longer than that)")
-    known, above = getattr(counts, "accuracy_known", 0), getattr(counts, "above_chance", 0)
-    if known and above < SETTLED_SHARE * known:
-        why.append(f"by accuracy: {name}: {known - above} of its {known} selected predictors at chance level (validation accuracy "
-                   f"at tau_best <= {CHANCE_ACC:g})")
+    if counts.settled is not None and counts.settled < SETTLED_SHARE * counts.runs:
+        why.append(f"by BatchNorm statistics: {name}: {counts.runs - counts.settled} of its {counts.runs} selected predictors read "
+                   f"before the moving statistics settled (tau_best x steps per epoch < {bn_settling_steps():.0f} steps; the paper's "
+                   f"epochs are longer than that)")
+    known = counts.accuracy_known
+    if known and counts.above_chance < SETTLED_SHARE * known:
+        why.append(f"by accuracy: {name}: {known - counts.above_chance} of its {known} selected predictors at chance level "
+                   f"(validation accuracy at tau_best <= {CHANCE_ACC:g})")
     return why
 
 

@@ -49,14 +49,6 @@ def design_numbers(spec: Mapping, n_train: int) -> dict[str, float]:
             "epochs_to_settle": settle / steps, "total_steps": steps * int(spec["epochs"])}
 
 
-def _number(value: object) -> float | None:
-    """A table cell as a number; None for an empty or NaN cell (a run that never interpolated)."""
-    if value is None or value == "":
-        return None
-    x = float(value)
-    return None if math.isnan(x) else x
-
-
 class SelectedCounts(NamedTuple):
     """What a configuration's selected predictors (the networks at tau_best) are, counted over its runs:
     ``runs``, ``fit`` (reached 99.5% train accuracy at some epoch), ``best`` (the selected predictor
@@ -113,6 +105,15 @@ def selected_counts(runs: pd.DataFrame) -> SelectedCounts:
 
 
 CONFIG_COLUMNS = ("study", "optimizer", "lr", "batch_size", "l2", "sigma_w")
+CLOCK_NAMES = {"T_sgd": "T_SGD", "T_adapt": "T_adapt"}
+
+
+def sentence_clock(optimizer: str) -> str:
+    """The clock the paper's sentences about ``optimizer`` read: T_adapt for an adaptive one (its file says
+    ``CLOCK = "T_adapt"``), T_sgd for the others."""
+    from initmem.spec import ADAPTIVE
+
+    return "T_adapt" if optimizer in ADAPTIVE else "T_sgd"
 
 
 def fit_of_selected(runs: pd.DataFrame) -> float | None:
@@ -127,7 +128,6 @@ def tier_numbers(runs: pd.DataFrame) -> pd.DataFrame:
     read with settled statistics (:func:`settled_statistics`) and that are above chance (validation
     accuracy at tau_best above :data:`CHANCE_ACC`), and the median test accuracy at tau_best."""
     from initmem.engine.clocks import run_clocks
-    from initmem.spec import ADAPTIVE
 
     columns = [c for c in CONFIG_COLUMNS if c in runs]
     out = []
@@ -137,7 +137,7 @@ def tier_numbers(runs: pd.DataFrame) -> pd.DataFrame:
         spec["weight_decay"] = None if pd.isna(first.get("weight_decay")) else float(first["weight_decay"])
         design = design_numbers({"batch_size": int(first["batch_size"]), "epochs": int(first["epochs"]),
                                  "norm": first.get("norm", "batchnorm")}, int(first["n_train"]))
-        clock = "T_adapt" if first["optimizer"] in ADAPTIVE else "T_sgd"
+        clock = sentence_clock(first["optimizer"])
         settled = settled_statistics(rows)
         val, test = _column(rows, "val_acc_best"), _column(rows, "test_acc_best")
         out.append({**dict(zip(columns, config, strict=True)), "runs": len(rows), **design, "clock": clock,
@@ -165,7 +165,7 @@ def markdown(numbers: pd.DataFrame) -> str:
     def cell(x: object, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
     for r in numbers.to_dict("records"):
-        clock = {"T_sgd": "T_SGD", "T_adapt": "T_adapt"}[r["clock"]]
+        clock = CLOCK_NAMES[r["clock"]]
         lines.append(f"| {r['study']} | {r['optimizer']} | {r['lr']:g} | {r['batch_size']} | {r.get('l2', 0):g} | {r['sigma_w']:g} "
                      f"| {r['runs']} | {r['steps_per_epoch']} | {r['epochs_to_settle']:.1f} | {r['total_steps']:,} "
                      f"| {clock} {cell(r['clock_end'], '.3g')} | {cell(r['fit_of_selected'], '.2f')} | {cell(r['settled'], '.2f')} "
@@ -184,7 +184,6 @@ def design_markdown(configs: list[tuple[str, Mapping]]) -> str:
     """Before anything trains: per configuration (its label and resolved spec with ``n_train``), the
     numbers a config fixes beside the paper's, and what they mean for the claims (:func:`design_numbers`)."""
     from initmem.engine.clocks import run_clocks
-    from initmem.spec import ADAPTIVE
 
     lo, hi = PAPER["steps_per_epoch"]
     lines = ["## Similarity to the paper's design, per configuration (before training)", "",
@@ -199,12 +198,12 @@ def design_markdown(configs: list[tuple[str, Mapping]]) -> str:
              f"{PAPER['total_steps']:,}) | clock at the end | stale epochs |", "|---|---|---|---|---|---|---|"]
     for label, spec in configs:
         d = design_numbers(spec, int(spec["n_train"]))
-        clock = "T_adapt" if spec["optimizer"] in ADAPTIVE else "T_sgd"
-        end = run_clocks({**spec, "sigma_w": 1.0, "seed": 0})[clock]
+        clock = sentence_clock(spec["optimizer"])
+        end = run_clocks(spec)[clock]
         mode = spec.get("bn_eval", "moving") if spec.get("norm", "batchnorm") == "batchnorm" else "no BatchNorm"
         stale = (f"the first {math.ceil(d['epochs_to_settle'])}" if mode == "moving" and d["epochs_to_settle"] > 1 else "none")
         lines.append(f"| {label} | {d['steps_per_epoch']:,} | {d['epochs_to_settle']:.1f} | {mode} | {d['total_steps']:,} "
-                     f"| {'T_adapt' if clock == 'T_adapt' else 'T_SGD'} {end:.3g} | {stale} |")
+                     f"| {CLOCK_NAMES[clock]} {end:.3g} | {stale} |")
     return "\n".join(lines) + "\n"
 
 

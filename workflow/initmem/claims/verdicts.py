@@ -150,8 +150,9 @@ def margin_verdict(ci_low: float, ci_high: float, side: Side, paper: float | Non
 class Cell:
     """One configuration's runs: ``values[..., sigma, seed]`` (NaN where a run has no value).
 
-    ``fit``: (runs, runs that reached 99.5% train accuracy, runs whose tau_best is at or after that),
-    from runs.csv (:func:`regime_counts`); ``label`` names the cell in notes."""
+    ``fit``: what its selected predictors are (:class:`initmem.claims.similarity.SelectedCounts`: runs,
+    runs that fit, runs whose selected predictor fits, ...), from runs.csv (:func:`regime_counts`);
+    ``label`` names the cell in notes."""
 
     key: str
     sigmas: np.ndarray
@@ -159,7 +160,7 @@ class Cell:
     values: np.ndarray
     epochs: np.ndarray | None = None   # curves: the epoch of each row of ``values``
     clocks: dict = field(default_factory=dict)  # curves: coordinate name -> value per epoch
-    fit: SelectedCounts | tuple[int, int, int] | None = None
+    fit: SelectedCounts | None = None
     label: str = ""
     config: dict = field(default_factory=dict)  # optimizer, lr, l2, batch_size (the regime rules read it)
 

@@ -91,7 +91,7 @@ def precise_statistics(norms: list[KerasBatchNorm], buffers: list[torch.Tensor],
                 for m in norms:
                     m.momentum = 1 - len(chunk) / seen
                 forward(chunk)
-        for m, momentum in zip(norms, momenta, strict=True):
+        for m, momentum in zip(norms, momenta, strict=True):  # within the block the layers are Keras' own again
             m.momentum = momentum
         yield
     finally:

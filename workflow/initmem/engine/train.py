@@ -130,8 +130,8 @@ class SingleRun:
     def _statistics(self, data: Tensors) -> contextlib.AbstractContextManager:
         """The BatchNorm statistics the evaluation reads: Keras' moving ones, or (``bn_eval: precise``)
         those of the training set under the current weights (:func:`precise_statistics`)."""
-        norms = batch_norms(self.model)
-        if self.bn_eval != "precise" or not norms:
+        norms = batch_norms(self.model) if self.bn_eval == "precise" else []
+        if not norms:
             return contextlib.nullcontext()
         self.model.train()
 

@@ -153,7 +153,7 @@ def code_version_before_moves(files: tuple[str, ...] | list[str], base: Path = L
 SAME_NUMBERS_AS = {
     "8cb43772315cf811": ("a6a2e72afa3b8440", "engine/train.py stopped re-exporting names: it binds them "
                                              "only, nothing read them, and the code each step runs is the same"),
-    "4bd04b5e79575f96": ("a6a2e72afa3b8440", "the optional spec keys bn_eval (precise BatchNorm statistics for "
+    "22f5de7029221594": ("a6a2e72afa3b8440", "the optional spec keys bn_eval (precise BatchNorm statistics for "
                                              "evaluation) and train_eval (eval-mode training accuracy): a spec without "
                                              "them runs the same steps and evaluations and records the same history and "
                                              "summary; the loop counts the epochs a process finishes (bookkeeping for "
