@@ -1,10 +1,12 @@
 """The regime pilot's tables and figure from its trained runs (results/runs/<study>/, as run.sh leaves them).
 
-usage: PYTHONPATH=workflow python evidence/jpeg-cifar10-pilot/summarize.py [--results results]
+usage: PYTHONPATH=workflow python evidence/jpeg-cifar10-pilot/summarize.py [--results results] [--selected]
 Writes, next to this file: tables/steps_to_fit.csv (one row per run: steps to 99.5% train accuracy,
 the selected predictor's accuracies), tables/history.csv.gz (every epoch of every run) and
 figures/train_acc_vs_steps.{pdf,png} (train accuracy against optimizer steps, one panel per cell).
 Train accuracy is Keras' running mean over an epoch's batches (the engine's ``train_acc``).
+With ``--selected``: only tables/selected_fit.csv, the selected-fit cell (sizes/n256-r32-selected.yaml):
+per run its selected predictor's own eval-mode training accuracy (``train_acc_eval`` at tau_best).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ INTERP_ACC = INTERP_TRAIN_ACC / 100  # a fraction, as the history holds train_ac
 CELLS = {"n128-r16": ("", 128, 16), "n256-r16": ("_n256_r16", 256, 16), "n512-r16": ("_n512_r16", 512, 16),
          "n256-r32": ("_n256_r32", 256, 32)}
 OPTIMIZERS = ("sgd", "adam")
+SELECTED_STUDY = "sgd_selected"  # the selected-fit cell's study (sizes/n256-r32-selected.yaml)
 SIGMAS = (0.1, 0.5, 1.2, 2.5)
 
 
@@ -74,6 +77,27 @@ def steps_to_fit(h: pd.DataFrame, recs: list[tuple[str, dict]]) -> pd.DataFrame:
     return pd.DataFrame(rows).astype({"steps_to_fit": "Int64"})
 
 
+def selected_fit(results: Path) -> pd.DataFrame:
+    """One row per run of the selected-fit cell: tau_best (first epoch of least validation loss), the first
+    epoch of 99.5% running train accuracy, the selected network's own eval-mode training accuracy and
+    whether it fits, its validation and test accuracy, and the wall time."""
+    paths = sorted((results / "runs" / SELECTED_STUDY).glob(f"{SELECTED_STUDY}_sw*_s*.json"))
+    if not paths:
+        raise SystemExit(f"{results / 'runs' / SELECTED_STUDY}: no runs; train the selected-fit cell first (its command: "
+                         f"{HERE.relative_to(Path.cwd())}/sizes/n256-r32-selected.yaml)")
+    rows = []
+    for path in paths:
+        r = read_json(path)
+        h, spec = r["history"], r["spec"]
+        best = min(range(len(h["val_loss"])), key=lambda i: (h["val_loss"][i], i))
+        fit = next((h["epoch"][i] for i, a in enumerate(h["train_acc"]) if a >= INTERP_ACC), None)
+        rows.append({"sigma_w": spec["sigma_w"], "seed": spec["seed"], "tau_best": h["epoch"][best], "tau_interp_running": fit,
+                     "train_acc_running_best": h["train_acc"][best], "train_acc_eval_best": h["train_acc_eval"][best],
+                     "selected_fits": h["train_acc_eval"][best] >= INTERP_ACC, "val_acc_best": h["val_acc"][best],
+                     "test_acc_best": h["test_acc"][best], "wall_seconds": round(r["wall_seconds"], 1)})
+    return pd.DataFrame(rows).sort_values(["sigma_w", "seed"]).astype({"tau_interp_running": "Int64"})
+
+
 def figure(h: pd.DataFrame, path: Path) -> None:
     """Train accuracy against steps: one panel per cell, a colour per sigma_w, SGD solid, Adam dashed."""
     fig, axes = plt.subplots(1, len(CELLS), figsize=(4 * len(CELLS), 3.4), sharey=True)
@@ -98,10 +122,17 @@ def figure(h: pd.DataFrame, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=Path("results"))
+    ap.add_argument("--selected", action="store_true", help="only the selected-fit cell's table (tables/selected_fit.csv)")
     args = ap.parse_args()
+    (HERE / "tables").mkdir(exist_ok=True)
+    if args.selected:
+        table = selected_fit(args.results)
+        with atomic_path(HERE / "tables" / "selected_fit.csv") as tmp:
+            table.to_csv(tmp, index=False, float_format="%.10g")
+        print(table.to_string(index=False))
+        return
     recs = records(args.results)
     h = history(recs)
-    (HERE / "tables").mkdir(exist_ok=True)
     (HERE / "figures").mkdir(exist_ok=True)
     table = steps_to_fit(h, recs)
     with atomic_path(HERE / "tables" / "steps_to_fit.csv") as tmp:
