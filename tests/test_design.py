@@ -146,7 +146,10 @@ def test_the_command_prints_the_decisive_tiers_plan_from_the_committed_evidence(
     out = subprocess.run([sys.executable, "-m", "initmem", "design", "config/evidence-decisive.yaml"], cwd=ROOT, capture_output=True,
                          text=True, env={"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}, check=True).stdout
     row = next(line for line in out.splitlines() if line.startswith("| `sgd_gt_adam_b32`"))
-    assert "jpeg-cifar10-small" in row  # the smaller, direct measurement at b=32: what the decisive tier missed
+    # the direct measurement at b=32 (the small tier's) selected unfitted SGD predictors: no assumed effect, and the report says why
+    assert "| none accepted |  | no truth to simulate |" in row
+    left = out.split("## Readings left out of the assumed effects", 1)[1].split("\n## ", 1)[0]
+    assert "- jpeg-cifar10-small SGD lr 0.001 b=32" in left and "by fit: the configuration at sigma_w" in left
     assert "minutes on 2 cores" in out
 
 
@@ -170,25 +173,24 @@ CONTRASTS = ("| `sgd_gt_", "| `lr_reduces_")
 
 def test_the_regime_tiers_committed_plan_is_what_the_planner_prints_without_the_tier(capsys, monkeypatch):
     """evidence/jpeg-cifar10-regime/design_plan.md was made before the tier existed and stays as it was:
-    `design --leave-out` it regenerates its plan, every number of every row, byte for byte. Since then
-    the planner gained the similarity section, the single-spread rule's words became two-way (the
-    ``rule`` cell of one row), the --cheapest section changed in one row (the 64-seed cap on curve
-    searches: docs/design.md) and the contrasts' power pairs the arms by seed (their assumed truth
-    names the arms' correlation; their P(decision) moved: compared here cell by cell but those two)."""
+    `design --leave-out` it regenerates its plan's claims, configurations, seeds, grids, noise, regime and
+    compute, row by row, and the whole config's compute. Since then the single-spread rule's words became
+    two-way (the ``rule`` cell), and the assumed effects come only from readings the regime rule accepts
+    (every one the plan was made from is now outside the paper's regime), so the assumed truth and
+    P(decision) cells moved, and the --cheapest section with them: those are compared by the tests of their own rules."""
     from initmem.cli import main
 
     monkeypatch.chdir(ROOT)  # the plan names its config as given
     main(["design", "config/evidence-regime.yaml", "--leave-out", "jpeg-cifar10-regime"])
     plan, similarity = capsys.readouterr().out.split("\n## Similarity to the paper's design", 1)
-    committed = (ROOT / "evidence" / "jpeg-cifar10-regime" / "design_plan.md").read_text()
+    committed = (ROOT / "evidence" / "jpeg-cifar10-regime" / "design_plan.md").read_text().split("\n## The least compute", 1)[0]
 
-    def as_made(text: str) -> str:
-        """The rule cell dropped; in a contrast's row its truth and P(decision) too."""
-        def cells(line: str) -> str:
-            drop = {2} | ({6, 8} if line.startswith(CONTRASTS) else set())
-            return "|".join(c for i, c in enumerate(line.split("|")) if i not in drop)
-        return "\n".join(cells(line) if line.startswith("| `") else line for line in text.splitlines())
-    assert plan.splitlines()[1:] and as_made(plan) in as_made(committed.split("\n", 1)[1])
+    def as_made(text: str) -> list[str]:
+        """The plan's rows without their rule, truth and P(decision) cells, and the whole config's line."""
+        rows = [line for line in text.splitlines() if line.startswith(("| `", "The whole config"))]
+        return ["|".join(c for i, c in enumerate(line.split("|")) if i not in {2, 6, 8}) for line in rows]
+    assert len(as_made(plan)) == 6 and as_made(plan) == as_made(committed)
+    assert "## Readings left out of the assumed effects" in plan and "jpeg-cifar10-decisive SGD lr 0.001 b=16" in plan
     assert "| main: SGD lr 0.001 b=16 | 16 | 28.6 | moving | 4,800 | T_SGD 0.000113 | the first 29 |" in similarity
 
 

@@ -6,7 +6,11 @@ truth for each from what the committed evidence measured, and prints per claim: 
 grid it reads, P(decision) (``reproduced`` or ``not reproduced``) by the rule's own simulation, whether
 the paper's regime (the runs fit) is expected, and the compute of the configurations it reads.
 
-The assumed truths (the rule everywhere: the smaller effect of every estimate):
+The assumed truths (the rule everywhere: the smaller effect of every estimate), each effect only from
+readings the regime rule accepts (:func:`initmem.claims.registry.selected_outside`: at every sigma_w half
+the selected SGD predictors fit, an adaptive optimizer's runs fit at some epoch, 95% of the selected
+predictors read with settled BatchNorm statistics and above chance); a configuration it rejects measured
+something other than the paper's quantity, so it informs the noise and the regime only:
 - **a spread** (a configuration's seed means over sigma_w): every measured configuration of the same
   optimizer, learning rate, L2 and batch size (any batch size where none) with >= 2 seeds in the committed
   tiers (``evidence/*/tables``; any epochs, data size or resolution), and the paper's spread at that batch
@@ -43,7 +47,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -57,9 +61,9 @@ from initmem.claims import collapse_calibration as CC
 from initmem.claims import power as P
 from initmem.claims import shapes as Sh
 from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
-from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup
+from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup, selected_outside
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
-from initmem.claims.similarity import design_markdown
+from initmem.claims.similarity import design_markdown, selected_counts
 from initmem.claims.spreads import residual_sd
 from initmem.claims.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
@@ -126,6 +130,7 @@ class Measured:
     steps: int                              # optimizer steps of the run
     steps_to_fit: np.ndarray = field(hash=False)  # per sigma_w: the median over fitted runs (nan: none fitted)
     drops: dict = field(default_factory=dict, hash=False)  # seed -> its end drop, first minus last sigma_w (fractions)
+    outside: tuple[str, ...] = ()           # why its selected predictors are not the paper's (none: an accepted reading)
 
     def label(self) -> str:
         s = self.spec
@@ -210,9 +215,10 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
             grid = g.pivot_table(index="sigma_w", columns="seed", values="test_acc_best")
             steps_per_epoch = math.ceil(spec["n_train"] / spec["batch_size"])
             fit = g.groupby("sigma_w")["tau_interp"].median() * steps_per_epoch
-            out.append(Measured(folder.name, spec, res, grid.index.to_numpy(float), grid.mean(axis=1).to_numpy(float),
-                                float(residual_sd(grid.to_numpy(float))) if grid.shape[1] > 1 else math.nan, grid.shape[1],
-                                int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float), end_drops(grid)))
+            m = Measured(folder.name, spec, res, grid.index.to_numpy(float), grid.mean(axis=1).to_numpy(float),
+                         float(residual_sd(grid.to_numpy(float))) if grid.shape[1] > 1 else math.nan, grid.shape[1],
+                         int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float), end_drops(grid))
+            out.append(replace(m, outside=tuple(selected_outside(selected_counts(g), spec["optimizer"], "the configuration"))))
     pilot = evidence / PILOT / "tables" / "steps_to_fit.csv"
     if pilot.exists():
         t = pd.read_csv(pilot)
@@ -276,13 +282,22 @@ def _paper_spread(spec: dict) -> float | None:
         return None
 
 
-def _direct(p: Planned, sources: Sequence[Measured]) -> list[Measured]:
+def _direct(p: Planned, sources: Sequence[Measured], accepted: bool = True) -> list[Measured]:
     """The sources that measured p's optimizer, lr and L2 at its batch size (at any epochs, size or
     resolution), or, where none did, at any batch size; with >= 2 seeds (a one-seed spread is "not
-    testable" by the claims table's own rules, so it is no estimate: the pilot's cells inform the regime only)."""
-    same = [m for m in sources if m.seeds >= 2 and _same(m.spec, ("optimizer", "lr", "l2"), **p.spec)]
+    testable" by the claims table's own rules, so it is no estimate: the pilot's cells inform the regime only).
+    ``accepted``: only the readings the regime rule accepts (:attr:`Measured.outside` empty: their selected
+    predictors are what the paper's sentences are about), as every assumed effect is; the run noise reads
+    them all (the largest noise is the cautious one, whatever the predictors measured)."""
+    same = [m for m in sources if m.seeds >= 2 and _same(m.spec, ("optimizer", "lr", "l2"), **p.spec) and not (accepted and m.outside)]
     at_b = [m for m in same if int(m.spec["batch_size"]) == int(p.spec["batch_size"])]
     return at_b or same
+
+
+def left_out_of(plan: Plan, sources: Sequence[Measured]) -> list[Measured]:
+    """The measured readings of ``plan``'s configurations that its assumed effects leave out (the regime
+    rule rejects them: :attr:`Measured.outside`)."""
+    return [m for p in plan.reads for m in _direct(p, sources, accepted=False) if m.outside]
 
 
 def candidates(p: Planned, sources: Sequence[Measured]) -> list[tuple[str, np.ndarray]]:
@@ -298,7 +313,7 @@ def candidates(p: Planned, sources: Sequence[Measured]) -> list[tuple[str, np.nd
 def run_noise(reads: Sequence[Planned], sources: Sequence[Measured]) -> float:
     """The largest noise of the direct sources of ``reads`` (:func:`_direct`), moved to the planned test size."""
     n_test = int(reads[0].spec["n_test"])
-    sds = [noise_at(m, n_test) for p in reads for m in _direct(p, sources) if np.isfinite(m.sd)]
+    sds = [noise_at(m, n_test) for p in reads for m in _direct(p, sources, accepted=False) if np.isfinite(m.sd)]
     return max(sds) if sds else CC.PAPER_NOISE
 
 
@@ -541,7 +556,10 @@ def cpu_seconds(p: Planned) -> float:
     """Core-seconds of one run of ``p`` on this machine (the module's measured constants)."""
     s = p.spec
     step = CPU_STEP_S * (1 + int(s["batch_size"]) / 16) / 2 * (CPU_RES32 if p.resolution == 32 else 1)
-    evals = int(s["epochs"]) * (int(s["n_val"]) + int(s["n_test"])) * CPU_EVAL_S * (CPU_RES32 if p.resolution == 32 else 1)
+    # every epoch evaluates the validation and test sets, and with bn_eval precise / train_eval a pass over the
+    # training set each (counted as evaluated images: an assumption, the pilot's 32x32 precise cell measured it)
+    extra = int(s["n_train"]) * ((s.get("bn_eval", "moving") == "precise") + bool(s.get("train_eval", False)))
+    evals = int(s["epochs"]) * (int(s["n_val"]) + int(s["n_test"]) + extra) * CPU_EVAL_S * (CPU_RES32 if p.resolution == 32 else 1)
     return p.steps * step + evals
 
 
@@ -681,6 +699,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
     """The plan as Markdown: a row per claim, then the config's total compute; ``with_cheapest`` (or
     ``found``, :func:`cheapest_designs` of ``ps``, already searched) the least compute per claim."""
     price = config_price(config)
+    sources = measured() if sources is None else sources
     ps = plans(config, sources) if ps is None else ps
     lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
              f"under the assumed truth (initmem.design); compute: {compute_unit(config)}.", "",
@@ -691,10 +710,14 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         chance = "not testable with one seed" if p.seeds < 2 else ("no truth to simulate" if math.isnan(rate) else f"{rate:.0%}")
         if p.partly and p.seeds >= 2 and not math.isnan(rate):
             chance += f" (and {p.partly(p.seeds, p.sigmas):.0%} partly tested, no decision)"
-        truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none measured", "")
+        truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none accepted" if left_out_of(p, sources) else "none measured", "")
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
     lines += ["", whole_config_line(config, name)]
+    left = {m.label(): m.outside for p in ps for m in left_out_of(p, sources)}
+    if left:
+        lines += ["", "## Readings left out of the assumed effects (outside the paper's regime: initmem.claims.registry.selected_outside)",
+                  "", *[f"- {label}: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else "") for label, why in left.items()]]
     lines += ["", design_markdown([(p.label(), p.spec) for p in planned(config)]).rstrip("\n")]
     warned = warnings_of(ps, missed_checks())
     if warned:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from initmem.claims.similarity import CHANCE_ACC, bn_settling_steps
+from initmem.claims.similarity import CHANCE_ACC, SelectedCounts, bn_settling_steps
 from initmem.paper import ADAM_T_ADAPT_RANGE as PAPER_ADAM_T
 from initmem.paper import Q_ADAM, Q_ALIGN, Q_CLOCK, Q_FIG6, Q_L2, Q_LR, Q_MOMENTUM, Q_RECIPE, Q_SGD, clock
 from initmem.spec import ADAPTIVE
@@ -137,10 +137,22 @@ def regime_check(claim: Claim | None, cells: Sequence) -> tuple[bool | None, str
 
 
 def _selected_outside(claim: Claim, cell) -> list[str]:
-    """Why one configuration's selected predictors are not what the paper's sentence is about (none: they are).
+    """Why one configuration (a :class:`initmem.claims.verdicts.Cell`) is not what the claim's sentence is
+    about (none: it is): :func:`selected_outside` of its counts at the claim's fit share."""
+    if cell.fit is None:
+        return []
+    return selected_outside(cell.fit, cell.config.get("optimizer"), cell.label or "a configuration", claim.fit_share,
+                            curve=cell.epochs is not None)
+
+
+def selected_outside(counts: SelectedCounts, optimizer: str | None, name: str, fit_share: float = FIT_SHARE,
+                     curve: bool = False) -> list[str]:
+    """Why one configuration's selected predictors (``counts``) are not what the paper's fit sentences are
+    about (none: they are). The one rule, read by the claims table and by ``design`` (which assumes truths
+    only from the readings it accepts):
 
     - fit: the SGD sentences are about the returned predictors (test accuracy varies across sigma_w "despite"
-      99.5% training accuracy, Sec. 1), so at every sigma_w at least :attr:`Claim.fit_share` of the
+      99.5% training accuracy, Sec. 1), so at every sigma_w at least ``fit_share`` of the
       selected predictors fit; an adaptive optimizer's best checkpoint comes before interpolation at small
       batches (Sec. 3.1, Fig. 3), so its runs need only reach 99.5% at some epoch, in that share;
     - statistics: at least :data:`SETTLED_SHARE` of the selected predictors read after BatchNorm's
@@ -148,25 +160,24 @@ def _selected_outside(claim: Claim, cell) -> list[str]:
       statistics' start, not the initialization;
     - accuracy: at least :data:`SETTLED_SHARE` of them above chance level (where recorded).
 
-    A row that reads a curve over the run (a |beta(t)| shape: the cell has epochs) has the fit rule of its
+    A row that reads a curve over the run (``curve``: a |beta(t)| shape) has the fit rule of its
     optimizer's sentences, not the other two: its shape statistics leave out the first window, where the
     statistics settle, and read every epoch after it, not one selected network.
     """
-    counts, name = cell.fit, cell.label or "a configuration"
-    if counts is None or counts.runs == 0:
+    if counts.runs == 0:
         return []
     why = []
-    if cell.config.get("optimizer") in ADAPTIVE:
-        if counts.fit < claim.fit_share * counts.runs:
+    if optimizer in ADAPTIVE:
+        if counts.fit < fit_share * counts.runs:
             why.append(f"by fit: {name}: {counts.fit} of its {counts.runs} runs reached 99.5% train accuracy, "
-                       f"fewer than {claim.fit_share:.0%} (the paper's runs fit the labels)")
+                       f"fewer than {fit_share:.0%} (the paper's runs fit the labels)")
     else:
         for sigma, n, best in counts.by_sigma or ((math.nan, counts.runs, counts.best),):
-            if n and best < claim.fit_share * n:
+            if n and best < fit_share * n:
                 at = "" if math.isnan(sigma) else f" at sigma_w {sigma:g}"
                 why.append(f"by fit: {name}{at}: {best} of its {n} selected predictors fit (99.5% train accuracy by tau_best), "
-                           f"fewer than {claim.fit_share:.0%} (the paper's selected predictors fit the labels)")
-    if cell.epochs is not None:  # a curve over the run
+                           f"fewer than {fit_share:.0%} (the paper's selected predictors fit the labels)")
+    if curve:
         return why
     if counts.settled is not None and counts.settled < SETTLED_SHARE * counts.runs:
         why.append(f"by BatchNorm statistics: {name}: {counts.runs - counts.settled} of its {counts.runs} selected predictors read "
