@@ -12,6 +12,7 @@ and coverage >= 93% (2 Monte Carlo standard errors of margin) where a 95% interv
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py > benchmarks/verdict_calibration.md
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py --quick    # a few sims: the tests' subset
     ... --rules initmem.claims.calibration:spread_rows                                 # some rules only
+    ... --designs selected-tier selected-tier-ar1 > benchmarks/verdict_calibration_selected.md   # some designs only
 
 Exit status 1 when a bar fails.
 """
@@ -30,11 +31,12 @@ import pandas as pd
 from scipy import stats
 
 DESIGNS = ("small-tier", "clocks-tier", "decisive-tier", "paper")
+SELECTED = "selected-tier"   # its curves also with the run noise persisting along epochs (AR(1): "-ar1")
 # rule rows (module:function) -> (designs it is calibrated at, simulations per truth in the full run)
 RULES = {
-    "initmem.claims.calibration:spread_rows": (DESIGNS, 4000),
-    "initmem.claims.calibration:gone_rows": ((*DESIGNS, "regime-tier"), 4000),
-    "initmem.claims.calibration:shape_rows": (DESIGNS, 200),
+    "initmem.claims.calibration:spread_rows": ((*DESIGNS, SELECTED), 4000),
+    "initmem.claims.calibration:gone_rows": ((*DESIGNS, "regime-tier", SELECTED), 4000),
+    "initmem.claims.calibration:shape_rows": ((*DESIGNS, SELECTED, SELECTED + "-ar1"), 200),
     "initmem.claims.collapse_calibration:calibration_rows": (("clocks-tier", "decisive-tier", "paper"), 200),
 }
 QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:gone_rows": 250, "initmem.claims.calibration:shape_rows": 12,
@@ -60,11 +62,11 @@ def _parts(name: str, design: str) -> list[str | None]:
     return module.design_names(design) if hasattr(module, "design_names") else [None]
 
 
-def collect(quick: bool = False, modules: dict | None = None, jobs: int = 1) -> pd.DataFrame:
-    """Every rule entry's rows at each of its designs (``jobs`` processes; the rows and their random
-    numbers are the same for any number: each (rule, design) starts from RNG_SEED)."""
+def collect(quick: bool = False, modules: dict | None = None, jobs: int = 1, only: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Every rule entry's rows at each of its designs (``only``: those designs alone; ``jobs`` processes;
+    the rows and their random numbers are the same for any number: each (rule, design) starts from RNG_SEED)."""
     tasks = [(name, design, QUICK_SIMS[name] if quick else n_sims, part) for name, (designs, n_sims) in (modules or RULES).items()
-             for design in designs for part in _parts(name, design)]
+             for design in designs if only is None or design in only for part in _parts(name, design)]
     start, parts = time.perf_counter(), [None] * len(tasks)
 
     def done(i: int) -> None:  # progress on stderr: the full run takes tens of minutes
@@ -163,14 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", nargs="+", choices=list(RULES), default=list(RULES), help="rule entries to calibrate (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="processes (default 1); the table is the same for any number")
     parser.add_argument("--csv", help="also write the rows as CSV (the rates unrounded) to this path")
+    every = sorted({d for designs, _ in RULES.values() for d in designs})
+    parser.add_argument("--designs", nargs="+", choices=every, help="designs to calibrate at (default: each rule's own)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    table = collect(quick=args.quick, modules={k: RULES[k] for k in args.rules}, jobs=args.jobs)
+    table = collect(quick=args.quick, modules={k: RULES[k] for k in args.rules}, jobs=args.jobs, only=tuple(args.designs) if args.designs else None)
     if args.csv:
         table.to_csv(args.csv, index=False)
     command = ("PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py" + (" --quick" if args.quick else "")
                + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
-               + ("" if args.rules == list(RULES) else " --rules " + " ".join(args.rules)))
+               + ("" if args.rules == list(RULES) else " --rules " + " ".join(args.rules))
+               + (" --designs " + " ".join(args.designs) if args.designs else ""))
     sys.stdout.write(markdown(table, time.perf_counter() - start, command, [m for m in RULES if m not in args.rules], args.jobs))
     return 1 if not failures(table).empty else 0
 

@@ -30,8 +30,11 @@ def quick_table() -> pd.DataFrame:
 def test_every_rule_meets_its_bars_at_every_design(quick_table):
     b = _benchmark()
     designs = quick_table["design"].str.split(":").str[0]
-    assert set(designs) == {"small-tier", "clocks-tier", "decisive-tier", "paper", "regime-tier"}
+    assert set(designs) == {"small-tier", "clocks-tier", "decisive-tier", "paper", "regime-tier", "selected-tier"}
     assert set(quick_table.loc[designs == "regime-tier", "rule"]) == {"spread_gone"}  # every tier whose rows read a gone zone
+    # the selected-fit tier's curves also with its own run noise persisting along epochs (AR(1))
+    persistent = quick_table[quick_table["design"].str.contains("AR\\(1\\)")]
+    assert set(persistent["rule"]) == {"beta_flat", "beta_decay"} and persistent["design"].str.startswith("selected-tier").all()
     assert {"spread_nonzero", "spread_below_1pp", "spread_gone", "spread_contrast", "accuracy_contrast", "beta_flat", "beta_decay"} <= set(quick_table["rule"])
     assert list(quick_table.columns) == list(C.ROW_KEYS)
     bad = b.failures(quick_table)
@@ -47,6 +50,32 @@ def test_the_paper_design_decides_the_papers_spreads(quick_table):
     paper = quick_table[quick_table["design"].str.startswith("paper")].set_index(["rule", "truth"])
     assert paper.loc[("spread_nonzero", "linear 1.6 pp"), "decision_rate"] >= 0.9
     assert paper.loc[("spread_contrast", "SGD / Adam b=16: 22.8 / 1.6 pp"), "decision_rate"] >= 0.9
+
+
+def test_an_ar1_design_persists_its_noise_along_epochs_at_its_sd():
+    """A stationary AR(1) at the design's noise: lag-1 autocorrelation the coefficient, the sd unchanged,
+    and independent noise (coefficient 0) the same draws as before."""
+    import numpy as np
+
+    d = C.Design("d", (0.1, 2.5), 4, 0.02, 300, persistence=0.8)
+    x = C.epoch_noise(d, (4000, 2, 50), np.random.default_rng(0))
+    lag1 = np.mean([np.corrcoef(x[:-1, i, j], x[1:, i, j])[0, 1] for i in range(2) for j in range(50)])
+    assert abs(lag1 - 0.8) < 0.01 and abs(x.std() - 0.02) < 0.001
+    flat = C.Design("d", (0.1, 2.5), 4, 0.02, 300)
+    assert np.array_equal(C.epoch_noise(flat, (5, 2, 3), np.random.default_rng(1)), 0.02 * np.random.default_rng(1).standard_normal((5, 2, 3)))
+
+
+def test_persistence_is_the_median_lag1_autocorrelation_of_each_runs_noise_about_its_mean_curve():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for seed in range(6):
+        e = 0.0
+        for epoch in range(1, 201):
+            e = 0.6 * e + np.sqrt(1 - 0.36) * rng.standard_normal()
+            rows.append({"run_id": f"r{seed}", "epoch": epoch, "epochs": 200, "sigma_w": 1.0, "val_acc": 0.5 + epoch / 1000 + 0.02 * e})
+    assert abs(C.persistence(pd.DataFrame(rows)) - 0.6) < 0.12
 
 
 def test_the_bar_check_catches_a_rule_that_fails():

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import ROOT, tiny_config
 
@@ -146,8 +147,9 @@ def test_the_command_prints_the_decisive_tiers_plan_from_the_committed_evidence(
     out = subprocess.run([sys.executable, "-m", "initmem", "design", "config/evidence-decisive.yaml"], cwd=ROOT, capture_output=True,
                          text=True, env={"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}, check=True).stdout
     row = next(line for line in out.splitlines() if line.startswith("| `sgd_gt_adam_b32`"))
-    # the direct measurement at b=32 (the small tier's) selected unfitted SGD predictors: no assumed effect, and the report says why
-    assert "| none accepted |  | no truth to simulate |" in row
+    # the direct measurement at b=32 (the small tier's) selected unfitted SGD predictors: it is left out, and the report says why;
+    # the accepted reading at another batch size (the selected-fit tier's, b=16) is assumed instead
+    assert "jpeg-cifar10-selected SGD lr 0.001 b=16" in row and "jpeg-cifar10-small" not in row.split("|")[6]
     left = out.split("## Readings left out of the assumed effects", 1)[1].split("\n## ", 1)[0]
     assert "- jpeg-cifar10-small SGD lr 0.001 b=32" in left and "by fit: the configuration at sigma_w" in left
     assert "minutes on 2 cores" in out
@@ -272,3 +274,15 @@ def test_cheapest_says_each_claims_search_and_writes_the_config_that_runs_its_de
             mine = [x for x in runs[r.study].values() if x.config_id == r.config_id]
             assert len({x.spec["seed"] for x in mine}) >= found[0] and set(found[1]) <= {x.spec["sigma_w"] for x in mine}
     assert err.rstrip().endswith("run it after the config's own files: .venv/bin/snakemake --cores 2 --configfile c.yaml cheap.yaml")
+
+
+@pytest.mark.parametrize("tier", sorted(__import__("initmem.design_check", fromlist=["TIERS"]).TIERS))
+def test_every_claim_the_planner_plans_for_a_tier_is_a_row_of_its_claims_table(tier):
+    """`design CONFIG --leave-out TIER` plans the ids the claims table writes for that config: a planned id
+    that the table does not make would be a plan of nothing (the ids are made in two places)."""
+    from initmem.design_check import TIERS
+    from initmem.pipeline.configfiles import load_config
+
+    planned = {p.cid for p in D.plans(load_config([ROOT / TIERS[tier]]), D.measured(leave_out=(tier,)))}
+    table = set(pd.read_csv(ROOT / "evidence" / tier / "tables" / "claims.csv")["id"])
+    assert planned and planned <= table, sorted(planned - table)

@@ -19,7 +19,8 @@ TIER = "jpeg-cifar10-regime"
 
 def test_the_committed_check_of_the_regime_tier_is_what_the_check_computes():
     """benchmarks/planner_check.csv's rows of the regime tier regenerate (every number at its 6 printed digits),
-    among them the committed --cheapest design of sgd_gt_adam_b16: planned ~100%, realised ~30% of 1,000 resamples."""
+    among them the committed --cheapest design of sgd_gt_adam_b16: planned ~100% when it was committed, ~25% now that the
+    planner assumes only accepted readings (the selected-fit tier's 3.7 pp contrast), realised ~30% of 1,000 resamples."""
     committed = pd.read_csv(ROOT / "benchmarks" / "planner_check.csv")
     committed = committed[committed["tier"] == TIER].reset_index(drop=True)
     fresh = K.as_frame(K.tier_checks(TIER, K.TIERS[TIER]))
@@ -27,7 +28,7 @@ def test_the_committed_check_of_the_regime_tier_is_what_the_check_computes():
     for col in ("planned", "own_truth", "realised", "draws"):
         assert np.allclose(fresh[col], committed[col], rtol=1e-5, equal_nan=True), col
     row = committed[(committed["claim"] == "sgd_gt_adam_b16") & (committed["design"] == "--cheapest as committed")].iloc[0]
-    assert row["planned"] > 0.99 and 0.27 < row["realised"] < 0.33 and row["draws"] == K.DRAWS and row["missed"]
+    assert 0.2 < row["planned"] < 0.3 and 0.27 < row["realised"] < 0.33 and row["draws"] == K.DRAWS and row["missed"]
 
 
 def test_a_resample_is_whole_seeds_at_the_designs_sigma_w_and_every_subset_where_few():

@@ -5,6 +5,7 @@ not where its files live."""
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from initmem.pipeline.identity import TRAINER_MODULES, code_version
 
 LIBRARY = ROOT / "workflow" / "initmem"
 # Floors, bottom up: a module may import its own subpackage and anything on a lower floor.
-FLOORS = {"spec": 0, "io": 0, "paper": 0, "presentation": 1, "engine": 1, "pipeline": 2, "theory": 2, "claims": 3, "figures": 4,
+FLOORS = {"spec": 0, "io": 0, "paper": 0, "paths": 0, "presentation": 1, "engine": 1, "pipeline": 2, "theory": 2, "claims": 3, "figures": 4,
           "evidence": 5, "design": 5, "design_check": 6, "scriptjobs": 6, "cli": 7, "__main__": 8, "__init__": 0}
 
 
@@ -46,7 +47,7 @@ def test_the_folder_listing_shows_the_concerns():
     packages = sorted(p.name for p in LIBRARY.iterdir() if (p / "__init__.py").is_file())
     assert packages == ["claims", "engine", "figures", "pipeline", "theory"]
     top = sorted(p.stem for p in LIBRARY.glob("*.py"))
-    assert top == ["__init__", "__main__", "cli", "design", "design_check", "evidence", "io", "paper", "presentation", "scriptjobs", "spec"]
+    assert top == ["__init__", "__main__", "cli", "design", "design_check", "evidence", "io", "paper", "paths", "presentation", "scriptjobs", "spec"]
     for package in packages:  # each says what lives there and what it may import
         doc = ast.get_docstring(ast.parse((LIBRARY / package / "__init__.py").read_text()))
         assert doc and "import" in doc.lower(), package
@@ -106,3 +107,26 @@ def test_the_papers_numbers_are_written_in_one_library_file():
     found = {number: sorted(str(p.relative_to(LIBRARY)) for p in LIBRARY.rglob("*.py") if number in p.read_text())
              for number in ("26.5", "22.8", "7.3e-4", "1.2e-2", "0.94")}
     assert found == {number: ["paper.py"] for number in found}
+
+
+def test_no_library_module_builds_a_repository_path_from_its_own_location():
+    """The committed folders are found in one place (initmem.paths: a checkout, INITMEM_ROOT or the
+    current directory), so an installed copy reads a checkout's evidence instead of breaking."""
+    found = [str(p.relative_to(LIBRARY)) for p in LIBRARY.rglob("*.py")
+             if p.name != "paths.py" and re.search(r"__file__\)\.resolve\(\)\.parents\[[2-9]\]", p.read_text())]
+    assert found == []
+
+
+def test_an_installed_copy_reads_the_checkout_that_initmem_root_names(tmp_path):
+    """A copy of the package outside any checkout: INITMEM_ROOT names where evidence/ is; without it,
+    the current directory when it holds evidence/."""
+    import subprocess
+    import sys
+
+    shutil.copytree(LIBRARY, tmp_path / "site" / "initmem", ignore=shutil.ignore_patterns("__pycache__"))
+    probe = "from initmem import paths; print(paths.EVIDENCE)"
+    env = {"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"}
+    named = subprocess.run([sys.executable, "-c", probe], env={**env, "INITMEM_ROOT": str(ROOT)}, cwd=tmp_path,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    here = subprocess.run([sys.executable, "-c", probe], env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    assert named == here == str(ROOT / "evidence")

@@ -56,6 +56,7 @@ import pandas as pd
 from scipy import stats
 
 from initmem import paper as published
+from initmem import paths
 from initmem.claims import calibration as Cal
 from initmem.claims import collapse_calibration as CC
 from initmem.claims import power as P
@@ -71,9 +72,9 @@ from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
 from initmem.pipeline.grid import expand_studies
 
-EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
+EVIDENCE = paths.EVIDENCE
 # The planner checked against the committed tiers (benchmarks/planner_check.py): a plan of a kind that missed there is warned of.
-CHECKS = Path(__file__).resolve().parents[2] / "benchmarks" / "planner_check.csv"
+CHECKS = paths.BENCHMARKS / "planner_check.csv"
 PILOT = "jpeg-cifar10-pilot"
 PILOT_CONFIG = "config/evidence-pilot.yaml"  # what the pilot trained (its sizes/ files change n_train, resolution, epochs)
 TARGET = 0.8

@@ -32,7 +32,6 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -40,16 +39,18 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint, test_proportions_2indep
 
 from initmem import design as D
+from initmem import paths
 from initmem.claims import power as P
 from initmem.claims import spreads as S
 from initmem.claims import verdicts as V
 from initmem.claims.rows import run_cell
 from initmem.pipeline.configfiles import load_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 # The committed tiers the planner can be checked against: folder under evidence/ -> the config it trained.
 TIERS = {"jpeg-cifar10-small": "config/evidence.yaml", "jpeg-cifar10-decisive": "config/evidence-decisive.yaml",
-         "jpeg-cifar10-regime": "config/evidence-regime.yaml", "jpeg-cifar10-clocks": "config/evidence-clocks.yaml"}
+         "jpeg-cifar10-regime": "config/evidence-regime.yaml", "jpeg-cifar10-clocks": "config/evidence-clocks.yaml",
+         "jpeg-cifar10-selected": "config/evidence-selected.yaml"}
 DRAWS, RNG_SEED = 1000, 5100
 # Designs a tier's committed plan chose before it trained, checked besides the tier's own and today's --cheapest:
 # the regime tier's design_plan.md, its --cheapest section (seeds, sigma_w grid), made when contrasts assumed independent arms.

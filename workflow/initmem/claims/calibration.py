@@ -11,7 +11,8 @@ A row per rule, design and truth (:data:`ROW_KEYS`): ``false_reproduced`` (the s
 (the share of ``not reproduced`` where the truth is for it), ``coverage`` (the share of intervals
 holding the true value, where the statistic has one) and ``decision_rate`` (``reproduced`` or ``not
 reproduced``). Simulated runs: the truth's means plus a seed effect shared by every sigma_w plus
-independent normal run noise (per epoch, for curves).
+normal run noise (per epoch, for curves: independent, or, at a ``-ar1`` design, persisting along each run
+as an AR(1) whose lag-1 autocorrelation is the tier's own, :func:`persistence`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from initmem import paper as published
+from initmem import paths
 from initmem.claims import shapes as Sh
 from initmem.claims.clock import RETAINED
 from initmem.claims.power import jackknife_arrays, side_codes, simulate
@@ -32,9 +33,10 @@ from initmem.claims.spreads import contrast_arrays, residual_sd, spread_arrays
 from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, between, greater, less
 
 ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate")
-EVIDENCE = Path(__file__).resolve().parents[3] / "evidence"
+EVIDENCE = paths.EVIDENCE
 TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks", "decisive-tier": "jpeg-cifar10-decisive",
-         "regime-tier": "jpeg-cifar10-regime"}
+         "regime-tier": "jpeg-cifar10-regime", "selected-tier": "jpeg-cifar10-selected"}
+AR1 = "-ar1"  # a tier's designs with its run noise persisting along epochs: "selected-tier-ar1"
 PAPER_SIGMAS = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
 PAPER_SEEDS, PAPER_EPOCHS, PAPER_NOISE = published.MAIN_SEEDS, published.MAIN_EPOCHS, 0.005  # the noise: an assumption
 SEED_SD = 0.05   # the seed effect shared by every sigma_w of a seed (every rule must cancel it)
@@ -53,9 +55,28 @@ class Design:
     seeds: int
     noise: float
     epochs: int
+    persistence: float = 0.0   # the lag-1 autocorrelation of a run's noise along its epochs (0: independent)
+
+
+def persistence(history: pd.DataFrame) -> float:
+    """How a run's validation-accuracy noise persists along its epochs: per run, its validation accuracy
+    minus the mean over its configuration's seeds at that sigma_w and epoch (the noise about the true
+    curve), after the run's first tenth (the shape rules leave it out); the lag-1 autocorrelation of that
+    series (statsmodels' ``acf``); the median over runs (an AR(1) coefficient)."""
+    from statsmodels.tsa.stattools import acf
+
+    keys = [k for k in ("study", "optimizer", "batch_size", "lr", "l2", "epochs", "sigma_w") if k in history]
+    h = history[history["epoch"] > history["epochs"] / 10]
+    noise = h["val_acc"] - h.groupby([*keys, "epoch"], dropna=False)["val_acc"].transform("mean")
+    lag1 = [acf(x.to_numpy(float), nlags=1, fft=False)[1] for _, x in noise.groupby(h["run_id"]) if len(x) > 2 and np.ptp(x) > 0]
+    return float(np.median(lag1))
 
 
 def _tier(name: str) -> list[Design]:
+    if name.endswith(AR1):
+        base = name.removesuffix(AR1)
+        phi = persistence(pd.read_csv(EVIDENCE / TIERS[base] / "tables" / "history.csv.gz"))
+        return [Design(f"{d.name}, AR(1) {phi:.2f} along epochs", d.sigmas, d.seeds, d.noise, d.epochs, phi) for d in _tier(base)]
     runs = pd.read_csv(EVIDENCE / TIERS[name] / "tables" / "runs.csv")
     keys = [k for k in ("study", "optimizer", "batch_size", "lr", "l2", "epochs") if k in runs]
     grids, noise = {}, []
@@ -72,8 +93,9 @@ def designs(name: str) -> list[Design]:
     if name == "paper":
         return [Design(f"paper: 25 sigma_w x {PAPER_SEEDS} seeds, noise {100 * PAPER_NOISE:g} pp (assumed)", PAPER_SIGMAS, PAPER_SEEDS,
                        PAPER_NOISE, PAPER_EPOCHS)]
-    if name not in TIERS:
-        raise ValueError(f"unknown calibration design {name!r}: expected one of {', '.join([*TIERS, 'paper'])}")
+    if name.removesuffix(AR1) not in TIERS:
+        raise ValueError(f"unknown calibration design {name!r}: expected one of {', '.join([*TIERS, 'paper'])} (a tier's name + "
+                         f"{AR1!r}: its noise persisting along epochs)")
     return _tier(name)
 
 
@@ -234,12 +256,24 @@ def beta_truths() -> dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool, b
             "spike x10 in one tenth": (spike, None, False)}
 
 
+def epoch_noise(design: Design, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Run noise of sd ``design.noise`` over (epochs, ...): independent per epoch, or a stationary AR(1)
+    along the first axis with coefficient ``design.persistence`` (the same draws either way)."""
+    z = rng.standard_normal(shape)
+    phi = design.persistence
+    if phi:
+        scale = math.sqrt(1 - phi ** 2)
+        for t in range(1, shape[0]):
+            z[t] = phi * z[t - 1] + scale * z[t]
+    return design.noise * z
+
+
 def beta_cell(design: Design, beta: np.ndarray, rng: np.random.Generator) -> Cell:
-    """A curve cell: validation accuracy 0.7 - |beta(t)| sigma_w + a seed effect + run noise per epoch."""
+    """A curve cell: validation accuracy 0.7 - |beta(t)| sigma_w + a seed effect + run noise along the epochs (:func:`epoch_noise`)."""
     s = np.asarray(design.sigmas, float)
     e = np.arange(1, design.epochs + 1, dtype=float)
     values = (0.7 - beta[:, None, None] * s[None, :, None] + SEED_SD * rng.standard_normal((1, 1, design.seeds))
-              + design.noise * rng.standard_normal((len(e), len(s), design.seeds)))
+              + epoch_noise(design, (len(e), len(s), design.seeds), rng))
     return Cell("sim", s, np.arange(design.seeds), values, e, {"epoch": e})
 
 

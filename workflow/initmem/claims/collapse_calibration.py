@@ -20,12 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
+from initmem import paths
 from initmem.claims import collapse as C
 from initmem.claims.verdicts import INCONCLUSIVE, NOT_IDENTIFIABLE, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Cell
 
 ALPHA = 0.01  # the cosine schedule's floor (paper and tiers)
 PAPER_NOISE = 0.01  # per-run sd of accuracy at the paper's scale (10,000 validation images and seed noise): an assumption
-EVIDENCE = Path(__file__).resolve().parents[3] / "evidence"
+EVIDENCE = paths.EVIDENCE
 CLOCK_TIER = EVIDENCE / "jpeg-cifar10-clocks"
 TIERS = {"clocks-tier": CLOCK_TIER, "decisive-tier": EVIDENCE / "jpeg-cifar10-decisive"}
 

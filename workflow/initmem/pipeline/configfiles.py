@@ -17,10 +17,11 @@ from typing import Any
 
 import yaml
 
+from initmem import paths
 from initmem.spec import ConfigError, schema_with_registries
 
 REPLACED_WHOLE = ("studies",)
-DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config" / "config.yaml"  # the repository root
+DEFAULT_CONFIG = paths.ROOT / "config" / "config.yaml"  # the repository root
 SCHEMA = DEFAULT_CONFIG.with_name("schema.yaml")
 
 

@@ -10,12 +10,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from initmem import paths
 from initmem.pipeline.grid import Run, expand_studies
 from initmem.pipeline.planning import new_pack_size, plan_studies
 from initmem.pipeline.rates import DEFAULTS_SOURCE, family
 from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images, training_minutes_per_attempt
 
-PROFILE = Path(__file__).resolve().parents[3] / "slurm" / "config.yaml"  # the Slurm profile of the repository
+PROFILE = paths.ROOT / "slurm" / "config.yaml"  # the Slurm profile of the repository
 # A training job's checkpoint files: the checkpoint and its previous copy (``.prev``) between saves,
 # and during a save also the new one being written beside them.
 CHECKPOINT_COPIES = {"between saves": 2, "while saving": 3}
