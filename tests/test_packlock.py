@@ -29,7 +29,9 @@ def _train_plan(tmp_path: Path, plan: Path, data: Path, log: Path, job: str) -> 
 
 
 def _folder_state(folder: Path) -> dict[str, tuple[int, int]]:
-    return {p.name: (p.stat().st_ino, p.stat().st_size) for p in folder.iterdir()}
+    """The folder's files by name: (inode, size); an atomic write's temporary (``*.part``), renamed away
+    while the folder is listed, is not part of its state."""
+    return {p.name: (p.stat().st_ino, p.stat().st_size) for p in folder.iterdir() if not p.name.endswith(".part")}
 
 
 def test_a_second_trainer_on_a_pack_in_flight_exits_with_one_line_naming_the_first(tmp_path):
