@@ -78,8 +78,8 @@ def steps_to_fit(h: pd.DataFrame, recs: list[tuple[str, dict]]) -> pd.DataFrame:
 
 
 def selected_fit(results: Path) -> pd.DataFrame:
-    """One row per run of the selected-fit cell: tau_best (first epoch of least validation loss), the first
-    epoch of 99.5% running train accuracy, the selected network's own eval-mode training accuracy and
+    """One row per run of the selected-fit cell, from the run's summary: tau_best (first epoch of least
+    validation loss), tau_interp (the first epoch of 99.5% running train accuracy), the selected network's own eval-mode training accuracy and
     whether it fits, its validation and test accuracy, and the wall time."""
     paths = sorted((results / "runs" / SELECTED_STUDY).glob(f"{SELECTED_STUDY}_sw*_s*.json"))
     if not paths:
@@ -88,13 +88,11 @@ def selected_fit(results: Path) -> pd.DataFrame:
     rows = []
     for path in paths:
         r = read_json(path)
-        h, spec = r["history"], r["spec"]
-        best = min(range(len(h["val_loss"])), key=lambda i: (h["val_loss"][i], i))
-        fit = next((h["epoch"][i] for i, a in enumerate(h["train_acc"]) if a >= INTERP_ACC), None)
-        rows.append({"sigma_w": spec["sigma_w"], "seed": spec["seed"], "tau_best": h["epoch"][best], "tau_interp_running": fit,
-                     "train_acc_running_best": h["train_acc"][best], "train_acc_eval_best": h["train_acc_eval"][best],
-                     "selected_fits": h["train_acc_eval"][best] >= INTERP_ACC, "val_acc_best": h["val_acc"][best],
-                     "test_acc_best": h["test_acc"][best], "wall_seconds": round(r["wall_seconds"], 1)})
+        spec, best = r["spec"], r["summary"]   # the engine's own selection (tau_best) and readings at it
+        rows.append({"sigma_w": spec["sigma_w"], "seed": spec["seed"], "tau_best": best["tau_best"], "tau_interp_running": best["tau_interp"],
+                     "train_acc_running_best": best["train_acc_best"], "train_acc_eval_best": best["train_acc_eval_best"],
+                     "selected_fits": best["train_acc_eval_best"] >= INTERP_ACC, "val_acc_best": best["val_acc_best"],
+                     "test_acc_best": best["test_acc_best"], "wall_seconds": round(r["wall_seconds"], 1)})
     return pd.DataFrame(rows).sort_values(["sigma_w", "seed"]).astype({"tau_interp_running": "Int64"})
 
 
