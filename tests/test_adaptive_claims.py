@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from initmem.claims.registry import lookup
+from initmem.claims.catalogue import lookup
 from initmem.paper import Q_ADAM
 from initmem.spec import ADAPTIVE
 

@@ -128,7 +128,8 @@ def test_paper_points_exact_clocks_under_their_own_schedules():
 def test_calculator_table_claims_and_a_trained_run_agree(tiny_tensors, tmp_path, capsys):
     """One clock everywhere: a trained run's record, clocks.csv, the calculator's printout, the claims'
     timescale rows and the paper points (exact and constant-lr) agree to float rounding."""
-    from initmem.claims.table import TIMESCALE_CLAIMS, timescale_claims
+    from initmem.claims.catalogue.timescales import TIMESCALE_CLAIMS
+    from initmem.claims.catalogue.timescales import rows as timescale_claims
     from initmem.cli import main
     from initmem.engine.train import train_run
 

@@ -88,7 +88,7 @@ def _runs(means: np.ndarray, optimizer: str, rng: np.random.Generator) -> pd.Dat
 
 def test_the_row_names_the_non_monotone_cell():
     rng = np.random.default_rng(7)
-    r = spread_gap("x_gt_y", "a minus b spread (pp)", float("nan"), _runs(_bump(22.8, True), "adam", rng), _runs(_linear(4.3), "sgd", rng),
+    r = spread_gap(None, "x_gt_y", "a minus b spread (pp)", float("nan"), _runs(_bump(22.8, True), "adam", rng), _runs(_linear(4.3), "sgd", rng),
                    V.greater(0), "")
     assert r["verdict"] != V.NOT_REPRODUCED
     assert "Adam b=16 lr=0.001: its sigma_w profile is not monotone (sigma_w 1.2 lies above both ends" in r["note"]

@@ -10,7 +10,7 @@ import pytest
 from initmem.claims import power as P
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
-from initmem.claims.rows import Reading, row
+from initmem.claims.rows import Reading, row, would_decide
 
 SIGMAS = np.array([0.1, 0.5, 1.2, 2.5])
 
@@ -80,7 +80,7 @@ def test_would_decide_gives_an_even_chance_and_never_the_rows_own_seeds():
         est = Sp.contrast_estimate(cells)
         if V.side_verdict(est, side) == V.INCONCLUSIVE:
             break
-    r = row("batch_raises_adam_spread", "direction", "q", math.nan, "", Reading(est, side=side, cells=cells, contrast=True))
+    r = would_decide([row("batch_raises_adam_spread", "direction", "q", math.nan, "", Reading(est, side=side, cells=cells, contrast=True))])[0]
     assert r["verdict"] == V.INCONCLUSIVE and "50% chance" in r["would_decide"]
     n = int(r["would_decide"].split("~")[1].split(" ")[0])
     assert n > 3

@@ -14,7 +14,7 @@ from scipy import stats
 from initmem.claims import shapes as Sh
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
-from initmem.claims.rows import COLUMNS
+from initmem.claims.rows import COLUMNS, would_decide
 from initmem.claims.table import claims, claims_markdown
 
 SEEDS = (0, 1, 2, 3, 4, 5)
@@ -176,7 +176,8 @@ def test_the_regime_is_the_registrys_one_fit_share():
     every sigma_w at least half its selected predictors fit (a third not fitting at each sigma_w leaves it
     in; two thirds puts it outside, never "inconclusive"); an adaptive one when half its runs reach 99.5%
     at some epoch; the row's regime text states both."""
-    from initmem.claims.registry import FIT_SHARE, lookup
+    from initmem.claims.catalogue import lookup
+    from initmem.claims.claim import FIT_SHARE
 
     assert FIT_SHARE == 0.5 and "at least 50% of the selected predictors at every sigma_w" in lookup("sgd_gt_adam_b16").regime_text()
     assert lookup("sgd_keeps_spread_b16").fit_share == FIT_SHARE  # the SGD spread claim has the rule too
@@ -232,7 +233,6 @@ def test_selected_predictors_read_with_stale_statistics_or_at_chance_are_outside
 def test_a_decay_read_below_the_papers_clock_is_outside_its_regime_by_clock():
     """Adam's runs in the paper end at T_adapt 23.8-379: a decay claim read at T_adapt 1.3 says so."""
     t = clock_table([("adam", 1e-3, 16, 20, 0.0)], lambda T: -0.1)  # T_adapt 1.28 at the end
-    from initmem.claims.registry import lookup, regime_check  # noqa: F401
     rows = t[t.index.str.startswith("adapt_beta_falls")]
     assert (rows["verdict"] == "not measured").all()  # below the paper's 23.8: the clock claim does not read it
     t = clock_table([("adam", 1e-2, 16, 40, 0.0)], lambda T: -0.1)  # T_adapt 25.6: inside
@@ -359,10 +359,10 @@ def test_claims_at_the_paper_layout_have_verdict_columns():
     rng = np.random.default_rng(0)
     rows = [{**r.spec, "study": study, "run_id": r.run_id, "test_acc_best": 0.8 - 0.05 * r.spec["sigma_w"] + rng.normal(0, 0.01),
              "train_acc_best": 1.0, "tau_best": 100, "tau_interp": 50, "status": "ok"} for study, rs in paper.items() for r in rs]
-    from initmem.claims.table import number_claims, optimizer_claims, repair_claims
+    from initmem.claims.catalogue import numbers, optimizers, repair
 
     runs = pd.DataFrame(rows)
-    table = pd.DataFrame(number_claims(runs) + optimizer_claims(runs) + repair_claims(runs), columns=COLUMNS)  # the rows it reads
+    table = pd.DataFrame(would_decide([r for m in (numbers, optimizers, repair) for r in m.rows(runs, pd.DataFrame())]), columns=COLUMNS)  # the rows it reads
     t = table.set_index("id")
     assert t.loc["sgd_gt_adam_b256", "n_runs"] == 500 and t.loc["sgd_gt_adam_b256", "n_seeds"] == 10
     assert t.loc["lr_reduces_sgd_b16_0.001_to_0.01", "verdict"] == "not testable with one seed"  # the paper's lr_l2 has one seed
@@ -432,14 +432,14 @@ def clock_rows(cells, slope_of, build) -> pd.DataFrame:
     from initmem.claims.clock import clock_cells
 
     history = clock_history(cells, slope_of)
-    return pd.DataFrame(build(clock_cells(runs_of(history), history), "scale"), columns=COLUMNS).set_index("id")
+    return pd.DataFrame(would_decide(build(clock_cells(runs_of(history), history), "scale")), columns=COLUMNS).set_index("id")
 
 
 ADAM_CELLS = [("adam", 1e-3, 16, 40, 0.0), ("adam", 1e-2, 16, 4, 0.0), ("adam", 1e-3, 32, 40, 0.0), ("adam", 1e-2, 64, 40, 0.0)]
 
 
 def test_adaptive_beta_falls_once_t_adapt_is_large():
-    from initmem.claims.clock import adaptive_fall_rows
+    from initmem.claims.catalogue.clocks import adaptive_fall_rows
 
     t = clock_rows(ADAM_CELLS, lambda T: -0.1 * math.exp(-T["T_adapt"] / 3), adaptive_fall_rows)
     # lr 1e-2, b=64, 40 epochs: T_adapt 6.4; the rest stay below the paper's 23.8 too -> not measured
@@ -493,7 +493,7 @@ def test_l2_past_the_threshold_is_read_against_a_smaller_l2_when_there_is_no_run
 
 
 def test_each_configuration_is_read_at_tau_best_and_at_the_end():
-    from initmem.claims.clock import cell_rows
+    from initmem.claims.catalogue.clocks import cell_rows
 
     t = clock_rows(ADAM_CELLS[:2], lambda T: -0.1 * math.exp(-T["T_adapt"] / 2), cell_rows)
     cells = t[t["kind"] == "cell"]

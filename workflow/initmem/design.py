@@ -7,7 +7,7 @@ grid it reads, P(decision) (``reproduced`` or ``not reproduced``) by the rule's 
 the paper's regime (the runs fit) is expected, and the compute of the configurations it reads.
 
 The assumed truths (the rule everywhere: the smaller effect of every estimate), each effect only from
-readings the regime rule accepts (:func:`initmem.claims.registry.selected_outside`: at every sigma_w half
+readings the regime rule accepts (:func:`initmem.claims.claim.selected_outside`: at every sigma_w half
 the selected SGD predictors fit, an adaptive optimizer's runs fit at some epoch, 95% of the selected
 predictors read with settled BatchNorm statistics and above chance); a configuration it rejects measured
 something other than the paper's quantity, so it informs the noise and the regime only:
@@ -61,8 +61,12 @@ from initmem.claims import calibration as Cal
 from initmem.claims import collapse_calibration as CC
 from initmem.claims import power as P
 from initmem.claims import shapes as Sh
+from initmem.claims.catalogue.beta_shapes import BETA_DECAY, BETA_FLAT
+from initmem.claims.catalogue.clocks import COLLAPSE
+from initmem.claims.catalogue.optimizers import SGD_GT, SGD_KEEPS
+from initmem.claims.catalogue.repair import LR_REDUCES
+from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, Claim, selected_outside
 from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
-from initmem.claims.registry import CLOCK_LABEL, FITS_LABELS, lookup, selected_outside
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
 from initmem.claims.similarity import design_markdown, selected_counts
 from initmem.claims.spreads import residual_sd
@@ -361,16 +365,15 @@ def fit_expected(p: Planned, sources: Sequence[Measured]) -> str:
     return "expected to fit at every sigma_w"
 
 
-def regime(cid: str, reads: Sequence[Planned], sources: Sequence[Measured]) -> str:
-    """The row's regime as the claims table will read it: the fit (where its registry entry asks for
+def regime(claim: Claim, reads: Sequence[Planned], sources: Sequence[Measured]) -> str:
+    """The row's regime as the claims table will read it: the fit (where its claim asks for
     one) of the configurations read, and the clock at the end of training against the paper's range."""
-    claim = lookup(cid)
     parts = []
-    if claim is None or claim.fit == FITS_LABELS:
+    if claim.fit == FITS_LABELS:
         parts += sorted({fit_expected(p, sources) for p in reads})
     else:
         parts.append("no fit condition")
-    if claim is not None and claim.clock:
+    if claim.clock:
         name, lo, hi = claim.clock
         ends = [run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})[name] for p in reads]
         inside = all(lo <= e <= hi for e in ends)
@@ -503,51 +506,51 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
     for (opt, b), p in sorted(main.items(), key=lambda x: (x[0][0] != "sgd", x[0])):
         if opt == "sgd":
             t = spread_truth(p, sources)
-            out.append(Plan(f"sgd_keeps_spread_b{b}", f"spread (pp) {RETAINED.text()}", [p], t,
-                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(f"sgd_keeps_spread_b{b}", [p], sources),
+            out.append(Plan(SGD_KEEPS.id(b=b), f"spread (pp) {RETAINED.text()}", [p], t,
+                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(SGD_KEEPS, [p], sources),
                             side=RETAINED))
             level = levels.get((opt, float(p.spec["lr"])))
             if level:
-                noise, cid = run_noise([p], sources), f"beta_flat_sgd_b{b}"
-                out.append(Plan(cid, "range of \\|beta(t)\\| over the settled run within +-0.5 orders", [p],
+                noise = run_noise([p], sources)
+                out.append(Plan(BETA_FLAT.id(0, b=b), "range of \\|beta(t)\\| over the settled run within +-0.5 orders", [p],
                                 Truth((), noise, f"flat at the lowest measured last-tenth level {level:.3f}"),
-                                flat_rate(level, int(p.spec["epochs"]), noise), regime(cid, [p], sources)))
+                                flat_rate(level, int(p.spec["epochs"]), noise), regime(BETA_FLAT, [p], sources)))
             for ad in [o for o in ADAPTIVE if (o, b) in main]:
                 q = main[(ad, b)]
                 t = contrast_truth(p, q, sources)
-                out.append(Plan(f"sgd_gt_{ad}_b{b}", f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
-                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(f"sgd_gt_{ad}_b{b}", [p, q], sources),
+                out.append(Plan(SGD_GT.id(adaptive=ad, b=b), f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
+                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(SGD_GT, [p, q], sources),
                                 side=greater(0)))
         elif opt in ADAPTIVE:
             peak = peaks.get(opt)
             noise = run_noise([p], sources) if peak else math.nan
             t = Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}") if peak else None
-            out.append(Plan(f"beta_decay_{opt}_b{b}", "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p], t,
-                            decay_rate(peak, int(p.spec["epochs"]), noise) if peak else None, regime(f"beta_decay_{opt}_b{b}", [p], sources)))
+            out.append(Plan(BETA_DECAY.id(0, adaptive=opt, b=b), "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p], t,
+                            decay_rate(peak, int(p.spec["epochs"]), noise) if peak else None, regime(BETA_DECAY, [p], sources)))
     lr_l2 = [p for p in conf if p.study == "lr_l2" and p.spec["optimizer"] == "sgd" and not p.spec["l2"]]
     for b in sorted({int(p.spec["batch_size"]) for p in lr_l2}):
         at = sorted((p for p in lr_l2 if int(p.spec["batch_size"]) == b), key=lambda p: p.spec["lr"])
         for lo, hi in zip(at, at[1:], strict=False):
-            t, cid = contrast_truth(lo, hi, sources), f"lr_reduces_sgd_b{b}_{lo.spec['lr']:g}_to_{hi.spec['lr']:g}"
+            t, cid = contrast_truth(lo, hi, sources), LR_REDUCES.id(b=b, lo=f"{lo.spec['lr']:g}", hi=f"{hi.spec['lr']:g}")
             out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
-                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(cid, [lo, hi], sources), side=greater(0)))
+                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(LR_REDUCES, [lo, hi], sources), side=greater(0)))
     for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
         if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and peaks.get(p.spec["optimizer"]):
             t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
             if t_adapt >= T_ADAPT_LARGE:
                 peak, noise = peaks[p.spec["optimizer"]], run_noise([p], sources)
-                cid = f"adapt_beta_falls_{slug(label_of(pd.DataFrame([p.spec])))}"
+                cid = BETA_DECAY.id(1, configuration=slug(label_of(pd.DataFrame([p.spec]))))
                 out.append(Plan(cid, "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p],
                                 Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}"),
-                                decay_rate(peak, int(p.spec["epochs"]), noise), regime(cid, [p], sources)))
+                                decay_rate(peak, int(p.spec["epochs"]), noise), regime(BETA_DECAY, [p], sources)))
     adam = [p for p in conf if p.spec["optimizer"] == "adam" and not p.spec["l2"] and p.study in ("main", "lr_l2", "clock")]
     adam = list({(p.spec["lr"], p.spec["batch_size"], p.spec["epochs"]): p for p in adam}.values())
     if len({(p.spec["lr"], p.spec["batch_size"]) for p in adam}) >= 2 and len({p.sigmas for p in adam}) == 1:
         noise = max((CC.tier_noise(f.parent.parent) for f in _tables(sources, "history.csv.gz") if f.parent.parent.name != PILOT),
                     default=CC.PAPER_NOISE)
-        out.append(Plan("collapse_beta_adam_T_adapt", "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
+        out.append(Plan(COLLAPSE.id(what="beta", optimizer="adam", clock="T_adapt"), "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
                         Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise),
-                        regime("collapse_beta_adam_T_adapt", adam, sources), partly=collapse_partly(adam, noise)))
+                        regime(COLLAPSE, adam, sources), partly=collapse_partly(adam, noise)))
     return out
 
 
@@ -717,7 +720,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
     lines += ["", whole_config_line(config, name)]
     left = {m.label(): m.outside for p in ps for m in left_out_of(p, sources)}
     if left:
-        lines += ["", "## Readings left out of the assumed effects (outside the paper's regime: initmem.claims.registry.selected_outside)",
+        lines += ["", "## Readings left out of the assumed effects (outside the paper's regime: initmem.claims.claim.selected_outside)",
                   "", *[f"- {label}: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else "") for label, why in left.items()]]
     lines += ["", design_markdown([(p.label(), p.spec) for p in planned(config)]).rstrip("\n")]
     warned = warnings_of(ps, missed_checks())

@@ -1,7 +1,7 @@
 """The paper's own numbers, each once, with the section that states it: the sigma_w spreads of its
 recipes, the clock values it quotes, its accuracies, and the sentences the claims test.
 
-Everything that compares with the paper (the claims registry and table, the paper's tables, the
+Everything that compares with the paper (the claim catalogue and table, the paper's tables, the
 clock calculator, the figures) reads them from here. Torch-free, imports nothing of the package.
 A recipe is a set of overrides of the paper's defaults (plain SGD, lr 1e-3, cosine schedule with
 alpha 0.01, 300 epochs, 40,000 training images, no L2, no augmentation).

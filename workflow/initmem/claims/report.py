@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from initmem.claims import verdicts as V
-from initmem.claims.registry import REGISTRY, lookup, registry_markdown
+from initmem.claims.catalogue import REGISTRY, lookup, registry_markdown
 from initmem.claims.rows import AT_BEST, AT_END
 from initmem.claims.similarity import section
 
@@ -149,7 +149,7 @@ def verdict_table(table: pd.DataFrame, compact: bool = False) -> str:
         out.append("Findings read by several rows (counted once):\n\n" + "\n".join(shared) + "\n")
     outside = measured[measured["verdict"] == V.OUTSIDE_REGIME]
     if not compact and not outside.empty:
-        out.append("Outside the paper's regime, and why (the regime each sentence states: `initmem/claims/registry.py`):\n\n"
+        out.append("Outside the paper's regime, and why (the regime each sentence states: `initmem/claims/catalogue/`):\n\n"
                    + "\n".join(f"- `{r['id']}`: {_regime_reason(r['note'])}" for _, r in outside.iterrows()) + "\n")
     if not missing.empty:
         out.append("Not measured: " + ", ".join(f"`{i}`" for i in missing["id"]) + ".\n")
@@ -224,7 +224,7 @@ def claims_markdown(table: pd.DataFrame) -> str:
                                                      "p (noise)": lambda r: r.get("p_null", math.nan),
                                                      "fitted": lambda r: _share(r["share_fit"]), "runs": lambda r: int(r["n_runs"]),
                                                      "note": lambda r: r["note"]})]
-    out += ["## The claims tested (`initmem/claims/registry.py`)\n", registry_markdown()]
+    out += ["## The claims tested (`initmem/claims/catalogue/`, one file per family)\n", registry_markdown()]
     c = table[table["kind"] == "clock"]
     if not c.empty:
         out += ["## Forgetting timescales\n", _table(c, {k: (lambda r, k=k: r[k]) for k in ("id", "quantity", "paper", "reproduced",
@@ -355,7 +355,7 @@ def _finding_line(name: str, rows: pd.DataFrame, word: str) -> str:
 
 
 def family_summary(tables: dict[str, pd.DataFrame]) -> str:
-    """The README's short view: per claim family (:mod:`initmem.claims.registry`) and evidence folder,
+    """The README's short view: per claim family (:mod:`initmem.claims.catalogue`) and evidence folder,
     the verdict counts of the measured directional claims (rows), then every decided row (reproduced or not)
     with its number, interval and the paper's side, a split claim's halves and a finding's rows together
     (:func:`decided_lines`); the findings several rows read (:func:`shared_findings`); each folder's counts

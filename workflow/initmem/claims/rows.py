@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ from initmem.claims import power as P
 from initmem.claims import shapes as Sh
 from initmem.claims import spreads as Sp
 from initmem.claims import verdicts as V
-from initmem.claims.registry import lookup, regime_check
+from initmem.claims.claim import Claim, regime_check
 from initmem.claims.verdicts import Cell, Estimate, Side
 from initmem.presentation import table_label
 from initmem.spec import ADAPTIVE, entry_names  # noqa: F401  (the optimizer files that say CLOCK = "T_adapt"; table and clock claims import it here)
@@ -31,6 +31,31 @@ COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high",
 LABEL = {n: table_label(n) for n in (*entry_names("optimizer"), "batchnorm", "layernorm")}
 PAPER_LR = published.MAIN_LR  # main-study claims read only the runs at the main grid's learning rate
 AT_BEST, AT_END, CURVE = "tau_best", "end of training", "curve over the run"
+MAIN = dict(lr=PAPER_LR)
+BELOW_PP = 1.0  # "collapses the spread below 1 pp", "|Delta| = 0.0"
+
+# The paper's spreads (pp) that directional claims compare: main grid (optimizer, b); lr_l2 (lr, l2, b)
+PAPER_MAIN = {(opt, b): published.spread(**({} if opt == "sgd" else {"optimizer": opt}), batch_size=b)
+              for opt, b in (("sgd", 16), ("sgd", 128), ("sgd", 256), ("sgd_momentum", 16), ("adam", 16), ("adam", 128),
+                             ("adam", 256), ("adamw", 128), ("muon", 128))}
+PAPER_LR_L2 = {(lr, l2, b): published.spread(**({"lr": lr} if lr != 1e-3 else {}), **({"l2": l2} if l2 else {}), batch_size=b)
+               for lr, l2, b in ((1e-3, 0.0, 16), (1e-3, 0.0, 128), (1e-2, 0.0, 16), (1e-1, 0.0, 16), (1e-2, 0.0, 128),
+                                 (1e-1, 0.0, 128), (1e-2, 1e-2, 16), (1e-2, 1e-2, 128), (1e-2, 1e-3, 128))}
+
+
+def paper_value(table: dict, *keys) -> float:
+    """The paper's number at ``keys`` of one of the tables above (nan: the paper has none)."""
+    return table.get(keys, math.nan)
+
+
+def batches(df: pd.DataFrame) -> list[int]:
+    """The batch sizes of ``df``'s runs, ascending."""
+    return sorted(int(b) for b in set(df["batch_size"])) if not df.empty else []
+
+
+def instead(paper_b: int, b: int, why: str) -> str:
+    """The note of a row measured at another batch size than the paper's (empty when it is the paper's)."""
+    return "" if b == paper_b else f"measured at b={b} instead of the paper's b={paper_b}: {why}"
 
 
 def select(df: pd.DataFrame, study: str | None, **filters) -> pd.DataFrame:
@@ -115,8 +140,9 @@ class Reading:
     """How one claims.csv row reaches its verdict (:func:`row`): the estimate (None: the config
     lacks what the claim needs, and ``missing`` says what), the paper's ``side``, the ``cells`` it
     reads (their regime), a verdict ``decided`` elsewhere (verdict, why), the seeds that would
-    decide it (``power``; for an inconclusive direction without one, derived from the estimate: a
-    spread contrast of the two cells when ``contrast``), where it is read and a note."""
+    decide it (``power``: a text, or a function that simulates it, called only by :func:`would_decide`;
+    for an inconclusive direction without one, derived from the estimate: a spread contrast of the two
+    cells when ``contrast``), where it is read and a note."""
 
     est: Estimate | None = None
     side: Side | None = None
@@ -125,7 +151,7 @@ class Reading:
     read_at: str = AT_BEST
     note: str = ""
     missing: str = ""
-    power: str = ""
+    power: str | Callable[[], str] = ""
     contrast: bool = False
 
     def statistic_verdict(self, kind: str) -> tuple[str, list[str]]:
@@ -142,12 +168,6 @@ class Reading:
             return V.INCONCLUSIVE, ["no value", *notes]
         return V.side_verdict(est, self.side), notes
 
-    def would_decide(self, kind: str, verdict: str) -> str:
-        """``power``, or for an inconclusive direction of the statistic alone the seeds that would decide it."""
-        if kind == "direction" and verdict == V.INCONCLUSIVE and self.decided is None and not self.power and self.side is not None:
-            return P.would_decide(P.rate_for(self.est, self.side, list(self.cells), contrast=self.contrast), self.est.n_seeds)
-        return self.power
-
 
 def runs_read(cells: Sequence[Cell]) -> str:
     """Which runs a row reads, as a short digest of their ids (each cell's ``key``): rows with the same
@@ -156,13 +176,68 @@ def runs_read(cells: Sequence[Cell]) -> str:
     return f"runs:{hashlib.blake2b('|'.join(ids).encode(), digest_size=6).hexdigest()}" if ids else ""
 
 
-def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: Reading = Reading()) -> dict:
+@dataclass(frozen=True)
+class Decision:
+    """What one row decided (:func:`decide`), before any column is formatted: the verdict of the
+    statistic alone, the verdict after the claim's regime check and the notes that say why."""
+
+    statistic_verdict: str
+    verdict: str
+    notes: tuple[str, ...]
+
+
+def decide(kind: str, reading: Reading, claim: Claim | None) -> Decision:
+    """The row's verdict from its statistic (:meth:`Reading.statistic_verdict`) and, for a direction,
+    its claim's regime (:func:`initmem.claims.claim.regime_check`): ``outside the paper's regime`` where
+    the cells are outside it (a one-seed or unmeasured row keeps its word)."""
+    stat_v, notes = reading.statistic_verdict(kind)
+    in_regime, why = regime_check(claim if kind == "direction" else None, reading.cells)
+    v = stat_v
+    if in_regime is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
+        v = V.OUTSIDE_REGIME
+        notes.append(f"outside the paper's regime {why}")
+    elif why:
+        notes.append(why)
+    return Decision(stat_v, v, tuple(notes))
+
+
+@dataclass(frozen=True)
+class WouldDecide:
+    """The seeds that would decide a row, left for :func:`would_decide` to compute after every row is
+    decided: it simulates the row's own rule, which no verdict waits on."""
+
+    reading: Reading
+    kind: str
+    verdict: str
+
+    def text(self) -> str:
+        """``power`` (called where it is a function), or for an inconclusive direction of the statistic
+        alone the seeds at which its rule, simulated from its fitted truth, decides with even chance."""
+        r = self.reading
+        if callable(r.power):
+            return r.power()
+        if self.kind == "direction" and self.verdict == V.INCONCLUSIVE and r.decided is None and not r.power and r.side is not None:
+            return P.would_decide(P.rate_for(r.est, r.side, list(r.cells), contrast=r.contrast), r.est.n_seeds)
+        return r.power
+
+
+def would_decide(rows: list[dict]) -> list[dict]:
+    """The second pass over decided rows: each row's ``would_decide`` as text (:class:`WouldDecide`)."""
+    for r in rows:
+        if isinstance(r["would_decide"], WouldDecide):
+            r["would_decide"] = r["would_decide"].text()
+    return rows
+
+
+def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: Reading = Reading(),
+        claim: Claim | None = None) -> dict:
     """One claims.csv row: what the claim is (id, kind, quantity, the paper's number, the scale it
-    was measured at) and how it is decided (:class:`Reading`).
+    was measured at, the ``claim`` of a direction), how it is decided (:class:`Reading`, :func:`decide`)
+    and its columns. ``would_decide`` stays pending (:class:`WouldDecide`) until :func:`would_decide`.
 
     Without an estimate a direction is ``not measured``. A claim whose cells are outside the
-    regime its registry entry states (:func:`initmem.claims.registry.regime_check`) gets
-    ``outside the paper's regime``, and the verdict of the statistic alone stays in ``statistic_verdict``."""
+    regime it states gets ``outside the paper's regime``, and the verdict of the statistic alone stays
+    in ``statistic_verdict``."""
     est, side = reading.est, reading.side
     base = {"id": cid, "kind": kind, "quantity": quantity, "paper": paper, "read_at": reading.read_at, "exact_as_run": math.nan,
             "scale": scale, "paper_side": side.text() if side is not None else ""}
@@ -173,25 +248,18 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: R
                        "null_mean": math.nan, "p_null": math.nan, "section": "", "regime": "", "would_decide": "",
                        "p_decision": math.nan, "p_holm": math.nan, "verdict_holm": v, "runs_read": "",
                        "note": "; ".join(n for n in (reading.missing or "not in this config", reading.note) if n)}
-    stat_v, notes = reading.statistic_verdict(kind)
-    power = reading.would_decide(kind, stat_v)
+    claim = claim if kind == "direction" else None
+    d = decide(kind, reading, claim)
     reg = V.regime(list(reading.cells))
-    claim = lookup(cid) if kind == "direction" else None
-    in_regime, why = regime_check(claim, reading.cells)
-    v = stat_v
-    if in_regime is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
-        v = V.OUTSIDE_REGIME
-        notes.append(f"outside the paper's regime {why}")
-    elif why:
-        notes.append(why)
-    return base | {"reproduced": est.effect, "ci_low": est.low, "ci_high": est.high, "ci_method": est.method, "verdict": v,
-                   "statistic_verdict": stat_v, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
+    return base | {"reproduced": est.effect, "ci_low": est.low, "ci_high": est.high, "ci_method": est.method, "verdict": d.verdict,
+                   "statistic_verdict": d.statistic_verdict, "n_runs": est.n_runs, "n_seeds": est.n_seeds,
                    "share_fit": reg["share_fit"], "share_best_fitted": reg["share_best_fitted"],
                    "null_mean": est.null_mean, "p_null": est.p_null,
-                   "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "", "would_decide": power,
-                   "p_decision": M.decision_p(est, side, stat_v) if kind == "direction" and side is not None else math.nan,
-                   "p_holm": math.nan, "verdict_holm": v, "runs_read": runs_read(reading.cells),
-                   "note": "; ".join(n for n in notes if n)}
+                   "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "",
+                   "would_decide": WouldDecide(reading, kind, d.statistic_verdict),
+                   "p_decision": M.decision_p(est, side, d.statistic_verdict) if kind == "direction" and side is not None else math.nan,
+                   "p_holm": math.nan, "verdict_holm": d.verdict, "runs_read": runs_read(reading.cells),
+                   "note": "; ".join(n for n in d.notes if n)}
 
 
 def difference(stat):
@@ -199,20 +267,20 @@ def difference(stat):
     return lambda m: stat(m[0]) - stat(m[1])
 
 
-def spread_gap(cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.DataFrame, side: Side, scale: str,
+def spread_gap(claim: Claim | None, cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.DataFrame, side: Side, scale: str,
                note: str = "", missing: str = "") -> dict:
     """Directional claim "a's spread exceeds b's" on the paper's ``side`` (:func:`initmem.claims.spreads.contrast_estimate`:
     max - min in both cells, bounded by seed-paired t over every pair of sigma_w), the two run sets matched on sigma_w and seeds (:func:`matched`);
     the note says where a cell's sigma_w profile is not monotone (:func:`initmem.claims.spreads.monotone_test`)."""
     if a.empty or b.empty:
-        return row(cid, "direction", quantity, paper, scale, Reading(side=side, missing=missing or "not in this config"))
+        return row(cid, "direction", quantity, paper, scale, Reading(side=side, missing=missing or "not in this config"), claim)
     a, b, match = matched(a, b)
     cells = [to_cell(a), to_cell(b)]
     if any(c is None for c in cells):
-        return row(cid, "direction", quantity, paper, scale, Reading(side=side, missing=match))
+        return row(cid, "direction", quantity, paper, scale, Reading(side=side, missing=match), claim)
     est = Sp.contrast_estimate(cells)
     return row(cid, "direction", quantity, paper, scale, Reading(est, side=side, cells=cells, contrast=True,
-               note="; ".join(n for n in (match, note) if n)))
+               note="; ".join(n for n in (match, note) if n)), claim)
 
 
 def fits(c: Cell, seeds: list) -> tuple[np.ndarray, np.ndarray]:
@@ -220,7 +288,7 @@ def fits(c: Cell, seeds: list) -> tuple[np.ndarray, np.ndarray]:
     return c.fits(seeds)
 
 
-def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough: bool, note: str) -> dict:
+def decay_row(claim: Claim | None, cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough: bool, note: str) -> dict:
     """'|beta| decays by 1-2 orders' (or 'reaches the noise floor') for one configuration."""
     v, why, fall, shape0 = Sh.decay_decision(cell, floor_is_enough)
     floor, obs = float(shape0.floor[0]), float(shape0.observable[0])
@@ -236,4 +304,4 @@ def decay_row(cid: str, quantity: str, cell: V.Cell, scale: str, floor_is_enough
     side = V.greater(Sh.DECAY_ORDERS)
     return row(cid, "direction", quantity, math.nan, scale, Reading(fall, side=side, decided=decided, cells=[cell], read_at=CURVE, power=power,
                note=f"{note}; >= {Sh.DECAY_ORDERS:g} orders{' or to the noise floor' if floor_is_enough else ''}; "
-                    f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak"))
+                    f"noise floor {floor:.3g} (2 OLS SE), {obs:.2f} orders below the peak"), claim)

@@ -175,7 +175,7 @@ def markdown(numbers: pd.DataFrame) -> str:
 
 SECTION = ("## Similarity to the paper's design\n\nThe dimensionless numbers that decide whether these runs measure the paper's "
            "quantity, per configuration, beside the paper's values (`initmem.claims.similarity`); a claim whose configurations "
-           "break one its sentence depends on reads `outside the paper's regime` and names it (`initmem.claims.registry`). "
+           "break one its sentence depends on reads `outside the paper's regime` and names it (`initmem.claims.catalogue`). "
            "Selected fit: the selected predictor's own eval-mode training accuracy reaches 99.5% where it was recorded "
            "(`train_eval: true`), otherwise Keras' running training accuracy reached 99.5% by tau_best.\n\n")
 

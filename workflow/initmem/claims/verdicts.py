@@ -27,7 +27,7 @@ effect is gone ("a spread below 1 pp is gone": :attr:`Side.gone`) also both ways
 with the interval wholly above the zone, ``not reproduced`` only with it wholly inside; ``partly tested`` (a claim with parts whose
 design identifies only some, which agree with the paper: :data:`PARTLY_TESTED`), ``cannot be decided above the noise floor`` (a |beta| shape
 the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
-states: :func:`initmem.claims.registry.regime_check`), ``not testable with one seed`` and ``not
+states: :func:`initmem.claims.claim.regime_check`), ``not testable with one seed`` and ``not
 measured`` (the config lacks what the claim needs).
 """
 
@@ -429,7 +429,7 @@ def side_verdict(est: Estimate, side: Side) -> str:
 def regime(cells: Sequence[Cell]) -> dict:
     """Share of the cells' runs that reached 99.5% train accuracy (``share_fit``), share whose
     tau_best is at or after that (``share_best_fitted``) and the cell with the smallest share
-    (``least``). The regime itself: :func:`initmem.claims.registry.regime_check`."""
+    (``least``). The regime itself: :func:`initmem.claims.claim.regime_check`."""
     counts = [c.fit for c in cells if c.fit is not None and c.fit[0] > 0]
     if not counts:
         return {"share_fit": math.nan, "share_best_fitted": math.nan, "least": ""}

@@ -290,6 +290,15 @@ def _units(path: Path, state: tuple) -> tuple[dict, dict]:
     return units, {}
 
 
+@functools.cache
+def _lists_its_folder(path: Path, state: tuple) -> bool:
+    """Whether a package's ``__init__.py`` imports the modules of its folder by listing it
+    (``pkgutil.iter_modules``, as the claim catalogue does): then every one of them is used."""
+    del state  # part of the cache key
+    return any(isinstance(n, ast.Attribute) and n.attr == "iter_modules" and isinstance(n.value, ast.Name) and n.value.id == "pkgutil"
+               for n in ast.walk(ast.parse(path.read_text(), filename=str(path))))
+
+
 def imported_files(scripts: list[Path], base: Path = LIBRARY) -> tuple[str, ...]:
     """The package modules that ``scripts`` import, at any depth, as sorted paths under ``base``.
 
@@ -297,7 +306,8 @@ def imported_files(scripts: list[Path], base: Path = LIBRARY) -> tuple[str, ...]
     (functions, classes) that f and they reference, with what those import, and so on; the imports
     inside m's other functions are not followed (``cli.py`` imports the engine only in the
     functions that train). ``import initmem.m`` and ``from initmem import m`` use all of m. Every
-    package module imported brings its packages' ``__init__.py``."""
+    package module imported brings its packages' ``__init__.py``, and a package that imports its folder's
+    modules by listing it (:func:`_lists_its_folder`) brings all of them."""
     todo: list[tuple[str, str | None]] = []  # (module, a name it defines, _ALL, or None: its top-level statements only)
     for script in scripts:
         tree = ast.parse(Path(script).read_text(), filename=str(script))
@@ -317,6 +327,8 @@ def imported_files(scripts: list[Path], base: Path = LIBRARY) -> tuple[str, ...]
         parts = module.split(".")
         todo += [(".".join(parts[:i]), None) for i in range(1, len(parts))]  # the packages' __init__.py run first
         units, _ = _units(path, _file_state(path))
+        if path.name == "__init__.py" and _lists_its_folder(path, _file_state(path)):
+            todo += [(f"{module}.{m.stem}", _ALL) for m in sorted(path.parent.glob("*.py")) if not m.name.startswith("_")]
         names = set(units) if name is _ALL else {None, name}
         seen = done.setdefault(module, set())
         while names - seen:

@@ -1,0 +1,103 @@
+"""The claim catalogue: one file per claim family, found by listing its folder; every claim owns its
+ids (templates), so each row id resolves to one claim, and a new family file needs no other edit."""
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+from initmem.claims import catalogue
+from initmem.claims.catalogue import REGISTRY, lookup
+from initmem.spec import ADAPTIVE
+
+CATALOGUE = ROOT / "workflow/initmem/claims/catalogue"
+
+
+def test_every_module_of_the_folder_is_a_family_in_its_order():
+    names = sorted(p.stem for p in CATALOGUE.glob("*.py") if not p.name.startswith("_"))
+    assert sorted(m.__name__.rsplit(".", 1)[-1] for m in catalogue.FAMILIES) == names
+    orders = [m.ORDER for m in catalogue.FAMILIES]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+
+
+def test_each_claim_lives_in_one_family_file_only():
+    assert len({id(c) for c in REGISTRY}) == len(REGISTRY)
+    templates = [t for c in REGISTRY for t in c.ids]
+    assert len(set(templates)) == len(templates)
+
+
+@pytest.mark.parametrize("claim", REGISTRY, ids=lambda c: c.ids[0])
+def test_every_id_a_claim_makes_resolves_to_that_claim_alone(claim):
+    fields = dict(b=16, adaptive=ADAPTIVE[0], optimizer="sgd", lo="0.001", hi="0.01", lr="0.01", norm="layernorm",
+                  arch="resnet56", what="beta", clock="T_sgd", configuration="sgd_b16_lr0.01_l2-0_e12")
+    for form in range(len(claim.ids)):
+        cid = claim.id(form, **fields)
+        assert [c for c in REGISTRY if c.matches(cid)] == [claim], cid
+
+
+@pytest.mark.parametrize("opt", ADAPTIVE)
+def test_an_adaptive_optimizer_gets_adams_decay_claim_and_sgd_l2_its_own(opt):
+    assert lookup(f"beta_decay_{opt}_b16") is lookup("beta_decay_adam_b16") is not lookup("beta_decay_sgd_l2_b16")
+
+
+def test_every_committed_direction_row_resolves_to_exactly_one_claim():
+    ids = {i for p in ROOT.glob("evidence/*/tables/claims.csv") for i in pd.read_csv(p).query("kind == 'direction'")["id"]}
+    assert ids
+    resolved = {i: [c for c in REGISTRY if c.matches(i)] for i in ids}
+    assert sorted(i for i, cs in resolved.items() if len(cs) != 1) == []
+
+
+_FAMILY = '''
+"""A test family."""
+from initmem.claims.claim import NO_FIT, Claim
+from initmem.claims.rows import Reading, row
+
+ORDER = 85
+NEW = Claim(("new_claim_b{b}",), "a new family", "a sentence", "Sec. 9", "a statistic", "main", "> 0", fit=NO_FIT)
+CLAIMS = [NEW]
+
+
+def rows(runs, history):
+    return [row(NEW.id(b=b), "direction", "a new quantity", float("nan"), "", Reading(missing="nothing to read"), NEW)
+            for b in sorted(set(runs["batch_size"]))]
+'''
+
+_SCRIPT = """
+import json, sys
+import pandas as pd
+from initmem.claims.table import claims
+from initmem.claims.catalogue import lookup, registry_markdown
+runs = pd.read_csv(sys.argv[1])
+table = claims(runs, pd.DataFrame())
+print(json.dumps({"rows": table[table["id"].str.startswith("new_claim")][["id", "section", "verdict"]].to_dict("records"),
+                  "listed": "new_claim_b<b>" in registry_markdown(), "section": lookup("new_claim_b16").section}))
+"""
+
+
+def test_a_new_family_file_adds_its_rows_and_claims_with_no_other_edit(tmp_path):
+    shutil.copytree(ROOT / "workflow", tmp_path / "workflow", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "workflow/initmem/claims/catalogue/new_family.py").write_text(textwrap.dedent(_FAMILY))
+    runs = tmp_path / "runs.csv"
+    pd.read_csv(ROOT / "evidence/jpeg-cifar10-regime/tables/runs.csv").to_csv(runs, index=False)
+    out = subprocess.run([sys.executable, "-c", _SCRIPT, str(runs)], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PYTHONPATH": str(tmp_path / "workflow"), "PATH": ""})
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["listed"] and [r["id"] for r in got["rows"]] == ["new_claim_b16"]
+    assert got["section"] == "Sec. 9" and {r["verdict"] for r in got["rows"]} == {"not measured"}
+
+
+def test_a_family_file_without_its_contract_is_named(tmp_path, monkeypatch):
+    (tmp_path / "broken_family.py").write_text('"""No ORDER, CLAIMS or rows."""\n')
+    monkeypatch.setattr(catalogue, "__path__", [*catalogue.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, f"{catalogue.__name__}.broken_family", raising=False)
+    try:
+        with pytest.raises(ImportError, match="broken_family lack ORDER, CLAIMS or rows"):
+            catalogue.families()
+    finally:
+        sys.modules.pop(f"{catalogue.__name__}.broken_family", None)
