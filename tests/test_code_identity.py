@@ -162,6 +162,28 @@ def test_an_analysis_outputs_code_is_what_its_scripts_import():
     assert set(imported_files([scripts / "figure.py"])) == set(analysis_files("figures"))
 
 
+def test_a_package_that_lists_its_folder_brings_every_module_once(tmp_path):
+    """A package whose ``__init__`` imports its folder by listing it (the claim catalogue) brings
+    each module of the folder, whose own imports lead back to the package: the walk ends, with each
+    file once."""
+    from initmem.pipeline.identity import analysis_files, imported_files
+
+    (tmp_path / "initmem" / "family").mkdir(parents=True)
+    (tmp_path / "initmem" / "__init__.py").write_text("")
+    (tmp_path / "initmem" / "family" / "__init__.py").write_text(
+        "import importlib\nimport pkgutil\n\nMEMBERS = [importlib.import_module(f'{__name__}.{m.name}') for m in pkgutil.iter_modules(__path__)]\n")
+    (tmp_path / "initmem" / "family" / "one.py").write_text("from initmem.family import two\n\nX = two.Y\n")
+    (tmp_path / "initmem" / "family" / "two.py").write_text("from initmem.family import one  # noqa\n\nY = 1\n")
+    (tmp_path / "initmem" / "lone.py").write_text("Z = 0\n")
+    script = tmp_path / "script.py"
+    script.write_text("from initmem.family import MEMBERS\n")
+    assert imported_files([script], base=tmp_path / "initmem") == ("__init__.py", "family/__init__.py", "family/one.py", "family/two.py")
+    from conftest import ROOT
+
+    catalogue = sorted(f"claims/catalogue/{p.name}" for p in (ROOT / "workflow" / "initmem" / "claims" / "catalogue").glob("*.py"))
+    assert set(catalogue) <= set(analysis_files("tables"))
+
+
 def test_every_rule_keyed_by_an_analysis_version_runs_one_of_its_scripts():
     """A rule's ``analysis=ANALYSIS["x"]`` param is the version of what its ``script:`` imports."""
     from conftest import ROOT

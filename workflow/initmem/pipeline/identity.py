@@ -324,11 +324,12 @@ def imported_files(scripts: list[Path], base: Path = LIBRARY) -> tuple[str, ...]
         path = _module_file(module, base)
         if path is None:
             continue
-        parts = module.split(".")
-        todo += [(".".join(parts[:i]), None) for i in range(1, len(parts))]  # the packages' __init__.py run first
         units, _ = _units(path, _file_state(path))
-        if path.name == "__init__.py" and _lists_its_folder(path, _file_state(path)):
-            todo += [(f"{module}.{m.stem}", _ALL) for m in sorted(path.parent.glob("*.py")) if not m.name.startswith("_")]
+        if module not in done:  # once a module: its packages, and the folder it lists (which list it back)
+            parts = module.split(".")
+            todo += [(".".join(parts[:i]), None) for i in range(1, len(parts))]  # the packages' __init__.py run first
+            if path.name == "__init__.py" and _lists_its_folder(path, _file_state(path)):
+                todo += [(f"{module}.{m.stem}", _ALL) for m in sorted(path.parent.glob("*.py")) if not m.name.startswith("_")]
         names = set(units) if name is _ALL else {None, name}
         seen = done.setdefault(module, set())
         while names - seen:
