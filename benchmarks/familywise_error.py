@@ -15,7 +15,7 @@ import time
 from scipy import stats
 
 from initmem.claims import familywise as F
-from initmem.claims.multiplicity import ALPHA
+from initmem.stats.multiplicity import ALPHA
 
 SIMS, RNG_SEED = 2000, 51
 
@@ -32,7 +32,7 @@ def markdown(table, seconds: float, command: str) -> str:
            "(so either decision is false) at that tier's design, read by the claims table's own functions: "
            f"{', '.join(f'`{r}`' for r in F.RULES)} (`initmem.claims.familywise` says which truth puts each on its boundary). "
            "`any decision`: the share of simulated tiers with at least one `reproduced` or `not reproduced`, by the intervals "
-           f"alone and after Holm at {ALPHA:.1%} (`initmem.claims.multiplicity.holm` over each row's own test's p); "
+           f"alone and after Holm at {ALPHA:.1%} (`initmem.stats.multiplicity.holm` over each row's own test's p); "
            "[a, b]: the 95% Clopper-Pearson interval.\n",
            "| noise | sims | any decision, intervals alone | any decision after Holm |", "|---|---|---|---|"]
     for r in table.itertuples():

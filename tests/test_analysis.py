@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initmem.claims import spreads as Sp
 from initmem.claims.analysis import (
     PAPER_SCALE,
     beta_table,
@@ -20,6 +19,7 @@ from initmem.claims.analysis import (
     spreads,
 )
 from initmem.claims.table import claims
+from initmem.stats import spreads as Sp
 
 
 def test_ols_slope_matches_numpy_and_statsmodels():

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from test_verdicts import claims, clock_history, clock_table, runs_of
 
-from initmem.claims import collapse as C
 from initmem.claims import collapse_calibration as K
-from initmem.claims.verdicts import PARTLY_TESTED
+from initmem.stats import collapse as C
+from initmem.stats.verdicts import PARTLY_TESTED
 
 FIG6F = K.designs("paper")[0]  # Adam, lr 1e-3, b 16..256, 300 epochs, 25 sigma_w x 10 seeds
 
@@ -195,7 +195,7 @@ def test_groups_that_follow_different_clocks_are_not_pooled_into_one():
 def test_the_margin_rule_reads_both_ways():
     """Equivalence both ways: inside the margin is `reproduced` even where the paper's value is outside
     the interval; `not reproduced` only wholly outside; across an end `inconclusive`."""
-    from initmem.claims.verdicts import between, margin_verdict
+    from initmem.stats.verdicts import between, margin_verdict
 
     m = between(-0.5, 0.5)
     assert margin_verdict(0.057, 0.313, m, paper=0.0)[0] == "reproduced"

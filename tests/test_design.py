@@ -12,7 +12,7 @@ from conftest import ROOT, tiny_config
 
 from initmem import design as D
 from initmem.claims.clock import RETAINED
-from initmem.claims.verdicts import greater
+from initmem.stats.verdicts import greater
 
 
 def _measured(source: str, optimizer: str = "sgd", b: int = 16, spread_pp: float = 10.0, sd: float = 0.02, n_test: int = 500,
@@ -86,11 +86,11 @@ def test_a_contrast_assumes_the_seed_pairing_its_source_measured():
 
 def test_the_planned_contrast_power_is_the_rate_of_the_rule_on_seed_paired_runs():
     """The planner's P(decision) of a contrast, against a direct simulation of the claims table's rule
-    (:func:`initmem.claims.spreads.contrast_arrays` and the verdict) on runs whose seeds pair the arms
+    (:func:`initmem.stats.spreads.contrast_arrays` and the verdict) on runs whose seeds pair the arms
     (correlation 0.9 at each sigma_w), 1,000 draws: the paired plan agrees within Monte-Carlo error, an
     independent-arms plan (what the planner assumed before) does not."""
-    from initmem.claims import spreads as S
-    from initmem.claims import verdicts as V
+    from initmem.stats import spreads as S
+    from initmem.stats import verdicts as V
 
     sigmas, sd, corr, seeds, draws = (0.1, 2.5), 0.02, 0.9, 4, 1000
     ma, mb = 0.5 - np.array([0.0, 0.03]), np.full(2, 0.5)

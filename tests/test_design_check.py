@@ -12,7 +12,7 @@ from test_design import _config, _measured
 
 from initmem import design as D
 from initmem import design_check as K
-from initmem.claims import verdicts as V
+from initmem.stats import verdicts as V
 
 TIER = "jpeg-cifar10-regime"
 

@@ -174,9 +174,9 @@ def test_the_power_formula_holds_on_the_tiers():
     """The seeds each undecided |beta| row would need assume the noise floor 2 SE(beta) = 2 sigma_r /
     sqrt(seeds x Sxx): leaving one of 3 seeds out must raise each configuration's floor by about
     sqrt(3/2) (median over configurations within 15%)."""
-    from initmem.claims import shapes as Sh
     from initmem.claims.clock import clock_cells
     from initmem.evidence import read_evidence
+    from initmem.stats import shapes as Sh
 
     runs, history = read_evidence(ROOT / "evidence" / "jpeg-cifar10-clocks")
     ratios = []

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from initmem.claims import familywise as F
-from initmem.claims import shapes as Sh
+from initmem.stats import shapes as Sh
 
 
 def test_the_beta_truth_is_on_both_margins_edges():

@@ -7,7 +7,7 @@ import pandas as pd
 
 from initmem.claims import report as R
 from initmem.claims.rows import runs_read
-from initmem.claims.verdicts import Cell
+from initmem.stats.verdicts import Cell
 
 
 def _row(cid: str, verdict: str, runs: str = "", **extra) -> dict:

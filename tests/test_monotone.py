@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.rows import spread_gap
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
 
 SIGMAS = np.array([0.1, 0.5, 1.2, 2.5])   # the decisive tier's grid
 NOISE, SEEDS, SIMS = 0.03, 16, 400         # its run noise and main seeds

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from initmem.claims import multiplicity as M
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.clock import RETAINED
+from initmem.stats import multiplicity as M
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
 
 
 def t_estimate(mean: float, sd: float, n: int) -> V.Estimate:

@@ -258,8 +258,8 @@ def test_accuracy_bands_stay_between_0_and_100_percent(tables):
 def test_beta_below_the_verdicts_floor_is_not_drawn():
     import matplotlib.pyplot as plt
 
-    from initmem.claims.shapes import BETA_FLOOR
     from initmem.figures.common import loglog as _loglog
+    from initmem.stats.shapes import BETA_FLOOR
 
     fig, ax = plt.subplots()
     # float round-off (|beta| 1e-17) would draw as a 12-order "decay" on a log axis

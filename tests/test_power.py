@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from initmem.claims import power as P
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.rows import Reading, row, would_decide
+from initmem.stats import power as P
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
 
 SIGMAS = np.array([0.1, 0.5, 1.2, 2.5])
 

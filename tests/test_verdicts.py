@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from initmem.claims import shapes as Sh
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
+from initmem.claims.cells import cell_from_history, cell_from_runs
 from initmem.claims.rows import COLUMNS, would_decide
 from initmem.claims.table import claims, claims_markdown
+from initmem.stats import shapes as Sh
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
 
 SEEDS = (0, 1, 2, 3, 4, 5)
 SIGMAS = (0.1, 1.0, 2.5)
@@ -36,7 +37,7 @@ def synthetic_runs(slopes: dict, noise: float = 0.01, seeds=SEEDS, rng_seed: int
 
 
 def _gap(runs: pd.DataFrame, a: str, b: str, batch: int = 128) -> tuple[V.Estimate, str]:
-    cells = [V.cell_from_runs(runs[(runs["optimizer"] == o) & (runs["batch_size"] == batch)]) for o in (a, b)]
+    cells = [cell_from_runs(runs[(runs["optimizer"] == o) & (runs["batch_size"] == batch)]) for o in (a, b)]
     est = V.estimate(cells, lambda m: Sp.spread_pp(m[0]) - Sp.spread_pp(m[1]))
     return est, V.side_verdict(est, V.greater(0))
 
@@ -119,7 +120,7 @@ def test_a_spread_side_with_a_gone_zone_is_read_both_ways(low, high, word):
     [0, 1) a margin of the rule, reproduced needs the interval wholly above it and not reproduced wholly
     inside it, and the side's text says so. The vectorised rule the power and calibration simulate agrees."""
     from initmem.claims.clock import RETAINED
-    from initmem.claims.power import side_codes
+    from initmem.stats.power import side_codes
 
     assert V.verdict(low, high, RETAINED) == word
     assert side_codes(np.array([low]), np.array([high]), RETAINED)[0] == {"reproduced": 1, "not reproduced": -1}.get(word, 0)
@@ -340,7 +341,7 @@ def test_slopes_and_standard_errors_equal_statsmodels_ols():
                  val_acc=0.5 - 0.03 * e * sw + rng.normal(0, 0.01), T_sgd=0.0, T_l2=0.0, T_wd=0.0, T_adapt=0.1 * e)
             for sw in SIGMAS for s in range(4) for e in (1, 2, 3)]
     history = pd.DataFrame(rows)
-    slope, se = V.cell_from_history(history).fits([])
+    slope, se = cell_from_history(history).fits([])
     beta = beta_table(history.assign(stopped_early=False, status="ok")).sort_values("epoch")
     assert slope[0] == pytest.approx(beta["beta"].to_numpy(), rel=1e-9)
     assert se[0] == pytest.approx(beta["se"].to_numpy(), rel=1e-9)

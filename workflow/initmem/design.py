@@ -59,8 +59,6 @@ from initmem import paper as published
 from initmem import paths
 from initmem.claims import calibration as Cal
 from initmem.claims import collapse_calibration as CC
-from initmem.claims import power as P
-from initmem.claims import shapes as Sh
 from initmem.claims.catalogue.beta_shapes import BETA_DECAY, BETA_FLAT
 from initmem.claims.catalogue.clocks import COLLAPSE
 from initmem.claims.catalogue.optimizers import SGD_GT, SGD_KEEPS
@@ -69,12 +67,14 @@ from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, Claim, selected_outsi
 from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
 from initmem.claims.similarity import design_markdown, selected_counts
-from initmem.claims.spreads import residual_sd
-from initmem.claims.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side, greater
 from initmem.engine.clocks import run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
 from initmem.pipeline.grid import expand_studies
+from initmem.stats import power as P
+from initmem.stats import shapes as Sh
+from initmem.stats.spreads import residual_sd
+from initmem.stats.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side, greater
 
 EVIDENCE = paths.EVIDENCE
 # The planner checked against the committed tiers (benchmarks/planner_check.py): a plan of a kind that missed there is warned of.
@@ -247,7 +247,7 @@ def end_drops(grid: pd.DataFrame) -> dict:
 
 def arm_correlation(a: Measured, b: Measured) -> float:
     """The Pearson correlation of ``a``'s and ``b``'s per-seed end drops over the seeds both ran (their
-    seed pairing, as :func:`initmem.claims.power.contrast_decision_rate` reads it: a seed's runs at one
+    seed pairing, as :func:`initmem.stats.power.contrast_decision_rate` reads it: a seed's runs at one
     sigma_w correlate by as much); 0 (independent arms) below MIN_PAIRED_SEEDS such seeds or with no spread in either."""
     shared = sorted(set(a.drops) & set(b.drops))
     return drop_correlation(np.array([a.drops[s] for s in shared]), np.array([b.drops[s] for s in shared]))
@@ -428,24 +428,24 @@ def _on(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> tu
 
 
 def spread_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
-    """P(decision) of the single-spread rule (:func:`initmem.claims.power.spread_decision_rate`) at n seeds on a grid."""
+    """P(decision) of the single-spread rule (:func:`initmem.stats.power.spread_decision_rate`) at n seeds on a grid."""
     return lambda n, s: 0.0 if n < 2 else _spread_p(_on(truth.means[0], full, s), truth.sd, n, side)
 
 
 def contrast_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
-    """P(decision) of the seed-paired contrast rule (:func:`initmem.claims.power.contrast_decision_rate`), one seed's
+    """P(decision) of the seed-paired contrast rule (:func:`initmem.stats.power.contrast_decision_rate`), one seed's
     runs in the two arms correlating by ``truth.corr``."""
     return lambda n, s: 0.0 if n < 2 else _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), truth.sd, truth.corr,
                                                           n, side)
 
 
 def decay_rate(peak: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
-    """|beta| falling PAPER_FALL_ORDERS from ``peak`` over the run, read by :func:`initmem.claims.shapes.decay_decision`."""
+    """|beta| falling PAPER_FALL_ORDERS from ``peak`` over the run, read by :func:`initmem.stats.shapes.decay_decision`."""
     return lambda n, s: 0.0 if n < 2 else _decay_p(peak, epochs, noise, n, tuple(s))
 
 
 def flat_rate(level: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
-    """|beta| flat at ``level`` over the run, read by :func:`initmem.claims.shapes.flat_decision`."""
+    """|beta| flat at ``level`` over the run, read by :func:`initmem.stats.shapes.flat_decision`."""
     return lambda n, s: 0.0 if n < 2 else _flat_p(level, epochs, noise, n, tuple(s))
 
 

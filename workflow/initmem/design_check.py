@@ -4,14 +4,14 @@ planned P(decision) set beside the rate its claim's own rule reaches on that tie
 For a spread or a contrast plan (:mod:`initmem.design`) at a design (seeds, sigma_w grid):
 
 - **planned**: the planner's P(decision), from the truth it assumes without the tier (``--leave-out``);
-- **planned at the tier's truth**: the same arithmetic (:mod:`initmem.claims.power`: independent run
+- **planned at the tier's truth**: the same arithmetic (:mod:`initmem.stats.power`: independent run
   noise within a configuration, the arms of a contrast paired by seed) fed the tier's own seed
   means, residual sd and, for a contrast, the correlation of its arms' per-seed end drops: what the
   planner would have said had it known the tier's truth (it separates the truth it assumed from its
   arithmetic);
 - **realised**: the share of resamples of the tier's own runs at the design, each read by the claims
-  table's own functions (:func:`initmem.claims.spreads.spread_estimate` /
-  :func:`~initmem.claims.spreads.contrast_estimate` and :func:`initmem.claims.verdicts.side_verdict`
+  table's own functions (:func:`initmem.stats.spreads.spread_estimate` /
+  :func:`~initmem.stats.spreads.contrast_estimate` and :func:`initmem.stats.verdicts.side_verdict`
   against the plan's side, the statistic alone: the plan is conditional on the regime), that end in
   ``reproduced`` or ``not reproduced``. A resample is ``seeds`` of the tier's seeds drawn without
   replacement (every subset where there are no more than the draws asked for) at the design's
@@ -40,11 +40,11 @@ from statsmodels.stats.proportion import proportion_confint, test_proportions_2i
 
 from initmem import design as D
 from initmem import paths
-from initmem.claims import power as P
-from initmem.claims import spreads as S
-from initmem.claims import verdicts as V
 from initmem.claims.rows import run_cell
 from initmem.pipeline.configfiles import load_config
+from initmem.stats import power as P
+from initmem.stats import spreads as S
+from initmem.stats import verdicts as V
 
 ROOT = paths.ROOT
 # The committed tiers the planner can be checked against: folder under evidence/ -> the config it trained.
@@ -141,7 +141,7 @@ def realised_rate(cells: Sequence[V.Cell], side: V.Side, n: int, sigmas: Sequenc
 
 
 def own_truth_rate(cells: Sequence[V.Cell], side: V.Side, n: int, sigmas: Sequence[float]) -> float:
-    """The planner's arithmetic (:mod:`initmem.claims.power`) fed the tier's own truth at the design: its seed
+    """The planner's arithmetic (:mod:`initmem.stats.power`) fed the tier's own truth at the design: its seed
     means, its residual sd per arm and (a contrast) the Pearson correlation of its arms' per-seed end drops."""
     seeds = shared_seeds(cells, sigmas)
     parts = [restrict(c, sigmas, seeds).values for c in cells]

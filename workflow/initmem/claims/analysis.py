@@ -3,7 +3,7 @@ the long-run comparison, clocks and the scale a number was measured at.
 
 A *configuration* is every spec key except sigma_w and seed; spreads and beta are per study and
 configuration. The paper's claims are in :mod:`initmem.claims.table`, their verdicts in
-:mod:`initmem.claims.verdicts`, the Markdown tables in :mod:`initmem.claims.paper_tables`.
+:mod:`initmem.stats.verdicts`, the Markdown tables in :mod:`initmem.claims.paper_tables`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from initmem.claims.spreads import spread_estimate
-from initmem.claims.verdicts import cell_from_runs
+from initmem.claims.cells import cell_from_runs
 from initmem.pipeline.records import load_record
 from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
+from initmem.stats.spreads import spread_estimate
 
 PACKED = ("sigma_w", "seed")
 CONFIG_KEYS = [k for k in SPEC_KEYS if k not in PACKED] + list(OPTIONAL_SPEC_KEYS) + ["variant"]
@@ -67,7 +67,7 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
     configuration's spread (max - min over sigma_w of the seed mean, percentage points) with its
     interval against its noise (``spread_ci_low/high``, method in ``spread_ci_method``; NaN with one seed),
     the spread max - min of seed means has on average when sigma_w does nothing (``spread_null_mean_pp``)
-    and the p-value of "sigma_w does nothing" (``spread_p_null``): :func:`initmem.claims.spreads.spread_estimate`.
+    and the p-value of "sigma_w does nothing" (``spread_p_null``): :func:`initmem.stats.spreads.spread_estimate`.
 
     Diverged runs are counted (``n_diverged``) and enter with their best epoch before diverging;
     a run that diverged in its first epoch has no value (``n_runs`` - ``n_seeds`` per sigma_w).

@@ -26,11 +26,11 @@ import pandas as pd
 
 from initmem import paper as published
 from initmem import paths
-from initmem.claims import shapes as Sh
 from initmem.claims.clock import RETAINED
-from initmem.claims.power import jackknife_arrays, side_codes, simulate
-from initmem.claims.spreads import contrast_arrays, residual_sd, spread_arrays
-from initmem.claims.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, between, greater, less
+from initmem.stats import shapes as Sh
+from initmem.stats.power import jackknife_arrays, side_codes, simulate
+from initmem.stats.spreads import contrast_arrays, residual_sd, spread_arrays
+from initmem.stats.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, between, greater, less
 
 ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate")
 EVIDENCE = paths.EVIDENCE
@@ -109,7 +109,7 @@ def _row(rule: str, design: Design, truth: str, claim_true: bool | None, codes: 
 
 
 def _draw(means: np.ndarray, sd, seeds: int, n_sims: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_sims, k, seeds): :func:`initmem.claims.power.simulate` plus a seed effect shared by every sigma_w."""
+    """(n_sims, k, seeds): :func:`initmem.stats.power.simulate` plus a seed effect shared by every sigma_w."""
     return simulate(means, sd, seeds, n_sims, rng) + SEED_SD * rng.standard_normal((n_sims, 1, seeds))
 
 
@@ -159,9 +159,9 @@ def _sd_rising(design: Design, factor: float) -> np.ndarray:
 def spread_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
     """Rows for the single-spread rules (``spread_nonzero``: sigma_w matters, the spread rows' p;
     ``spread_below_1pp``: the "collapses below 1 pp" rows) and the seed-paired spread contrast
-    (``spread_contrast``: a's spread exceeds b's, :func:`initmem.claims.spreads.contrast_arrays`, max - min
+    (``spread_contrast``: a's spread exceeds b's, :func:`initmem.stats.spreads.contrast_arrays`, max - min
     in both cells; its truths include peaks and dips: :func:`non_monotone_pairs`), and a contrast of accuracies (the paired t-interval of
-    :func:`initmem.claims.verdicts.estimate`)."""
+    :func:`initmem.stats.verdicts.estimate`)."""
     rng = np.random.default_rng(rng_seed)
     out = []
     for d in designs(design_name):
@@ -216,8 +216,8 @@ GONE_TRUTHS_PP = (0.0, 0.5, 1.0, 1.5)   # inside the gone zone, on its edge, abo
 def gone_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
     """Rows for ``spread_gone``: the spread rows whose side names a zone where the spread is gone
     (:data:`initmem.claims.clock.RETAINED`, "> 1 (not reproduced within [0, 1): gone)"), read both ways by
-    the claims table's own rule (:func:`initmem.claims.power.side_codes` on
-    :func:`initmem.claims.spreads.spread_arrays`) under linear truths of :data:`GONE_TRUTHS_PP`: below the
+    the claims table's own rule (:func:`initmem.stats.power.side_codes` on
+    :func:`initmem.stats.spreads.spread_arrays`) under linear truths of :data:`GONE_TRUTHS_PP`: below the
     edge a ``reproduced`` is false, above it a ``not reproduced``, and on the edge (1 pp) either is."""
     rng = np.random.default_rng(rng_seed)
     out = []
@@ -282,8 +282,8 @@ def _code(v: str) -> int:
 
 
 def shape_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
-    """Rows for ``beta_flat`` (:func:`initmem.claims.shapes.flat_decision`) and ``beta_decay``
-    (:func:`initmem.claims.shapes.decay_decision`, the floor not enough) over :func:`beta_truths`.
+    """Rows for ``beta_flat`` (:func:`initmem.stats.shapes.flat_decision`) and ``beta_decay``
+    (:func:`initmem.stats.shapes.decay_decision`, the floor not enough) over :func:`beta_truths`.
     No coverage: the statistics are read on noisy window means floored at the noise floor, which
     have no noise-free value to cover."""
     rng = np.random.default_rng(rng_seed)

@@ -89,7 +89,7 @@ CLOCK_LABEL = {"T_sgd": "T_SGD", "T_adapt": "T_adapt", "T_l2": "T_L2"}
 
 def regime_check(claim: Claim | None, cells: Sequence) -> tuple[bool | None, str]:
     """(in the paper's regime?, why not / the clock range reached) for a row reading ``cells``
-    (:class:`initmem.claims.verdicts.Cell` with ``fit``, ``config`` and ``clocks``). None: no rule applies."""
+    (:class:`initmem.stats.verdicts.Cell` with ``fit``, ``config`` and ``clocks``). None: no rule applies."""
     if claim is None:
         return None, ""
     why, reached = [], ""
@@ -109,7 +109,7 @@ def regime_check(claim: Claim | None, cells: Sequence) -> tuple[bool | None, str
 
 
 def _selected_outside(claim: Claim, cell) -> list[str]:
-    """Why one configuration (a :class:`initmem.claims.verdicts.Cell`) is not what the claim's sentence is
+    """Why one configuration (a :class:`initmem.stats.verdicts.Cell`) is not what the claim's sentence is
     about (none: it is): :func:`selected_outside` of its counts at the claim's fit share."""
     if cell.fit is None:
         return []

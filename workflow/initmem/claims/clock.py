@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from initmem import paper as published
-from initmem.claims import verdicts as V
 from initmem.claims.analysis import CONFIG_KEYS, carry_forward
+from initmem.claims.cells import cell_from_history, regime_counts
 from initmem.claims.rows import label_of, to_cell
+from initmem.stats import verdicts as V
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
 # The paper's points on either side of its threshold (Sec. 4.2, initmem.paper.Q_CLOCK and Q_L2), in its constant-lr
@@ -48,8 +49,8 @@ class ClockCell:
     clocks_best: dict = None  # the clocks at each run's tau_best, averaged over the runs (where spreads at tau_best sit)
 
     def curve(self, metric: str = "val_acc") -> V.Cell:
-        cell = V.cell_from_history(self.history, metric)
-        cell.fit, cell.label, cell.config = V.regime_counts(self.runs), self.label, dict(self.settings)
+        cell = cell_from_history(self.history, metric)
+        cell.fit, cell.label, cell.config = regime_counts(self.runs), self.label, dict(self.settings)
         return cell
 
     def cell(self, metric: str) -> V.Cell:
@@ -97,7 +98,7 @@ def plain(c: ClockCell, optimizers: tuple[str, ...]) -> bool:
 
 
 def retained_verdict(est: V.Estimate) -> tuple[str, str]:
-    """"Still leaves a spread": :data:`RETAINED` read by :func:`initmem.claims.verdicts.margin_verdict`
+    """"Still leaves a spread": :data:`RETAINED` read by :func:`initmem.stats.verdicts.margin_verdict`
     both ways against the zone [0, :data:`GONE_PP`) the paper's words call gone ("collapses the spread
     below 1 pp"): ``reproduced`` where the spread's interval lies wholly above it, ``not reproduced``
     where it lies wholly inside it, else ``inconclusive`` (calibrated: ``spread_gone`` in

@@ -4,7 +4,7 @@ A *design* is one optimizer's configurations (lr, b, epochs) with the sigma_w gr
 set size and per-run noise of accuracy. A *truth* is the clock the simulated curves follow: runs'
 accuracy is 0.8 + beta(tau) sigma_w + noise, beta(tau) = -0.1 / (1 + tau / tau_s) (flat, then falling an
 order per decade of clock: the paper's log-log picture of Fig. 6), with tau the clock
-K eta^p b^q (the schedule's sum, as :mod:`initmem.claims.collapse` reads it) or the raw epoch
+K eta^p b^q (the schedule's sum, as :mod:`initmem.stats.collapse` reads it) or the raw epoch
 ("epoch-only"); tau_s is the geometric mean of the configurations' tau at mid-run, so every curve
 falls inside the design's clock range. Rates per rule (|beta| curves, spread curves), design and
 truth (:func:`calibration_rows`); the chance of a decision at a design, seeds and noise (:func:`power`).
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from initmem import paths
-from initmem.claims import collapse as C
-from initmem.claims.verdicts import INCONCLUSIVE, NOT_IDENTIFIABLE, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Cell
+from initmem.stats import collapse as C
+from initmem.stats.verdicts import INCONCLUSIVE, NOT_IDENTIFIABLE, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Cell
 
 ALPHA = 0.01  # the cosine schedule's floor (paper and tiers)
 PAPER_NOISE = 0.01  # per-run sd of accuracy at the paper's scale (10,000 validation images and seed noise): an assumption
@@ -141,7 +141,7 @@ def probe(design: SimDesign) -> C.Design:
 
 def two_group_truth(design: SimDesign, dq: float) -> tuple | None:
     """One (p, q) per configuration: the paper's clock, but q + ``dq`` in the largest of the groups that
-    each identify the design's direction (:func:`initmem.claims.collapse.comparable_groups`; None where
+    each identify the design's direction (:func:`initmem.stats.collapse.comparable_groups`; None where
     fewer than two do): the curves of each group align, under different clocks."""
     cells, prepare, _ = C.curves_of(simulate(design, C.CLOCKS[design.clock], np.random.default_rng(0)), "beta")
     curves = [prepare(c) for c in cells]
@@ -274,7 +274,7 @@ def outcome_shares(configs: Sequence[tuple[float, int, int]], seeds: int, noise:
 
 
 def decision_share(shares: dict[str, float]) -> float:
-    """A decision is ``reproduced`` or ``not reproduced``, as everywhere (:mod:`initmem.claims.power`):
+    """A decision is ``reproduced`` or ``not reproduced``, as everywhere (:mod:`initmem.stats.power`):
     ``partly tested`` (only the exponents the design identifies) is not one."""
     return shares[REPRODUCED] + shares[NOT_REPRODUCED]
 

@@ -1,4 +1,4 @@
-"""The familywise error of a tier's directional rows after Holm (:func:`initmem.claims.multiplicity.holm`),
+"""The familywise error of a tier's directional rows after Holm (:func:`initmem.stats.multiplicity.holm`),
 measured: every row of the regime tier's tested family put at the boundary of its side, where either
 decision is false, simulated at that tier's design and read by the claims table's own functions (the
 estimates and their tests, the verdict rule, the decision p, Holm).
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from initmem.claims import multiplicity as M
-from initmem.claims import shapes as Sh
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.calibration import EVIDENCE, SEED_SD, Design, designs, linear
 from initmem.claims.clock import RETAINED
+from initmem.stats import multiplicity as M
+from initmem.stats import shapes as Sh
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
 
 TIER = "jpeg-cifar10-regime"
 SIGMAS = (0.1, 0.5, 1.2, 2.5)

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from initmem.claims import verdicts as V
 from initmem.claims.catalogue import REGISTRY, lookup, registry_markdown
 from initmem.claims.rows import AT_BEST, AT_END
 from initmem.claims.similarity import section
+from initmem.stats import verdicts as V
 
 BEGIN, END = "<!-- verdict-table:begin -->", "<!-- verdict-table:end -->"
 
@@ -66,7 +66,7 @@ def directions(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _final(rows: pd.DataFrame) -> pd.Series:
-    """Each row's verdict after Holm's adjustment across its tier (:mod:`initmem.claims.multiplicity`)."""
+    """Each row's verdict after Holm's adjustment across its tier (:mod:`initmem.stats.multiplicity`)."""
     return rows["verdict_holm"] if "verdict_holm" in rows else rows["verdict"]
 
 

@@ -1,6 +1,6 @@
 """What every claim module shares: the columns of ``claims.csv``, selecting a claim's runs into
 cells (matched on sigma_w and seeds where two are compared) and turning an estimate into a row
-with its verdict, interval method and regime (:mod:`initmem.claims.verdicts`)."""
+with its verdict, interval method and regime (:mod:`initmem.stats.verdicts`)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ import numpy as np
 import pandas as pd
 
 from initmem import paper as published
-from initmem.claims import multiplicity as M
-from initmem.claims import power as P
-from initmem.claims import shapes as Sh
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
+from initmem.claims.cells import cell_from_history, cell_from_runs, regime_counts
 from initmem.claims.claim import Claim, regime_check
-from initmem.claims.verdicts import Cell, Estimate, Side
 from initmem.presentation import table_label
 from initmem.spec import ADAPTIVE, entry_names  # noqa: F401  (the optimizer files that say CLOCK = "T_adapt"; table and clock claims import it here)
+from initmem.stats import multiplicity as M
+from initmem.stats import power as P
+from initmem.stats import shapes as Sh
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
+from initmem.stats.verdicts import Cell, Estimate, Side
 
 COLUMNS = ["id", "kind", "quantity", "paper", "reproduced", "ci_low", "ci_high", "ci_method", "paper_side", "verdict",
            "statistic_verdict", "n_runs", "n_seeds", "share_fit", "share_best_fitted", "read_at", "note", "exact_as_run", "scale",
@@ -96,7 +97,7 @@ def to_cell(sel: pd.DataFrame, metric: str = "test_acc_best", label: str = "") -
     """The (sigma_w x seed) cell of one configuration's runs; None when empty."""
     if sel.empty:
         return None
-    cell = V.cell_from_runs(sel, metric)
+    cell = cell_from_runs(sel, metric)
     cell.label, cell.config = label or label_of(sel), config_of(sel)
     return cell
 
@@ -118,8 +119,8 @@ def curve_cell(history: pd.DataFrame, runs: pd.DataFrame, study: str | None, met
         if not sel.empty:
             print(f"claims: several configurations of {study} match {filters}; the curve claims on them are left out", file=sys.stderr)
         return None
-    cell = V.cell_from_history(sel, metric)
-    cell.fit, cell.label, cell.config = V.regime_counts(select(runs, study, **filters)), label_of(sel), config_of(sel)
+    cell = cell_from_history(sel, metric)
+    cell.fit, cell.label, cell.config = regime_counts(select(runs, study, **filters)), label_of(sel), config_of(sel)
     return cell
 
 
@@ -269,9 +270,9 @@ def difference(stat):
 
 def spread_gap(claim: Claim | None, cid: str, quantity: str, paper: float, a: pd.DataFrame, b: pd.DataFrame, side: Side, scale: str,
                note: str = "", missing: str = "") -> dict:
-    """Directional claim "a's spread exceeds b's" on the paper's ``side`` (:func:`initmem.claims.spreads.contrast_estimate`:
+    """Directional claim "a's spread exceeds b's" on the paper's ``side`` (:func:`initmem.stats.spreads.contrast_estimate`:
     max - min in both cells, bounded by seed-paired t over every pair of sigma_w), the two run sets matched on sigma_w and seeds (:func:`matched`);
-    the note says where a cell's sigma_w profile is not monotone (:func:`initmem.claims.spreads.monotone_test`)."""
+    the note says where a cell's sigma_w profile is not monotone (:func:`initmem.stats.spreads.monotone_test`)."""
     if a.empty or b.empty:
         return row(cid, "direction", quantity, paper, scale, Reading(side=side, missing=missing or "not in this config"), claim)
     a, b, match = matched(a, b)

@@ -4,7 +4,7 @@ Four kinds of rows, all with the same columns (:data:`initmem.claims.rows.COLUMN
 - ``number``: a headline number of the paper (a spread, an accuracy) and ours, with its seed
   interval; no verdict (a number at another scale is not a direction);
 - ``direction``: a directional claim (e.g. "SGD's spread exceeds Adam's at b=16"): the measured
-  effect, its interval and method, the paper's side, the regime and a verdict (:mod:`initmem.claims.verdicts`);
+  effect, its interval and method, the paper's side, the regime and a verdict (:mod:`initmem.stats.verdicts`);
 - ``cell``: one configuration's spread and |beta| read at tau_best and at the end of training
   (:mod:`initmem.claims.catalogue.clocks`, which also has the clock-specific directions);
 - ``clock``: the paper's forgetting-timescale arithmetic, recomputed.
@@ -19,9 +19,9 @@ from __future__ import annotations
 import pandas as pd
 
 from initmem.claims import catalogue
-from initmem.claims import multiplicity as M
 from initmem.claims.report import claims_markdown
 from initmem.claims.rows import COLUMNS, would_decide
+from initmem.stats import multiplicity as M
 
 __all__ = ["COLUMNS", "claims", "claims_markdown"]
 

@@ -19,9 +19,9 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from initmem.claims.analysis import beta_table, group_keys
-from initmem.claims.verdicts import steps_at_epoch
 from initmem.figures.common import Notes, finish_log_panel, loglog
 from initmem.spec import ADAPTIVE
+from initmem.stats.verdicts import steps_at_epoch
 
 FAMILIES = (  # (row title, which cells, the clock the paper reads for them, its label)
     ("Adam", lambda c: c["optimizer"] in ADAPTIVE, "T_adapt", "$T_{adapt}=\\sum\\eta_k$"),

@@ -16,8 +16,8 @@ import pandas as pd  # noqa: F401
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 import initmem.figures.style  # noqa: F401  (Type 42 fonts in PDFs, 200-dpi PNGs)
-from initmem.claims.shapes import BETA_FLOOR
 from initmem.io import atomic_path
+from initmem.stats.shapes import BETA_FLOOR
 
 _MATH = [(r"\\(?:sigma|eta|tau|lambda|beta|alpha)", lambda m: m.group(0)[1:]), (r"\\\|", "||"), (r"\\sum_k", "sum_k"),
          (r"_\{([^{}]*)\}", r"_\1"), (r"[${}\\]", "")]

@@ -18,9 +18,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 
 from initmem import presentation as look
 from initmem.claims.analysis import beta_table, config_spreads, interpolation_table, l2_ablation, matched_long_runs, spreads
-from initmem.claims.shapes import BETA_FLOOR
 from initmem.figures.common import Notes, finish_log_panel, loglog, no_data, plain  # noqa: F401
 from initmem.spec import entry_names
+from initmem.stats.shapes import BETA_FLOOR
 
 # Every optimizer file in the paper's order, with its label, style and colour (initmem.presentation: the
 # entry's file or derived from it, so a new file is drawn with no edit here)
@@ -224,7 +224,7 @@ def fig3(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
 
 def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
     """Spread vs ``x`` with its interval against the noise as error bars (``spreads.csv``'s
-    ``spread_ci_low/high``: :func:`initmem.claims.verdicts.spread_estimate`; none with one seed)."""
+    ``spread_ci_low/high``: :func:`initmem.stats.verdicts.spread_estimate`; none with one seed)."""
     d = d.sort_values(x)
     err = np.vstack([d["spread_pp"] - d["spread_ci_low"], d["spread_ci_high"] - d["spread_pp"]])
     ax.errorbar(d[x], d["spread_pp"], yerr=np.where(np.isfinite(err), err, 0), marker="o", ms=3, capsize=2, label=label, **kw)
@@ -233,7 +233,7 @@ def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
 def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     """SGD repair map: (a) the long constant-LR control against the main grid on the same sigma_w and
     seeds, (b) spread vs learning rate, (c) spread vs L2 (error bars: 0.95 jackknife t-intervals over seeds,
-    :func:`initmem.claims.verdicts.spread_interval`)."""
+    :func:`initmem.stats.verdicts.spread_interval`)."""
     notes = Notes("fig4")
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.0), layout="constrained")
     long_bs = sorted(set(runs.loc[runs["study"] == "long", "batch_size"]))

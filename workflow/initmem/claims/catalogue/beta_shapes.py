@@ -1,6 +1,6 @@
 """Sec. 4.2, Figure 6 (a-d): SGD's |beta(t)| stays flat near 1e-1 (its range over the run and its level);
 each adaptive optimizer's falls by 1-2 orders of magnitude (where its runs end at the paper's T_adapt);
-the SGD + L2 ablation's reaches the noise floor. The statistics: :mod:`initmem.claims.shapes`."""
+the SGD + L2 ablation's reaches the noise floor. The statistics: :mod:`initmem.stats.shapes`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.claims import shapes as Sh
-from initmem.claims import verdicts as V
 from initmem.claims.analysis import carry_forward, l2_ablation, scale_label
 from initmem.claims.claim import Claim
 from initmem.claims.rows import ADAPTIVE, AT_END, CURVE, LABEL, MAIN, Reading, batches, curve_cell, decay_row, fits, row, select
 from initmem.paper import ADAM_T_ADAPT_RANGE, Q_FIG6
+from initmem.stats import shapes as Sh
+from initmem.stats import verdicts as V
 
 ORDER = 70
 BETA_FLAT = Claim(("beta_flat_sgd_b{b}", "beta_level_sgd_b{b}"), "|beta| shapes", Q_FIG6, "Sec. 4.2, Fig. 6a",
@@ -36,7 +36,7 @@ def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
     flat near 1e-1 (two rows: the change over the run and the level); Adam's, AdamW's and Muon's
     decay by 1-2 orders of magnitude; the SGD + L2 ablation (eta=1e-2, L2=1e-2, or the config's
     strongest L2 at its largest lr: :func:`initmem.claims.analysis.l2_ablation`) reaches the noise floor.
-    The statistics: :class:`initmem.claims.verdicts.Shape`."""
+    The statistics: :class:`initmem.stats.verdicts.Shape`."""
     if runs.empty or history.empty:
         return []
     history = carry_forward(history)

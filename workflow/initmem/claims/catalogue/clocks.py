@@ -9,7 +9,7 @@ Rows:
   the decay statistic for each adaptive configuration ending at T_adapt >= :data:`T_ADAPT_LARGE`;
 - "curves align in the clock across learning rates and batch sizes" (:data:`COLLAPSE`): the exponents (p, q) of the
   clock K eta^p b^q under which the |beta| curves and the spread curves of one optimizer align
-  (:mod:`initmem.claims.collapse`), against the paper's clock (Adam T_adapt, SGD T_SGD), the epoch
+  (:mod:`initmem.stats.collapse`), against the paper's clock (Adam T_adapt, SGD T_SGD), the epoch
   clock and the other optimizer's clock;
 - "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 ... the same threshold"
   (:data:`SGD_THRESHOLD`, :data:`L2_THRESHOLD`): at the paper's own points (:data:`T_RETAINS`, :data:`T_DROPS`,
@@ -26,11 +26,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.claims import collapse as C
 from initmem.claims import collapse_calibration as CC
-from initmem.claims import power as P
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.analysis import scale_label
 from initmem.claims.catalogue.beta_shapes import BETA_DECAY
 from initmem.claims.claim import NO_FIT, Claim
@@ -51,6 +47,10 @@ from initmem.claims.clock import (
 from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, Reading, decay_row, row, spread_gap, to_cell
 from initmem.engine.clocks import paper_constant_lr_clocks
 from initmem.paper import Q_ALIGN, Q_CLOCK, Q_L2
+from initmem.stats import collapse as C
+from initmem.stats import power as P
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
 
 ORDER = 80
 COLLAPSE = Claim(("collapse_{what}_{optimizer}_{clock}",), "clock collapse", Q_ALIGN, "Sec. 4.2, Fig. 6e-f",
@@ -130,7 +130,7 @@ def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
 def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """The exponents (p, q) of the clock K eta^p b^q under which one optimizer's |beta| curves and
     spread curves (every lr, b and length, no L2 or weight decay) align, against the paper's clock and
-    the epoch clock (:func:`initmem.claims.collapse.estimate_clock`, :func:`initmem.claims.collapse.collapse_verdict`)."""
+    the epoch clock (:func:`initmem.stats.collapse.estimate_clock`, :func:`initmem.stats.collapse.collapse_verdict`)."""
     rows = []
     for opt, clock, _nulls in COLLAPSES:
         group = [c for c in cells if plain(c, (opt,))]

@@ -8,13 +8,13 @@ import math
 import pandas as pd
 
 from initmem import paper as published
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.analysis import long_run_comparison, matched_long_runs, scale_label
 from initmem.claims.claim import Claim
 from initmem.claims.rows import PAPER_MAIN, Reading, difference, row, to_cell
-from initmem.claims.verdicts import between
 from initmem.paper import Q_CLOCK
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
+from initmem.stats.verdicts import between
 
 ORDER = 20
 LONG_UNCHANGED_PP = 5.0   # "essentially unchanged": the long run's spread within 5 pp of the matched main grid's

@@ -10,7 +10,7 @@ import pandas as pd
 from initmem.claims.analysis import scale_label
 from initmem.claims.claim import Claim
 from initmem.claims.rows import LABEL, MAIN, batches, select, spread_gap
-from initmem.claims.verdicts import greater
+from initmem.stats.verdicts import greater
 
 ORDER = 50
 NORM_AUG = Claim(("aug_reduces_sgd_b{b}", "layernorm_reduces_sgd_b{b}", "adam_robust_{norm}_b{b}"), "normalization and augmentation",

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 
 from initmem import paper as published
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.analysis import scale_label
 from initmem.claims.rows import MAIN, PAPER_LR_L2, PAPER_MAIN, Reading, row, run_cell
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
 
 ORDER = 10
 CLAIMS: list = []  # numbers have no verdict, so no claim

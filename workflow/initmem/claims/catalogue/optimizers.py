@@ -7,9 +7,6 @@ import numpy as np
 import pandas as pd
 
 from initmem import paper as published
-from initmem.claims import power as P
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.analysis import scale_label
 from initmem.claims.claim import Claim
 from initmem.claims.clock import GONE_PP, RETAINED, retained_verdict
@@ -27,8 +24,11 @@ from initmem.claims.rows import (
     spread_gap,
     to_cell,
 )
-from initmem.claims.verdicts import greater
 from initmem.paper import Q_ADAM, Q_MOMENTUM, Q_SGD
+from initmem.stats import power as P
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
+from initmem.stats.verdicts import greater
 
 ORDER = 30
 SGD_KEEPS = Claim(("sgd_keeps_spread_b{b}",), "optimizers", Q_SGD, "Sec. 3.1",

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.claims import spreads as Sp
-from initmem.claims import verdicts as V
 from initmem.claims.analysis import scale_label
 from initmem.claims.claim import NO_FIT, Claim
 from initmem.claims.rows import BELOW_PP, MAIN, Reading, batches, difference, instead, matched, row, run_cell, select, to_cell
-from initmem.claims.verdicts import greater, less
 from initmem.paper import Q_RECIPE
+from initmem.stats import spreads as Sp
+from initmem.stats import verdicts as V
+from initmem.stats.verdicts import greater, less
 
 ORDER = 60
 RECIPE_DEPTH = Claim(("recipe_b{b}_erases", "recipe_beats_adam_b{b}", "depth_{arch}_trains_worse_b{b}"), "recipe and depth", Q_RECIPE,

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.claims import spreads as Sp
 from initmem.claims.analysis import scale_label
 from initmem.claims.claim import Claim
 from initmem.claims.rows import BELOW_PP, PAPER_LR_L2, Reading, batches, paper_value, row, run_cell, select, spread_gap
-from initmem.claims.verdicts import greater, less
 from initmem.paper import Q_L2, Q_LR
+from initmem.stats import spreads as Sp
+from initmem.stats.verdicts import greater, less
 
 ORDER = 40
 LR_REDUCES = Claim(("lr_reduces_sgd_b{b}_{lo}_to_{hi}",), "repair", Q_LR, "Sec. 3.2", "spread at the smaller lr minus the larger (pp)",

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from initmem import paper as published
-from initmem.claims import verdicts as V
 from initmem.claims.rows import Reading, row
 from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
+from initmem.stats import verdicts as V
 
 ORDER = 90
 CLAIMS: list = []  # the clocks are arithmetic, not claims with a verdict

@@ -38,7 +38,7 @@ Every interval is widened by :data:`RESOLUTION` either side (the fit cannot plac
 
 **The verdict** (:func:`collapse_decision`): equivalence both ways, in every identified coordinate,
 against the margin :data:`EQUIVALENCE` around the paper's clock (two one-sided tests, TOST, by
-:func:`initmem.claims.verdicts.margin_verdict`): ``not identifiable`` where the design cannot tell the
+:func:`initmem.stats.verdicts.margin_verdict`): ``not identifiable`` where the design cannot tell the
 paper's clock from the epoch clock (they project to the same point) or the curves do not overlap;
 ``inconclusive`` where the interval reaches the limit of the clocks searched (there the curves stop
 overlapping and fit apart, which any flat curve does best) or crosses the margin; ``not reproduced``
@@ -59,9 +59,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from initmem.claims.shapes import log_abs_beta, noise_floor
-from initmem.claims.spreads import spread_pp
-from initmem.claims.verdicts import (
+from initmem.stats.shapes import log_abs_beta, noise_floor
+from initmem.stats.spreads import spread_pp
+from initmem.stats.verdicts import (
     INCONCLUSIVE,
     LEVEL,
     NOT_IDENTIFIABLE,

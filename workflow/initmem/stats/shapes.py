@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from initmem.claims.verdicts import (
+from initmem.stats.verdicts import (
     BELOW_FLOOR,
     INCONCLUSIVE,
     NOT_REPRODUCED,

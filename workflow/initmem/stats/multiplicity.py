@@ -1,5 +1,5 @@
 """Multiplicity across a tier's directional claims: each row's p for the decision it makes, computed by
-the test its interval inverts (:class:`initmem.claims.verdicts.Test`, carried by the estimate), and
+the test its interval inverts (:class:`initmem.stats.verdicts.Test`, carried by the estimate), and
 Holm's step-down adjustment over the tier's tested rows (``statsmodels.stats.multitest.multipletests``)
 at :data:`ALPHA`. What familywise error that gives is measured, not assumed: with every tested row of
 the regime tier on its side's boundary, 2.7% [2.0, 3.5] of simulated tiers make a (false) decision
@@ -31,7 +31,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.claims.verdicts import INCONCLUSIVE, LEVEL, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Estimate, Side
+from initmem.stats.verdicts import INCONCLUSIVE, LEVEL, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Estimate, Side
 
 ALPHA = (1 - LEVEL) / 2
 TESTED = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PARTLY_TESTED)  # the verdicts of rows in the family

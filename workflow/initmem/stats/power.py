@@ -5,9 +5,9 @@ which its rule, fed the row's own fitted means and noise, decides with >= 50% an
 designs a new tier (assumed means per sigma_w, noise, seeds and grid in; P(decision) out):
 
 - :func:`spread_decision_rate`: one configuration's spread against a side (e.g. "sigma_w matters":
-  ``greater(0)``; "below 1 pp": ``less(1)``), through :func:`initmem.claims.spreads.spread_arrays`;
+  ``greater(0)``; "below 1 pp": ``less(1)``), through :func:`initmem.stats.spreads.spread_arrays`;
 - :func:`contrast_decision_rate` / :func:`paired_decision_rate`: "a's spread exceeds b's", seed-paired,
-  through :func:`initmem.claims.spreads.contrast_arrays` (what the claims
+  through :func:`initmem.stats.spreads.contrast_arrays` (what the claims
   table's spread contrasts use);
 - :func:`mean_decision_rate`: a contrast of seed means (a difference of accuracies), the paired t-interval.
 
@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from initmem.claims.spreads import moment_bounds, paired_profiles, residual_sd, spread_arrays
-from initmem.claims.verdicts import CONTRAST_TEST, LEVEL, SPREAD_TEST, T_TEST, Cell, Estimate, Side
+from initmem.stats.spreads import moment_bounds, paired_profiles, residual_sd, spread_arrays
+from initmem.stats.verdicts import CONTRAST_TEST, LEVEL, SPREAD_TEST, T_TEST, Cell, Estimate, Side
 
 POWER_SIMS = 400          # simulations per number of seeds ("would decide": Monte Carlo error <= 2.5 pp)
 PAIRED_SIMS = 1000        # a contrast's: its seeds' moments are drawn directly, at a cost that does not grow with seeds (<= 1.6 pp)
@@ -57,7 +57,7 @@ _CHUNK = 2_000_000        # floats per simulated block (bounds memory on 25-valu
 
 
 def side_codes(low: np.ndarray, high: np.ndarray, side: Side) -> np.ndarray:
-    """+1 ``reproduced``, -1 ``not reproduced``, 0 otherwise (:func:`initmem.claims.verdicts.verdict`, vectorised)."""
+    """+1 ``reproduced``, -1 ``not reproduced``, 0 otherwise (:func:`initmem.stats.verdicts.verdict`, vectorised)."""
     low, high = np.asarray(low, float), np.asarray(high, float)
     ok = np.isfinite(low) & np.isfinite(high)
     rep = ok & (low > side.agree_above) & (high < side.hi)
@@ -98,7 +98,7 @@ def spread_codes(means, sd, seeds: int, side: Side, n_sims: int = POWER_SIMS, rn
 
 
 def jackknife_arrays(full: np.ndarray, loo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) of the jackknife t-interval (:func:`initmem.claims.verdicts.jackknife_t`), vectorised:
+    """(low, high) of the jackknife t-interval (:func:`initmem.stats.verdicts.jackknife_t`), vectorised:
     ``full`` (sims,), ``loo`` (sims, n) the statistic with each seed left out."""
     n = loo.shape[-1]
     se = np.sqrt((n - 1) / n * np.sum((loo - loo.mean(-1, keepdims=True)) ** 2, axis=-1))
@@ -171,7 +171,7 @@ def _seed_moments(mean: np.ndarray, root: np.ndarray, seeds: int, m: int, rng: n
 
 def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, side: Side, n_sims: int = PAIRED_SIMS,
                          rng_seed: int = POWER_RNG_SEED) -> float:
-    """P(decision) of "a's spread exceeds b's" (:func:`initmem.claims.spreads.contrast_arrays`, as the
+    """P(decision) of "a's spread exceeds b's" (:func:`initmem.stats.spreads.contrast_arrays`, as the
     row reads it) at ``seeds`` seeds, each seed's within-cell differences (:func:`centring`) drawn from
     N(``mean``, ``cov``) (:func:`paired_truth`). The rule reads the seeds through their mean and sample
     covariance only, so those are drawn directly (:func:`_seed_moments`)."""
@@ -241,7 +241,7 @@ def seeds_to_reach(rate: Callable[[int], float], start: int, target: float, max_
 
 def fitted_truth(cell: Cell) -> tuple[np.ndarray, float]:
     """A configuration's fitted means per sigma_w (seed means, fractions) and its noise (the residual
-    standard deviation of the seed-blocked model: :func:`initmem.claims.spreads.residual_sd`)."""
+    standard deviation of the seed-blocked model: :func:`initmem.stats.spreads.residual_sd`)."""
     values = cell.values if cell.values.ndim == 2 else cell.values[-1]
     with np.errstate(invalid="ignore"):
         return np.nanmean(values, axis=-1), float(residual_sd(values))
@@ -249,7 +249,7 @@ def fitted_truth(cell: Cell) -> tuple[np.ndarray, float]:
 
 def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = False) -> Callable[[int], float] | None:
     """The decision rate (a function of seeds) of a row's rule from its own fitted truth: a single
-    spread, a spread contrast (``contrast``: :func:`initmem.claims.spreads.contrast_estimate`, simulated from
+    spread, a spread contrast (``contrast``: :func:`initmem.stats.spreads.contrast_estimate`, simulated from
     the seeds' own pairing across the two cells: :func:`paired_truth`) or, for a jackknife
     t-interval, a contrast of seed means at the measured effect and per-seed noise. None where the
     row has no noise to simulate."""

@@ -1,8 +1,8 @@
 """Cells, seed intervals, the regime and the verdict words every claim shares.
 
 The statistics of one concern live beside this module: a single spread and spread contrasts in
-:mod:`initmem.claims.spreads`, |beta(t)| shapes in :mod:`initmem.claims.shapes`, the seeds a claim
-would need in :mod:`initmem.claims.power`.
+:mod:`initmem.stats.spreads`, |beta(t)| shapes in :mod:`initmem.stats.shapes`, the seeds a claim
+would need in :mod:`initmem.stats.power`.
 
 A *cell* is one configuration's runs laid out as a (sigma_w x seed) matrix of one metric (or an
 (epoch x sigma_w x seed) array for curves). Every statistic is computed on *replicates*: row 0 is
@@ -38,10 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from scipy import stats
-
-from initmem.claims.similarity import SelectedCounts, selected_counts
 
 LEVEL = 0.95
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
@@ -49,7 +46,7 @@ BELOW_FLOOR = "cannot be decided above the noise floor"
 OUTSIDE_REGIME = "outside the paper's regime"
 ONE_SEED = "not testable with one seed"
 NOT_MEASURED = "not measured"
-NOT_IDENTIFIABLE = "not identifiable"  # the design cannot tell the paper's clock from the alternatives (initmem.claims.collapse)
+NOT_IDENTIFIABLE = "not identifiable"  # the design cannot tell the paper's clock from the alternatives (initmem.stats.collapse)
 # A claim with parts (a clock's p and q) whose design identifies only some: the tested parts agree with the paper (their
 # verdict, ``reproduced``, is the row's statistic_verdict); the rest is untested, so the whole claim is not reproduced.
 PARTLY_TESTED = "partly tested"
@@ -150,8 +147,8 @@ def margin_verdict(ci_low: float, ci_high: float, side: Side, paper: float | Non
 class Cell:
     """One configuration's runs: ``values[..., sigma, seed]`` (NaN where a run has no value).
 
-    ``fit``: what its selected predictors are (:class:`initmem.claims.similarity.SelectedCounts`: runs,
-    runs that fit, runs whose selected predictor fits, ...), from runs.csv (:func:`regime_counts`);
+    ``fit``: counts of what its selected predictors are, runs first, then runs that fit and runs whose
+    selected predictor fits (the claims fill it with :class:`initmem.claims.similarity.SelectedCounts`);
     ``label`` names the cell in notes."""
 
     key: str
@@ -160,7 +157,7 @@ class Cell:
     values: np.ndarray
     epochs: np.ndarray | None = None   # curves: the epoch of each row of ``values``
     clocks: dict = field(default_factory=dict)  # curves: coordinate name -> value per epoch
-    fit: SelectedCounts | None = None
+    fit: tuple | None = None
     label: str = ""
     config: dict = field(default_factory=dict)  # optimizer, lr, l2, batch_size (the regime rules read it)
 
@@ -223,52 +220,6 @@ class Cell:
 
     def slopes(self, seeds: Sequence) -> np.ndarray:
         return self.fits(seeds)[0]
-
-
-def cell_key(df: pd.DataFrame) -> str:
-    """A cell's identity: its run ids."""
-    ids = df["run_id"] if "run_id" in df else df["study"].astype(str) + df["sigma_w"].astype(str) + df["seed"].astype(str)
-    return "|".join(sorted(set(map(str, ids))))
-
-
-def regime_counts(runs: pd.DataFrame) -> SelectedCounts:
-    """What the runs' selected predictors are (:func:`initmem.claims.similarity.selected_counts`): runs,
-    runs with a tau_interp, runs whose selected predictor fits, and what the regime rules read besides."""
-    return selected_counts(runs)
-
-
-def cell_from_runs(runs: pd.DataFrame, metric: str = "test_acc_best") -> Cell:
-    """A (sigma_w x seed) cell of ``metric`` from one configuration's rows of runs.csv (a seed
-    without any value, e.g. diverged at every sigma_w in its first epoch, is not a replicate)."""
-    grid = runs.pivot_table(index="sigma_w", columns="seed", values=metric, aggfunc="mean", dropna=False)
-    grid = grid.reindex(index=sorted(set(runs["sigma_w"])), columns=sorted(set(runs["seed"]))).dropna(axis=1, how="all")
-    return Cell(cell_key(runs), grid.index.to_numpy(float), grid.columns.to_numpy(), grid.to_numpy(float),
-                fit=regime_counts(runs))
-
-
-def cell_from_history(history: pd.DataFrame, metric: str = "val_acc",
-                      clocks: Sequence[str] = ("T_sgd", "T_l2", "T_wd", "T_adapt")) -> Cell:
-    """An (epoch x sigma_w x seed) cell of ``metric`` from one configuration's per-epoch rows.
-
-    Coordinates (``clocks``): ``epoch``, ``steps`` (epoch x ceil(n_train / b), where the history has
-    both) and each clock, at an epoch the mean over the runs still training (``carried`` rows are not)."""
-    sigmas, seeds = sorted(set(history["sigma_w"])), sorted(set(history["seed"]))
-    epochs = sorted(set(history["epoch"]))
-    cube = np.full((len(epochs), len(sigmas), len(seeds)), np.nan)
-    e_i = history["epoch"].map({e: i for i, e in enumerate(epochs)}).to_numpy()
-    s_i = history["sigma_w"].map({s: i for i, s in enumerate(sigmas)}).to_numpy()
-    r_i = history["seed"].map({s: i for i, s in enumerate(seeds)}).to_numpy()
-    cube[e_i, s_i, r_i] = history[metric].to_numpy(float)
-    has = np.isfinite(cube).any(axis=(0, 1))  # a seed without any value is not a replicate
-    cube, seeds = cube[:, :, has], [s for s, h in zip(seeds, has, strict=True) if h]
-    live = history[~history["carried"].astype(bool)] if "carried" in history else history
-    live = live if not live.empty else history
-    ep = np.asarray(epochs, float)
-    coords = {"epoch": ep}
-    if {"n_train", "batch_size"} <= set(history.columns):
-        coords["steps"] = steps_at_epoch(ep, history["n_train"].iloc[0], history["batch_size"].iloc[0])
-    coords |= {c: live.groupby("epoch")[c].mean().reindex(epochs).to_numpy(float) for c in clocks if c in history}
-    return Cell(cell_key(history), np.asarray(sigmas, float), np.asarray(seeds), cube, ep, coords)
 
 
 # --- the tests behind the intervals ------------------------------------------------------------
@@ -368,7 +319,7 @@ class Estimate:
     null_mean: float = math.nan   # a single spread: the mean spread when sigma_w does nothing (spreads.spread_estimate)
     p_null: float = math.nan      # ... the p-value of "sigma_w does nothing" (paired t-test of the end sigma_w)
     non_monotone: str = ""        # a spread contrast: which cell's sigma_w profile is not monotone (spreads.contrast_estimate)
-    test: Test | None = None      # the test its interval inverts (its decisions' p-values: initmem.claims.multiplicity)
+    test: Test | None = None      # the test its interval inverts (its decisions' p-values: initmem.stats.multiplicity)
 
     @property
     def one_seed(self) -> bool:

@@ -65,7 +65,7 @@ a's drop alone exceeds every difference of b, or every difference of a stays bel
 **The tests behind the intervals** (:func:`spread_test`, :func:`contrast_test`): each estimate carries,
 as data, the one-sided paired t-tests its interval ends invert and how they combine (a union for the
 spread's low end and the contrast's two signs, an intersection-union test over pairs elsewhere), so
-a decision's p is the test's own (:mod:`initmem.claims.multiplicity`).
+a decision's p is the test's own (:mod:`initmem.stats.multiplicity`).
 
 The error rates of every rule here are measured by ``benchmarks/verdict_calibration.py``.
 """
@@ -79,7 +79,7 @@ import warnings
 import numpy as np
 from scipy import integrate, stats
 
-from initmem.claims.verdicts import ALL, ANY, CONTRAST_TEST, LEVEL, SPREAD_TEST, Cell, Combined, Estimate, OneSided, Test
+from initmem.stats.verdicts import ALL, ANY, CONTRAST_TEST, LEVEL, SPREAD_TEST, Cell, Combined, Estimate, OneSided, Test
 
 MONOTONE_LEVEL = 1 - LEVEL  # familywise per cell: the chance a monotone profile is called non-monotone
 CONTRAST_METHOD = ("max - min in both cells: paired t, a's end drop minus each difference of b (lower, intersection-union), "
