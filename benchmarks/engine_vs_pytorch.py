@@ -11,7 +11,7 @@ steps), ``--tries`` times alternating engine and peer.
 
 Each measurement runs in its own process, with glibc's allocator defaults (what a user's script
 gets) or with the host memory kept as the training jobs keep it
-(``initmem.engine.device.keep_freed_host_memory``), ``--rounds`` processes of each, alternating;
+(``initmem.engine.allocator.keep_freed_host_memory``), ``--rounds`` processes of each, alternating;
 a cell's rate is the best of all its measurements (a process's speed varies by a few percent).
 
 usage: OMP_NUM_THREADS=1 PYTHONPATH=workflow python benchmarks/engine_vs_pytorch.py [--rounds N] [--tries N] [--out FILE]
@@ -48,7 +48,7 @@ def measure(tries: int, allocator: str) -> list[dict]:
     import torch
     from peer import engine_images_per_second, engine_step_images_per_second, peer_images_per_second
 
-    from initmem.engine.device import keep_freed_host_memory
+    from initmem.engine.allocator import keep_freed_host_memory
 
     if allocator == "kept" and not keep_freed_host_memory():
         raise SystemExit("this C library has no mallopt: the kept-memory half cannot be measured here")
@@ -96,7 +96,7 @@ def table(rows: dict[str, list[dict]], seconds: float, rounds: int, tries: int, 
               f"was the allocator's (both sides with glibc's defaults: {min(default):.2f}-{max(default):.2f}): each large "
               "tensor freed goes back to the kernel and the next step faults fresh pages in, most where a step makes the "
               "most large temporaries, the engine's Adam update at width 64. A training job keeps the host memory it frees "
-              "(`initmem.engine.device.keep_freed_host_memory`). The peer is what a user would write."]
+              "(`initmem.engine.allocator.keep_freed_host_memory`). The peer is what a user would write."]
     return "\n".join(lines) + "\n"
 
 

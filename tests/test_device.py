@@ -234,7 +234,7 @@ def test_the_tf32_check_tells_a_float32_winograd_conv_from_tf32_and_covers_a_mat
 
 _FREED_RSS = """
 import sys, torch
-from initmem.engine.device import keep_freed_host_memory
+from initmem.engine.allocator import keep_freed_host_memory
 def rss_mib():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
 applied = keep_freed_host_memory() if sys.argv[1] == "kept" else None
@@ -258,8 +258,10 @@ def test_a_training_process_keeps_the_memory_it_frees(mode):
 
 
 def test_keeping_freed_memory_is_a_no_op_without_glibc(monkeypatch):
-    monkeypatch.setattr(devmod.ctypes.util, "find_library", lambda name: None)
-    assert devmod.keep_freed_host_memory() is False
+    from initmem.engine import allocator
+
+    monkeypatch.setattr(allocator.ctypes.util, "find_library", lambda name: None)
+    assert allocator.keep_freed_host_memory() is False
 
 
 @pytest.mark.parametrize("picked, kept", [("cpu", True), ("cuda", False)])

@@ -14,6 +14,7 @@ from conftest import ROOT
 from test_workflow import snakemake, workdir_copy
 
 from initmem import presentation as look
+from initmem.cost_facts import rate_family
 from initmem.spec import entry_names, registry_folder
 
 
@@ -67,10 +68,10 @@ def test_a_new_file_is_labelled_styled_coloured_and_costed_from_its_own_constant
     monkeypatch.setattr(spec, "registry_folder", lambda kind: folder if kind == "optimizer" else real(kind))
     order = look.optimizer_order()
     assert set(order) == set(entry_names("optimizer")) and order[:3] == ["sgd", "sgd_momentum", "adam"]
-    assert (look.label("sgd_copy"), look.table_label("sgd_copy"), look.rate_family("sgd_copy")) == ("sgd_copy", "sgd_copy", "sgd")
+    assert (look.label("sgd_copy"), look.table_label("sgd_copy"), rate_family("sgd_copy")) == ("sgd_copy", "sgd_copy", "sgd")
     assert look.color("sgd_copy") not in {look.color(o) for o in order if o != "sgd_copy"}
     assert look.style("sgd_copy") not in [look.style(o) for o in order if o != "sgd_copy"]
-    assert (look.label("lamb"), look.style("lamb"), look.color("lamb"), look.rate_family("lamb")) == (
+    assert (look.label("lamb"), look.style("lamb"), look.color("lamb"), rate_family("lamb")) == (
         "LAMB", {"ls": "--", "marker": "*"}, "#000000", "muon")
 
 
@@ -79,7 +80,7 @@ def test_the_papers_optimizers_keep_their_look():
     assert [look.label(o) for o in look.optimizer_order()[:7]] == ["SGD", "SGD+mom.", "Adam", "AdamW", "Muon", "Muon (full)", "Lion"]
     assert look.style("adamw") == {"ls": "--", "marker": "v", "mfc": "none"} and look.color("sgd") == "#1f77b4"
     assert look.table_label("sgd_momentum") == "SGD-momentum"
-    assert [look.rate_family(o) for o in ("sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion")] == [
+    assert [rate_family(o) for o in ("sgd", "sgd_momentum", "adam", "adamw", "muon", "muon_full", "lion")] == [
         "sgd", "sgd", "adam", "adam", "muon", "muon", "adam"]
 
 

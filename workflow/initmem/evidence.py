@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from initmem.claims.outputs import ANALYSIS_FLOAT, analysis_tables, write_table
 from initmem.claims.report import readme_block, replace_block
+from initmem.io import write_bytes
 
 PNG_DPI = 80  # modest committed PNGs (the workflow's own figures are PDF + PNG at matplotlib's default)
 
@@ -39,58 +41,19 @@ def read_evidence(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.read_csv(tables / "runs.csv"), pd.read_csv(tables / "history.csv.gz")
 
 
-def analysis_tables(runs: pd.DataFrame, history: pd.DataFrame) -> dict[str, pd.DataFrame | str]:
-    """spreads.csv, beta.csv, claims.csv, claims.md and paper_tables.md (file name -> table or text)
-    from the runs and history: what the workflow's ``tables`` rule and ``reanalyse`` both write."""
-    from initmem.claims.analysis import beta_table, spreads
-    from initmem.claims.paper_tables import paper_tables
-    from initmem.claims.similarity import section
-    from initmem.claims.table import claims, claims_markdown
-
-    spread_table, claim_table = spreads(runs), claims(runs, history)
-    return {"spreads.csv": spread_table, "beta.csv": beta_table(history), "claims.csv": claim_table,
-            "claims.md": claims_markdown(claim_table) + "\n" + section(runs), "paper_tables.md": paper_tables(runs, spread_table)}
-
-
 CHANGED: list[Path] = []  # the files the current reanalyse rewrote (a byte-identical result is left alone)
 
 
-def write_bytes(data: bytes, path: Path) -> bool:
-    """Write ``data`` to ``path`` atomically unless the file already holds exactly these bytes (its
-    timestamp then stays as it was); True when it changed."""
-    from initmem.io import atomic_path
-
-    if path.is_file() and path.read_bytes() == data:
-        return False
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    CHANGED.append(path)
-    return True
-
-
-# Analysis tables are written to 10 significant digits: their last digits otherwise follow the machine's BLAS and
-# thread count (a re-analysis on another machine would move committed bytes), and no statistic here means more.
-ANALYSIS_FLOAT = "%.10g"
-
-
-def write_table(content: pd.DataFrame | str, path: Path, float_format: str | None = None) -> None:
-    """One table (CSV, gzipped for a .gz path, with no timestamp in it; floats as ``float_format``, full
-    precision by default) or text, atomically, only when it changed."""
-    import gzip
-
-    data = content.encode() if isinstance(content, str) else content.to_csv(index=False, float_format=float_format).encode()
-    if str(path).endswith(".gz"):
-        data = gzip.compress(data, mtime=0)
-    write_bytes(data, path)
+def _kept(path: Path, changed: bool) -> Path:
+    """``path``, noted in :data:`CHANGED` when its write changed it."""
+    if changed:
+        CHANGED.append(path)
+    return path
 
 
 def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> list[Path]:
-    """:func:`analysis_tables` written into ``tables``."""
-    written = []
-    for name, content in analysis_tables(runs, history).items():
-        write_table(content, tables / name, ANALYSIS_FLOAT)
-        written.append(tables / name)
-    return written
+    """:func:`initmem.claims.outputs.analysis_tables` written into ``tables``."""
+    return [_kept(tables / name, write_table(content, tables / name, ANALYSIS_FLOAT)) for name, content in analysis_tables(runs, history).items()]
 
 
 def write_theory(folder: Path) -> list[Path]:
@@ -116,12 +79,11 @@ def write_theory(folder: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         if resolved.is_file():
             write_clocks_table(expand_studies(yaml.safe_load(resolved.read_text())), f"{tmp}/clocks.csv")
-            write_bytes(Path(f"{tmp}/clocks.csv").read_bytes(), folder / "tables" / "clocks.csv")
-            written.append(folder / "tables" / "clocks.csv")
+            written.append(_kept(folder / "tables" / "clocks.csv", write_bytes(Path(f"{tmp}/clocks.csv").read_bytes(), folder / "tables" / "clocks.csv")))
         if not (table.is_file() and stamp.is_file() and stamp.read_text().strip() == version):
             write_linear_check(f"{tmp}/fig9.pdf", f"{tmp}/fig9.png", f"{tmp}/linear_check.csv")
-            write_bytes(Path(f"{tmp}/linear_check.csv").read_bytes(), table)
-            write_bytes(f"{version}\n".encode(), stamp)
+            _kept(table, write_bytes(Path(f"{tmp}/linear_check.csv").read_bytes(), table))
+            _kept(stamp, write_bytes(f"{version}\n".encode(), stamp))
     return [*written, table, stamp]
 
 
@@ -143,8 +105,7 @@ def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> l
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", metadata={"Software": None})
         plt.close(fig)
-        write_bytes(buf.getvalue(), figures / f"{name}.png")
-        written.append(figures / f"{name}.png")
+        written.append(_kept(figures / f"{name}.png", write_bytes(buf.getvalue(), figures / f"{name}.png")))
     return written
 
 
@@ -160,7 +121,7 @@ def update_readme(readme: Path, folders: list[Path], root: Path, compact: bool =
         new = replace_block(text, readme_block(folders, root, compact))
     except ValueError:
         return False
-    write_bytes(new.encode(), readme)
+    _kept(readme, write_bytes(new.encode(), readme))
     return True
 
 

@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader (or Snakemake) never sees a half-written result."""
+"""Atomic file writes: a reader (or Snakemake) never sees a half-written result, and a file whose
+bytes would not change is left as it was (its timestamp too)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,12 @@ def read_json(path: str | os.PathLike) -> Any:
     with open(path) as fh:
         return json.load(fh)
 
+
+def write_bytes(data: bytes, path: Path) -> bool:
+    """Write ``data`` to ``path`` atomically unless the file already holds exactly these bytes (its
+    timestamp then stays as it was); True when it changed."""
+    if path.is_file() and path.read_bytes() == data:
+        return False
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return True

@@ -1,15 +1,13 @@
-"""How a registry entry is shown and costed: its label, line style, colour, rate family and cost-model
-numbers, read from the entry's file or derived from it, so that a new file needs no second list anywhere.
+"""How a registry entry is shown: its label, line style and colour, read from the entry's file or
+derived from it, so that a new file needs no second list anywhere (its cost facts:
+:mod:`initmem.cost_facts`).
 
 An entry file may declare, as module-level literals (read without importing it, :func:`initmem.spec.entry_info`):
 
 - ``LABEL``: its name in figures and tables (default: the file's name);
 - ``STYLE``: its matplotlib line style and marker, e.g. ``{"ls": "--", "marker": "v"}`` (optimizers;
   default: a dotted line and a marker of its own);
-- ``COLOR``: its colour, e.g. ``"#1f77b4"`` (optimizers; default: the palette's next colour);
-- ``RATE_FAMILY``: the family whose measured training rate it shares, ``"sgd"``, ``"adam"`` or
-  ``"muon"`` (optimizers; default: ``"muon"`` where it orthogonalises, ``"adam"`` on the adaptive
-  clock, else ``"sgd"``).
+- ``COLOR``: its colour, e.g. ``"#1f77b4"`` (optimizers; default: the palette's next colour).
 
 The paper's own entries keep their look in :data:`PAPER_LOOK` rather than in their files: a run's key
 hashes its entries' files, so writing these constants there would retrain every existing run (and this
@@ -21,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from initmem.spec import REGISTRIES, ConfigError, entry_info, entry_names
+from initmem.spec import entry_info, entry_names
 
 # The paper's entries as its figures show them: label, and for optimizers a line style and marker (Adam
 # and AdamW at weight decay 0, or Muon and its full variant, can draw the same curve: a solid line
@@ -40,7 +38,6 @@ PAPER_LOOK: dict[str, dict[str, Any]] = {
 OTHER_LABELS = {"r9avg": "R9-AvgPool", "batchnorm": "BatchNorm", "layernorm": "LayerNorm"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 EXTRA_MARKERS = "XhH*p"  # for optimizers with no style of their own, in turn
-RATE_FAMILIES = ("sgd", "adam", "muon")
 
 
 def optimizer_order() -> list[str]:
@@ -86,26 +83,3 @@ def color(optimizer: str) -> str:
     """``optimizer``'s colour: its file's COLOR, else the palette's colour at its place in :func:`optimizer_order`."""
     own = entry_info("optimizer", optimizer).get("COLOR")
     return str(own) if own is not None else PALETTE[optimizer_order().index(optimizer) % len(PALETTE)]
-
-
-def entry_fact(kind: str, name: str, key: str, shipped: dict[str, Any]) -> Any:
-    """``key`` of registry entry ``name`` (a cost-model number): its file's literal, else the value
-    ``shipped`` holds for an entry the repository ships (kept beside the code that uses it, as
-    :data:`PAPER_LOOK` is); an error naming the file and the constant to add where neither has it."""
-    own = entry_info(kind, name).get(key)
-    if own is not None:
-        return own
-    if name in shipped:
-        return shipped[name]
-    raise ConfigError(f"{REGISTRIES[kind]}/{name}.py: give {key} (a module-level literal; docs/extending.md says what it is)")
-
-
-def rate_family(optimizer: str) -> str:
-    """The family whose training rate ``optimizer`` shares (:mod:`initmem.pipeline.rates`): its file's
-    RATE_FAMILY, else derived from what it does: an orthogonalising step costs Muon's, an adaptive one
-    Adam's (Lion: one buffer and a sign, cheaper, so Adam's is the conservative stand-in), else SGD's."""
-    info = entry_info("optimizer", optimizer)
-    found = info.get("RATE_FAMILY") or ("muon" if info.get("ORTHOGONALISES") else "adam" if info.get("CLOCK") == "T_adapt" else "sgd")
-    if found not in RATE_FAMILIES:
-        raise ValueError(f"engine/optimizers/{optimizer}.py: RATE_FAMILY = {found!r}; choose one of {list(RATE_FAMILIES)}")
-    return found

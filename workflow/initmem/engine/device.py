@@ -12,17 +12,12 @@
   torch build. Across GPU models, drivers or thread counts results agree only up to rounding.
 - Every record's ``env`` says which GPU (index, name, UUID), driver, CUDA/cuDNN versions, the
   precision and determinism flags and ``CUDA_VISIBLE_DEVICES``: :func:`device_environment`.
-- Host memory: a training job keeps the memory it frees for its next step
-  (:func:`keep_freed_host_memory`), where glibc would hand large blocks back to the kernel and fault
-  them in afresh every step (on CPU, a third of a width-64 Adam step: benchmarks/engine_vs_pytorch.md).
 
 Not trainer code (not part of a run's identity key): choosing a device never retrains a run.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import socket
 import subprocess
@@ -42,23 +37,6 @@ MIN_DRIVER = {13: 580, 12: 525, 11: 450}
 SLURM_GPU_LISTS = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS")  # GPU indices ("0" is a GPU)
 SLURM_GPU_COUNTS = ("SLURM_GPUS_ON_NODE", "SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK")  # "0": none
 _SLOT_HANDLES: list = []  # open lock files: a slot is held until the process exits
-
-
-# glibc's mallopt parameters (malloc.h)
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
-
-
-def keep_freed_host_memory() -> bool:
-    """Have this process's allocator keep what it frees for reuse: no heap trimming and no separate
-    mappings for large blocks (glibc's ``mallopt``), so a training step's tensors reuse the pages the
-    previous step freed instead of faulting fresh zeroed ones in. The process keeps its peak host
-    memory until it exits (what its ``mem_mb`` request is sized for); the arithmetic is untouched.
-    Returns whether it applied (False without glibc, e.g. macOS or musl)."""
-    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-    mallopt = getattr(ctypes.CDLL(name), "mallopt", None) if name else None
-    if mallopt is None:
-        return False
-    return bool(mallopt(M_TRIM_THRESHOLD, 2**31 - 1)) and bool(mallopt(M_MMAP_MAX, 0))
 
 
 class DeviceError(RuntimeError):

@@ -35,6 +35,7 @@ NOT_IN_RUN_KEYS = {
     "engine/checkpoint.py": "saves and restores the training state exactly: a resumed run equals an uninterrupted one",
     "engine/device.py": "which device trains and what is recorded about it; a device choice is bookkeeping "
                         "(on a GPU it turns on cuDNN's deterministic mode, a difference at rounding level only)",
+    "engine/allocator.py": "whether the process keeps the host memory it frees for reuse: speed, never the arithmetic",
 }
 # The Snakemake scripts behind each analysis output (workflow/scripts/; the rules that run them pass
 # the output's version as a param): its code is what they import of the package (:func:`imported_files`).

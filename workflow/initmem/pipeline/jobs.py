@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from initmem.engine.allocator import keep_freed_host_memory
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
-from initmem.engine.device import device_environment, keep_freed_host_memory, pick_device
+from initmem.engine.device import device_environment, pick_device
 from initmem.engine.loop import EpochsFinished, Preempted, StopRequest, install_stop_handlers
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run

@@ -42,10 +42,10 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from initmem.presentation import entry_fact, rate_family
+from initmem.cost_facts import entry_fact, rate_family
 
 # The shipped architectures' numbers of the rate model; a new architecture file states its own as
-# module-level literals of the same names (OPS_PER_STEP: {family: (one run, a pack)}; initmem.presentation.entry_fact).
+# module-level literals of the same names (OPS_PER_STEP: {family: (one run, a pack)}; initmem.cost_facts.entry_fact).
 # architecture -> family -> (operations per step of one run, of a vmap pack), family means of
 # benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
 OPS_PER_STEP = {
@@ -77,7 +77,7 @@ class Rate:
 
 
 def family(optimizer: str) -> str:
-    """The optimizer family a rate is shared by (sgd, adam, muon): :func:`initmem.presentation.rate_family`."""
+    """The optimizer family a rate is shared by (sgd, adam, muon): :func:`initmem.cost_facts.rate_family`."""
     return rate_family(optimizer)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 
-from initmem.presentation import entry_fact
+from initmem.cost_facts import entry_fact
 from initmem.spec import OPTIMIZERS, entry_info
 
 # Figure -> (studies it cannot do without, studies it uses when the config has them).
@@ -94,7 +94,7 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minute
 HOST_BASE_MB = 1024          # Python, numpy, torch and the job's Snakemake wrapper
 CUDA_CONTEXT_MB = 2560       # host side of the CUDA/cuDNN/cuBLAS context (1-2.5 GB measured elsewhere)
 # PARAMS_AT_WIDTH_64 and ACTIVATION_MB_PER_IMAGE: the shipped architectures'; a new architecture
-# file states its own as module-level literals of the same names (initmem.presentation.entry_fact)
+# file states its own as module-level literals of the same names (initmem.cost_facts.entry_fact)
 PARAMS_AT_WIDTH_64 = {"resnet9": 6_575_370, "resnet56": 857_706, "resnet110": 1_734_666}
 # optimizer tensors per parameter, from each optimizer file's SLOTS (sgd 0, sgd_momentum 1, Adam and Muon 2, Lion 1)
 STATE_SLOTS = {name: len(entry_info("optimizer", name).get("SLOTS", {})) for name in OPTIMIZERS}
