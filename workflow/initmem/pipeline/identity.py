@@ -150,7 +150,8 @@ def code_version_before_moves(files: tuple[str, ...] | list[str], base: Path = L
 # Versions of the shared core whose code computes exactly the numbers of an earlier version, each
 # with the edit and why it changes no number: runs keep that earlier version's keys, so a finished
 # run stays finished. An entry holds for the exact code it names: any further edit of the core gives a
-# version not listed here, and every run's key changes (tests/test_run_keys.py guards both).
+# version not listed here, and every run's key changes (tests/test_run_keys.py guards both; the
+# numbers themselves: tests/test_golden_records.py, against the records pinned for the earlier version).
 SAME_NUMBERS_AS = {
     "8cb43772315cf811": ("a6a2e72afa3b8440", "engine/train.py stopped re-exporting names: it binds them "
                                              "only, nothing read them, and the code each step runs is the same"),
