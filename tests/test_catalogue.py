@@ -101,3 +101,20 @@ def test_a_family_file_without_its_contract_is_named(tmp_path, monkeypatch):
             catalogue.families()
     finally:
         sys.modules.pop(f"{catalogue.__name__}.broken_family", None)
+
+
+def test_the_planner_sizes_a_claim_by_what_its_claim_reads():
+    """A plan's kind (which seed cap the cheapest design searches under) is its claim's ``reads``,
+    never a guess from the id's prefix; an id no claim makes is an error naming the catalogue."""
+    from initmem import design as D
+    from initmem.claims.claim import CURVE_READ, SPREAD_READ
+
+    assert {c.reads for c in REGISTRY} == {SPREAD_READ, CURVE_READ}
+    kinds = {cid: D.Plan(cid, "", [], None, None, "").kind for cid in
+             ("sgd_keeps_spread_b16", "sgd_gt_lion_b32", "lr_reduces_sgd_b16_0.001_to_0.1", "beta_flat_sgd_b16",
+              "beta_decay_adam_b16", "adapt_beta_falls_adam_lr0.001_b16", "collapse_beta_adam_T_adapt")}
+    assert kinds == {"sgd_keeps_spread_b16": "spread", "sgd_gt_lion_b32": "spread", "lr_reduces_sgd_b16_0.001_to_0.1": "spread",
+                     "beta_flat_sgd_b16": "curve", "beta_decay_adam_b16": "curve", "adapt_beta_falls_adam_lr0.001_b16": "curve",
+                     "collapse_beta_adam_T_adapt": "curve"}
+    with pytest.raises(ValueError, match="no claim of the catalogue"):
+        D.Plan("beta_of_something_else", "", [], None, None, "").kind

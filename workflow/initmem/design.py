@@ -58,12 +58,13 @@ from scipy import stats
 from initmem import paper as published
 from initmem import paths
 from initmem.claims import calibration as Cal
+from initmem.claims import catalogue
 from initmem.claims import collapse_calibration as CC
 from initmem.claims.catalogue.beta_shapes import BETA_DECAY, BETA_FLAT
 from initmem.claims.catalogue.clocks import COLLAPSE
 from initmem.claims.catalogue.optimizers import SGD_GT, SGD_KEEPS
 from initmem.claims.catalogue.repair import LR_REDUCES
-from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, Claim, selected_outside
+from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, SPREAD_READ, Claim, selected_outside
 from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
 from initmem.claims.similarity import design_markdown, selected_counts
@@ -167,8 +168,12 @@ class Plan:
 
     @property
     def kind(self) -> str:
-        """"spread" (a spread or a contrast of spreads) or "curve" (a |beta| shape or the collapse)."""
-        return "curve" if self.cid.startswith(("beta_", "adapt_beta", "collapse")) else "spread"
+        """What the claim making this id reads (:attr:`initmem.claims.claim.Claim.reads`): "spread" (a
+        spread or a contrast of spreads) or "curve" (a |beta| shape or the collapse)."""
+        claim = catalogue.lookup(self.cid)
+        if claim is None:
+            raise ValueError(f"{self.cid}: no claim of the catalogue (initmem/claims/catalogue/) makes this id")
+        return claim.reads
 
     @property
     def seeds(self) -> int:
@@ -608,7 +613,7 @@ def cheapest(plan: Plan, price: Price) -> tuple[int, tuple[float, ...], float, f
     if plan.rate is None:
         return None
     best = None
-    max_seeds = MAX_SEEDS if plan.kind == "spread" else CURVE_MAX_SEEDS
+    max_seeds = MAX_SEEDS if plan.kind == SPREAD_READ else CURVE_MAX_SEEDS
     for g in reversed(grids(plan.sigmas)):  # the full grid first: its cost bounds the search on the smaller ones
         per_seed = cost(plan.reads, max_seeds, len(g), price) / max_seeds
         cap = max_seeds if best is None else min(max_seeds, math.ceil(best[3] / per_seed) - 1)
@@ -731,7 +736,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
         for p, c in zip(ps, found, strict=True):
-            cap = MAX_SEEDS if p.kind == "spread" else CURVE_MAX_SEEDS
+            cap = MAX_SEEDS if p.kind == SPREAD_READ else CURVE_MAX_SEEDS
             lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
     return "\n".join(lines) + "\n"

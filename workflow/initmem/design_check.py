@@ -40,6 +40,7 @@ from statsmodels.stats.proportion import proportion_confint, test_proportions_2i
 
 from initmem import design as D
 from initmem import paths
+from initmem.claims.claim import SPREAD_READ
 from initmem.claims.rows import run_cell
 from initmem.pipeline.configfiles import load_config
 from initmem.stats import power as P
@@ -194,7 +195,7 @@ def tier_checks(tier: str, config: str, draws: int = DRAWS, rng_seed: int = RNG_
     price = D.config_price(cfg)
     out = []
     for k, plan in enumerate(D.plans(cfg, sources)):
-        if plan.kind != "spread" or plan.rate is None or plan.side is None or plan.seeds < 2:
+        if plan.kind != SPREAD_READ or plan.rate is None or plan.side is None or plan.seeds < 2:
             continue
         cells = cells_of(plan, runs)
         if cells is None:

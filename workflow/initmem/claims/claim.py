@@ -33,6 +33,7 @@ from initmem.claims.similarity import CHANCE_ACC, SelectedCounts, bn_settling_st
 from initmem.spec import ADAPTIVE
 
 FITS_LABELS, NO_FIT = "fits_labels", "none"
+SPREAD_READ, CURVE_READ = "spread", "curve"  # what a claim's statistic reads: each run's end (a spread), or each run's epochs (a curve)
 FIT_SHARE = 0.5  # the share of a configuration's selected predictors (at every sigma_w) that must fit (fits_labels claims)
 # the share of a configuration's selected predictors that must be read with settled BatchNorm statistics, and above chance
 SETTLED_SHARE = 0.95
@@ -53,6 +54,7 @@ class Claim:
     fit: str = FITS_LABELS
     clock: tuple[str, float, float] | None = None   # (clock column, lowest, highest) the paper's runs reached
     fit_share: float = FIT_SHARE
+    reads: str = SPREAD_READ  # or CURVE_READ: the planner sizes a curve claim's seeds apart
 
     def id(self, form: int = 0, **fields) -> str:
         """The row id of template ``form`` at ``fields`` (e.g. ``b=16, adaptive="adam"``)."""

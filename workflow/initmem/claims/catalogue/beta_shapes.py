@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from initmem.claims.analysis import carry_forward, l2_ablation, scale_label
-from initmem.claims.claim import Claim
+from initmem.claims.claim import CURVE_READ, Claim
 from initmem.claims.rows import ADAPTIVE, AT_END, CURVE, LABEL, MAIN, Reading, batches, curve_cell, decay_row, fits, row, select
 from initmem.paper import ADAM_T_ADAPT_RANGE, Q_FIG6
 from initmem.stats import shapes as Sh
@@ -19,15 +19,15 @@ from initmem.stats import verdicts as V
 ORDER = 70
 BETA_FLAT = Claim(("beta_flat_sgd_b{b}", "beta_level_sgd_b{b}"), "|beta| shapes", Q_FIG6, "Sec. 4.2, Fig. 6a",
                   "range of |beta(t)| over the settled run; the last tenth's level", "main grid SGD, lr 1e-3",
-                  "in [-0.5, 0.5] orders; in [0.032, 0.32]", clock=("T_sgd", 0.0, 1.0))
+                  "in [-0.5, 0.5] orders; in [0.032, 0.32]", clock=("T_sgd", 0.0, 1.0), reads=CURVE_READ)
 BETA_DECAY_L2 = Claim(("beta_decay_sgd_l2_b{b}",), "|beta| shapes", Q_FIG6, "Sec. 4.2, Fig. 6a",
                       "fall of |beta(t)| from its held peak (orders), or to the floor", "lr_l2 strongest L2", "> 0.6",
-                      clock=("T_l2", 1.0, math.inf))
+                      clock=("T_l2", 1.0, math.inf), reads=CURVE_READ)
 # the clock tier's adaptive configurations ending at the paper's T_adapt read the same claim (initmem.claims.catalogue.clocks)
 BETA_DECAY = Claim(("beta_decay_{adaptive}_b{b}", "adapt_beta_falls_{configuration}"), "|beta| shapes", Q_FIG6, "Sec. 4.2, Fig. 6b-d",
                    "fall of |beta(t)| from its held peak (orders)",
                    f"main grid adaptive, lr 1e-3; clock cells ending at T_adapt >= {ADAM_T_ADAPT_RANGE[0]:g} (the paper's)", "> 0.6",
-                   clock=("T_adapt", *ADAM_T_ADAPT_RANGE))
+                   clock=("T_adapt", *ADAM_T_ADAPT_RANGE), reads=CURVE_READ)
 CLAIMS = [BETA_FLAT, BETA_DECAY_L2, BETA_DECAY]
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 from initmem.claims import collapse_calibration as CC
 from initmem.claims.analysis import scale_label
 from initmem.claims.catalogue.beta_shapes import BETA_DECAY
-from initmem.claims.claim import NO_FIT, Claim
+from initmem.claims.claim import CURVE_READ, NO_FIT, Claim
 from initmem.claims.clock import (
     CLOCK_NAMES,
     CLOCK_STUDIES,
@@ -56,7 +56,7 @@ ORDER = 80
 COLLAPSE = Claim(("collapse_{what}_{optimizer}_{clock}",), "clock collapse", Q_ALIGN, "Sec. 4.2, Fig. 6e-f",
                  "the exponents p, q of the clock K eta^p b^q under which curves align (least squares, model-based bootstrap)",
                  "one optimizer's configurations, every lr and b", "interval holds the paper's clock, within 0.5 of it, and excludes the epoch clock",
-                 fit=NO_FIT)
+                 fit=NO_FIT, reads=CURVE_READ)
 SGD_THRESHOLD = Claim(("sgd_T_{configuration}_retains", "sgd_T_{configuration}_drops", "sgd_retains_below_threshold", "sgd_drops_past_threshold"),
                       "clock thresholds", Q_CLOCK, "Sec. 4.2",
                       f"at T_SGD <= {T_RETAINS:g}: the spread (pp); at >= {T_DROPS:g}: the smallest-T_SGD configuration's spread minus this "
