@@ -178,8 +178,10 @@ def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, 
     if seeds < 2:
         return 0.0
     rng = np.random.default_rng(rng_seed)
+    # the symmetric square root: unique, so the draws are the same on every machine (an eigenvector basis of
+    # near-equal eigenvalues is not: LAPACK builds differ, and so would the simulated rates)
     vals, vecs = np.linalg.eigh(np.asarray(cov, float))
-    root, embed = vecs * np.sqrt(np.clip(vals, 0.0, None)), _embedding(k)
+    root, embed = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T, _embedding(k)
     out = []
     for m in _blocks(n_sims, 8 * (2 * k) ** 2):
         mu, S = _seed_moments(mean, root, seeds, m, rng)
