@@ -30,6 +30,18 @@ def shipped_slurm_profile(work: Path) -> Path:
     return work / "slurm"
 
 
+def without_account(profile: Path) -> Path:
+    """The profile as a cluster without accounts has it (docs/slurm.md, step 2): the account line (and
+    its comment's second line) deleted, ``slurm-no-account: true`` added. The plugin submits any
+    ``slurm_account`` a job carries, whatever ``--slurm-no-account`` says."""
+    import re
+
+    config = profile / "config.yaml"
+    text = re.sub(r"^    slurm_account: .*\n(?:\s+# .*\n)?", "", config.read_text(), count=1, flags=re.M)
+    config.write_text(text + "slurm-no-account: true\n")
+    return profile
+
+
 SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch_size": [32], "sigma_w": [0.5, 2.0], "seed": [0]}}},
                          checkpoint_every=1)
 
@@ -164,12 +176,13 @@ def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    shipped_slurm_profile(work)
+    without_account(shipped_slurm_profile(work))
     (work / "tiny.yaml").write_text(yaml.safe_dump(SLURM_TINY, sort_keys=False))
-    # The same profile; overridden only where this 2-core, accounting-free test cluster needs it.
+    # The same profile (partition gpu, as this test cluster's); overridden only where this 2-core,
+    # accounting-free test cluster needs it.
     cmd = [sys.executable, "-m", "snakemake", "figures", "--profile", "slurm", "--configfile", "tiny.yaml",
-           "--default-resources", "slurm_partition=gpu", "runtime=10", "mem_mb=1000",
-           "--slurm-no-account", "--set-threads", "train=1", "--jobs", "4", "--latency-wait", "10",
+           "--default-resources", "runtime=10", "mem_mb=1000",
+           "--set-threads", "train=1", "--jobs", "4", "--latency-wait", "10",
            "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, timeout=900)
@@ -203,11 +216,11 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    shipped_slurm_profile(work)
+    without_account(shipped_slurm_profile(work))
     (work / "long.yaml").write_text(yaml.safe_dump(SLURM_LONG, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "runs", "--profile", "slurm", "--configfile", "long.yaml",
-           "--default-resources", "slurm_partition=gpu", "runtime=10", "mem_mb=1000", "--retries", "0",
-           "--slurm-no-account", "--set-threads", "train=1", "--jobs", "1", "--latency-wait", "10",
+           "--default-resources", "runtime=10", "mem_mb=1000", "--retries", "0",
+           "--set-threads", "train=1", "--jobs", "1", "--latency-wait", "10",
            "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
