@@ -61,3 +61,48 @@ def test_config_check_of_snakemake_args_is_silent_for_good_files_and_reads_every
     assert configfile_args(["--cores", "2", "--configfile", "a.yaml", "b.yaml", "-n", "--configfile=c.yaml"]) == ["a.yaml", "b.yaml", "c.yaml"]
     proc = initmem("config", "--snakemake-args", "--cores", "2", "--configfile", "config/tiny.yaml", "config/archive.yaml")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+# `.venv/bin/python -m initmem` as the venv's editable install runs it: the package found on sys.path
+# (not through PYTHONPATH), here this checkout's, whatever the folder it is started in.
+_AS_INSTALLED = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'initmem'; "
+                 "runpy.run_module('initmem', run_name='__main__', alter_sys=True)")
+
+
+def installed_initmem(*args, cwd: Path, pythonpath: str | None = None):
+    """``python -m initmem ARGS`` in ``cwd`` importing this checkout's package as an installed one."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | ({"PYTHONPATH": pythonpath} if pythonpath else {})
+    return subprocess.run([sys.executable, "-c", _AS_INSTALLED, str(ROOT / "workflow"), *args], cwd=cwd, capture_output=True,
+                          text=True, env=env)
+
+
+def fake_checkout(folder: Path) -> Path:
+    """A folder that looks like another initmem checkout (``workflow/initmem/__init__.py``)."""
+    (folder / "workflow/initmem").mkdir(parents=True)
+    (folder / "workflow/initmem/__init__.py").write_text("")
+    return folder
+
+
+def test_another_checkouts_code_is_refused_in_one_line_that_gives_the_fix(tmp_path):
+    """Started in a checkout with the venv pointing at another one, nothing runs: one line names both
+    paths and the command that runs this checkout's code, exit status 2."""
+    work = fake_checkout(tmp_path).resolve()
+    proc = installed_initmem("estimate", "config/paper.yaml", cwd=work)
+    assert proc.returncode == 2 and proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert f"this checkout is {work}, but python imported initmem from {ROOT.resolve() / 'workflow/initmem'}" in line
+    assert line.endswith(f"run: PYTHONPATH=workflow {sys.executable} -m initmem estimate config/paper.yaml")
+
+
+def test_the_checkouts_own_code_runs_from_its_root():
+    proc = installed_initmem("--help", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "prepare" in proc.stdout and "this checkout is" not in proc.stderr
+
+
+def test_a_job_that_names_its_library_runs_whatever_checkout_its_folder_is(tmp_path):
+    """Snakemake's jobs start ``python -m initmem`` with PYTHONPATH naming the workflow's library
+    (workflow/rules/*.smk), in whatever working folder: the guard never stops them."""
+    proc = installed_initmem("--help", cwd=fake_checkout(tmp_path), pythonpath=str(ROOT / "workflow"))
+    assert proc.returncode == 0, proc.stderr
+    assert "prepare" in proc.stdout

@@ -129,6 +129,20 @@ def test_the_readme_is_small_and_shows_a_summary_per_claim_family():
     assert "| claim family |" in block and "Decided rows:" in block
 
 
+# A timing as pages type it: "153.6 s", "2 min", "8-12 min" (not "5 minutes" of a setting's prose).
+TIMING = r"\b\d[\d.,]*(?:-\d[\d.,]*)?\s?(?:min|s)\b(?![\w-])"
+# A threshold or a setting, not a measurement: "at least 1 s", "<= 300 s", "Slurm's default is 300 s", "300 s before the limit".
+SETTING = re.compile(rf"(?:≥|>=|<=|at least|under|budget is|default is|planned for|lasted)\s+{TIMING}|{TIMING}\s+before the limit")
+# Where a measured timing comes from: the measured-numbers page, a committed benchmark table, a tier's
+# ENVIRONMENT.md, or a sentence that gives the load it was measured at (with its command and scale).
+MEASURED_SOURCE = re.compile(r"measured-numbers\.md|benchmarks/\w+\.md|ENVIRONMENT\.md|\bload\b")
+
+
+def _paragraphs(text: str) -> list[str]:
+    """A page's paragraphs, each list item and table row on its own."""
+    return re.split(r"\n\s*\n|\n(?=\s*(?:- |\d+\. |\|))", text)
+
+
 def _hand_written(text: str) -> str:
     """The README without its generated blocks (each between a `<!-- NAME:begin -->` and its `<!-- NAME:end -->`)."""
     return re.sub(r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->", "", text, flags=re.S)
@@ -142,9 +156,24 @@ def test_the_hand_written_readme_is_under_12_kb_and_types_no_measured_number():
     assert len(text.encode()) < 12_000, len(text.encode())
     counts = re.findall(r"\b\d[\d,]*\s+(?:tests|test cases)\b", text)
     assert not counts, f"test counts typed in the README (they belong in docs/measured-numbers.md): {counts}"
-    timings = re.findall(r"\b\d[\d.,]*(?:-\d[\d.,]*)?\s?(?:min|s)\b(?![\w-])", text)
+    timings = re.findall(TIMING, text)
     assert not timings, f"timings typed in the README (they belong in docs/measured-numbers.md): {timings}"
     assert "docs/measured-numbers.md" in text
+
+
+def test_docs_type_no_timing_without_where_it_was_measured():
+    """Issue 54: timings typed by hand went stale. A paragraph of docs/ that gives a timing names where
+    it was measured (a committed measured file, or the load with the command) unless it is a setting;
+    docs/measured-numbers.md is that file, every row with its command and load."""
+    unsourced = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        if page.name == "measured-numbers.md":
+            continue
+        for paragraph in _paragraphs(_hand_written(page.read_text())):
+            typed = re.findall(TIMING, SETTING.sub("", paragraph))
+            if typed and not MEASURED_SOURCE.search(paragraph):
+                unsourced.append(f"docs/{page.name}: {typed} in: {' '.join(paragraph.split())[:160]}")
+    assert not unsourced, "timings typed without where they were measured:\n" + "\n".join(unsourced)
 
 
 def test_the_clock_tiers_numbers_in_prose_match_its_runs():

@@ -5,6 +5,7 @@ official layout; ``data.resolution: 16`` is the 2x2 mean of the 32x32 pixels, in
 
 import io
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -166,6 +167,7 @@ def test_a_failed_torchvision_download_names_the_dataset_and_the_offline_keys(tm
 
 def test_prepare_offers_every_data_source_file():
     """``python -m initmem prepare --source`` accepts exactly the data source files (CIFAR-100 too)."""
-    out = subprocess.run([sys.executable, "-m", "initmem", "prepare", "--help"], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-m", "initmem", "prepare", "--help"], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")})  # this checkout's code, not the venv's
     assert out.returncode == 0, out.stderr
     assert "{" + ",".join(DATA_SOURCES) + "}" in out.stdout.replace("\n", "").replace(" ", "")

@@ -30,6 +30,18 @@ def shipped_slurm_profile(work: Path) -> Path:
     return work / "slurm"
 
 
+def without_account(profile: Path) -> Path:
+    """The profile as a cluster without accounts has it (docs/slurm.md, step 2): the account line (and
+    its comment's second line) deleted, ``slurm-no-account: true`` added. The plugin submits any
+    ``slurm_account`` a job carries, whatever ``--slurm-no-account`` says."""
+    import re
+
+    config = profile / "config.yaml"
+    text = re.sub(r"^    slurm_account: .*\n(?:\s+# .*\n)?", "", config.read_text(), count=1, flags=re.M)
+    config.write_text(text + "slurm-no-account: true\n")
+    return profile
+
+
 SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch_size": [32], "sigma_w": [0.5, 2.0], "seed": [0]}}},
                          checkpoint_every=1)
 
@@ -93,6 +105,47 @@ def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
     assert proc.returncode != 0 and "would override the resources" in proc.stdout + proc.stderr
 
 
+def _job_resources(dry_run: str) -> list[tuple[str, dict[str, str]]]:
+    """(rule, {resource: value}) of each job a dry run lists, as Snakemake prints them."""
+    import re
+
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", dry_run, re.M)
+    return [(rule, dict(item.partition("=")[::2] for item in line.split(", "))) for rule, line in jobs]
+
+
+def _localrules() -> set[str]:
+    """Every rule the workflow declares local (the localrules: blocks of workflow/rules/*.smk)."""
+    import re
+
+    text = "".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk"))
+    return {name for block in re.findall(r"^localrules:\n((?:[ \t]+\w+,\n)+)", text, re.M) for name in re.findall(r"\w+", block)}
+
+
+def test_only_the_submitted_rule_carries_slurm_resources(tmp_path):
+    """A dry run under the profile: no local rule (data, plans, run files, tables, figures) shows a
+    Slurm key among its resources, so none reads as submitted; ``train`` still asks for the profile's
+    partition, account, time limit, GPU and signal."""
+    from test_workflow import workdir_copy
+
+    work = workdir_copy(tmp_path)
+    shipped_slurm_profile(work)
+    (work / "tiny.yaml").write_text(yaml.safe_dump(SLURM_TINY, sort_keys=False))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "slurm", "--configfile", "tiny.yaml", "-n",
+                           "--slurm-no-account"], cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _job_resources(proc.stdout)
+    local = {rule for rule, _ in jobs} - {"train"}
+    assert local >= {"prepare_data", "plan_pack", "run_metrics", "collect_study", "tables", "figure", "linear_check", "clocks_table"}
+    assert local <= _localrules() | {"all"}  # `all` only gathers the targets
+    for rule, resources in jobs:
+        cluster_keys = {k: v for k, v in resources.items() if k.startswith("slurm_") or k == "partition_time_limit"}
+        if rule == "train":
+            assert cluster_keys == {"slurm_partition": "gpu", "slurm_account": "CHANGE_ME", "partition_time_limit": "1440",
+                                    "slurm_extra": "--signal=TERM@300"} and resources["gpu"] == "1"
+        else:
+            assert not cluster_keys, f"local rule {rule} shows {cluster_keys}"
+
+
 OPT_IN = "INITMEM_TEST_SLURM"
 
 
@@ -123,12 +176,13 @@ def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    shipped_slurm_profile(work)
+    without_account(shipped_slurm_profile(work))
     (work / "tiny.yaml").write_text(yaml.safe_dump(SLURM_TINY, sort_keys=False))
-    # The same profile; overridden only where this 2-core, accounting-free test cluster needs it.
+    # The same profile (partition gpu, as this test cluster's); overridden only where this 2-core,
+    # accounting-free test cluster needs it.
     cmd = [sys.executable, "-m", "snakemake", "figures", "--profile", "slurm", "--configfile", "tiny.yaml",
-           "--default-resources", "slurm_partition=gpu", "runtime=10", "mem_mb=1000",
-           "--slurm-no-account", "--set-threads", "train=1", "--jobs", "4", "--latency-wait", "10",
+           "--default-resources", "runtime=10", "mem_mb=1000",
+           "--set-threads", "train=1", "--jobs", "4", "--latency-wait", "10",
            "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, timeout=900)
@@ -162,11 +216,11 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    shipped_slurm_profile(work)
+    without_account(shipped_slurm_profile(work))
     (work / "long.yaml").write_text(yaml.safe_dump(SLURM_LONG, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "runs", "--profile", "slurm", "--configfile", "long.yaml",
-           "--default-resources", "slurm_partition=gpu", "runtime=10", "mem_mb=1000", "--retries", "0",
-           "--slurm-no-account", "--set-threads", "train=1", "--jobs", "1", "--latency-wait", "10",
+           "--default-resources", "runtime=10", "mem_mb=1000", "--retries", "0",
+           "--set-threads", "train=1", "--jobs", "1", "--latency-wait", "10",
            "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -199,6 +253,18 @@ def test_the_partition_time_limit_reads_as_sinfo_prints_it(limit, minutes):
     assert partition_time_limit(["slurm_partition=gpu", f"partition_time_limit={limit}"]) == minutes
 
 
+def test_estimate_reads_the_time_limit_where_the_profile_states_it_for_train():
+    """``estimate`` and ``design`` read a profile file, not Snakemake: train's set-resources (a mapping
+    or ``rule:name=value`` strings) win over default-resources, and another rule's limit is not train's."""
+    from initmem.pipeline.timelimit import profile_time_limit
+
+    assert profile_time_limit({"set-resources": {"train": {"partition_time_limit": "4:00:00"}},
+                               "default-resources": {"partition_time_limit": 1440}}) == 240
+    assert profile_time_limit({"set-resources": ["train:partition_time_limit=90", "figure:partition_time_limit=5"]}) == 90
+    assert profile_time_limit({"set-resources": {"figure": {"partition_time_limit": 5}}, "default-resources": ["partition_time_limit=60"]}) == 60
+    assert profile_time_limit(yaml.safe_load((ROOT / "slurm/config.yaml").read_text())) == 1440
+
+
 def test_the_partition_time_limit_lowers_the_configs_cap_and_never_raises_it():
     from initmem.pipeline.timelimit import capped_compute
 
@@ -213,7 +279,7 @@ def _train_requests(work: Path, limit_line: str) -> list[tuple[int, int]]:
     import re
 
     profile = work / "slurm/config.yaml"
-    profile.write_text(re.sub(r"^  partition_time_limit: .*$", limit_line, profile.read_text(), flags=re.M))
+    profile.write_text(re.sub(r"^    partition_time_limit: .*$", limit_line, profile.read_text(), flags=re.M))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "runs", "--profile", "slurm", "--configfile", "c.yaml", "-n",
                            "--slurm-no-account"], cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -233,11 +299,11 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
     from test_workflow import workdir_copy
 
     work = workdir_copy(tmp_path)
-    assert "\n  partition_time_limit: 1440 " in (shipped_slurm_profile(work) / "config.yaml").read_text()  # the line a user edits
+    assert "\n    partition_time_limit: 1440 " in (shipped_slurm_profile(work) / "config.yaml").read_text()  # the line a user edits
     cfg = tiny_config({"main": {"grid": {"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.5], "seed": [0]}}})
     cfg["compute"].update(images_per_second=0.2, max_runtime_minutes=1440, attempts=3)
     (work / "c.yaml").write_text(yaml.safe_dump(cfg))
-    assert _train_runtimes(work, "  partition_time_limit: 15") == [15]
+    assert _train_runtimes(work, "    partition_time_limit: 15") == [15]
     assert _train_runtimes(work, "") == [27]
 
 

@@ -18,7 +18,7 @@ PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.execut
 
 from initmem.pipeline.grid import check_two_sigmas, expand_studies  # noqa: E402
 from initmem.pipeline.compilecache import compile_cache_environment  # noqa: E402
-from initmem.pipeline.timelimit import capped_compute, partition_time_limit  # noqa: E402
+from initmem.pipeline.timelimit import SUBMITTED_RULE, capped_compute, partition_time_limit, submitted_resources  # noqa: E402
 from initmem.pipeline.guards import (INVOCATION_ENV, InvocationError, check_data_archive, invocation, read_only_folder,  # noqa: E402
                                     snakemake_command)
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
@@ -32,6 +32,18 @@ from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_pl
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.pipeline.targets import (FIGURES, buildable_figures, figure_studies, job_mem_mb, job_runtime_minutes, needs_analysis,  # noqa: E402
                                      unused_studies_warning)
+
+
+def _resource_args(resources) -> list:
+    """Snakemake's parsed resources (``Resources``, or None) as ``name=value`` strings."""
+    return list(getattr(resources, "args", None) or [])
+
+
+# A train job's resources as submitted (its set-resources, where the profile states the cluster's
+# keys, over the default-resources): what the account check and the time-limit cap read.
+TRAIN_RESOURCES = submitted_resources(
+    _resource_args(workflow.resource_settings.overwrite_resources.get(SUBMITTED_RULE)),
+    _resource_args(workflow.resource_settings.default_resources))
 
 INVOCATION_STARTED = time.time()  # training logs written since belong to this invocation
 PACKS_DIR = "results/packs"
@@ -71,8 +83,7 @@ try:
     # move, notes on another config's outputs), each a line at `snakemake -n` already; it writes no
     # provenance: that is the onsuccess/onerror handlers' (Snakefile), once the jobs have run.
     _INVOCATION = prepare_invocation(
-        sys.argv, [Path.cwd(), Path(workflow.basedir)],
-        list(getattr(workflow.resource_settings.default_resources, "args", None) or []),
+        sys.argv, [Path.cwd(), Path(workflow.basedir)], TRAIN_RESOURCES,
         config, lambda: Path(f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"), _legacy_folder,
         RESOLVED_CONFIG, root=Path.cwd()) if workflow.is_main_process else None
     DATA = f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"
@@ -80,11 +91,10 @@ except InvocationError as exc:
     raise WorkflowError(str(exc))
 
 
-# The partition's time limit (slurm/config.yaml: partition_time_limit) caps each job's time request,
+# The partition's time limit (slurm/config.yaml: train's partition_time_limit) caps each job's time request,
 # its pack's size and its attempts as compute.max_runtime_minutes does (initmem.pipeline.timelimit).
 try:
-    config["compute"] = capped_compute(config["compute"], partition_time_limit(
-        list(getattr(workflow.resource_settings.default_resources, "args", None) or [])))
+    config["compute"] = capped_compute(config["compute"], partition_time_limit(TRAIN_RESOURCES))
     RUNS = expand_studies(config)
     PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR, DATA_ID)
 except (ConfigError, ValueError) as exc:

@@ -119,15 +119,15 @@ def _profile(argv: list[str], bases: list[Path]) -> dict:
     return (yaml.safe_load((folder / "config.yaml").read_text()) or {}) if folder else {}
 
 
-def check_slurm_account(argv: list[str], bases: list[Path], default_resources: list[str]) -> None:
+def check_slurm_account(argv: list[str], bases: list[Path], train_resources: list[str]) -> None:
     """Refuse to send jobs to Slurm with the profile's placeholder account (``slurm_account:
-    CHANGE_ME``), at dry-run time already; ``default_resources`` is Snakemake's effective
-    ``--default-resources`` list (``name=value`` strings: the command line's, else the profile's)."""
+    CHANGE_ME``), at dry-run time already; ``train_resources`` are the effective resources of a
+    ``train`` job (``name=value`` strings, its set-resources first: timelimit.submitted_resources)."""
     profile = _profile(argv, bases)
     executor = (_option_values(argv, ("--executor", "-e")) or [profile.get("executor")])[0]
     if executor != "slurm" or "--slurm-no-account" in argv or profile.get("slurm-no-account"):
         return
-    account = next((r.split("=", 1)[1].strip("'\"") for r in default_resources if r.startswith("slurm_account=")), None)
+    account = next((r.split("=", 1)[1].strip("'\"") for r in train_resources if r.startswith("slurm_account=")), None)
     if account in PLACEHOLDER_ACCOUNTS:
         raise InvocationError(
             f"slurm_account is the placeholder {account}: set your account in slurm/config.yaml (sacctmgr show assoc "

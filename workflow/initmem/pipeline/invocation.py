@@ -47,7 +47,7 @@ class Invocation:
     notes: tuple[str, ...]
 
 
-def prepare_invocation(argv: list[str], bases: list[Path], default_resources: list[str], config: Mapping,
+def prepare_invocation(argv: list[str], bases: list[Path], train_resources: list[str], config: Mapping,
                        data_path: Callable[[], Path], legacy_folder: Callable[[dict, str], str], resolved: str | Path,
                        root: Path) -> Invocation:
     """Every parse-time side effect and check of one invocation, in order: the profile checks
@@ -61,7 +61,7 @@ def prepare_invocation(argv: list[str], bases: list[Path], default_resources: li
     if (warning := check_profile_configfiles(argv, bases)):
         notes.append(warning)
     check_workflow_profile(argv, bases)
-    check_slurm_account(argv, bases, default_resources)
+    check_slurm_account(argv, bases, train_resources)
     if (moved := migrate_legacy_data(root, legacy_folder)):
         notes.append(moved)
     if (kept := released_note(release_finished(root))):

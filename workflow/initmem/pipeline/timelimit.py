@@ -1,5 +1,5 @@
 """The cluster partition's time limit, as the Slurm profile states it (slurm/config.yaml's
-``partition_time_limit`` default resource), capping every training job's time request the way
+``partition_time_limit`` resource of ``train``, the rule that is submitted), capping every training job's time request the way
 ``compute.max_runtime_minutes`` does: a job asking for more than its partition allows is refused by sbatch.
 Torch-free: the Snakefile reads it on every parse."""
 
@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 RESOURCE = "partition_time_limit"
+SUBMITTED_RULE = "train"  # the one rule sent to the cluster; every other rule is a localrule
 # Slurm's time formats (sbatch --time, sinfo's %l): M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
 _SLURM_TIME = re.compile(r"^(?:(?P<d>\d+)-)?(?P<rest>\d+(?::\d+){0,2})$")
 UNLIMITED = ("infinite", "unlimited")
@@ -41,10 +42,17 @@ def slurm_minutes(value: Any) -> int | None:
     return total
 
 
-def partition_time_limit(default_resources: list[str]) -> int | None:
-    """The partition's limit in minutes from Snakemake's effective ``--default-resources`` list
-    (``name=value`` strings: the command line's, else the profile's); None where none is stated."""
-    for item in default_resources:
+def submitted_resources(train: list[str], default: list[str]) -> list[str]:
+    """The ``name=value`` resources a ``train`` job is submitted with, its own ``--set-resources``
+    first (they win over ``--default-resources``, as in Snakemake): where the profile states the
+    cluster's keys (partition, account, time limit) and where a command line may still give them."""
+    return [*train, *default]
+
+
+def partition_time_limit(resources: list[str]) -> int | None:
+    """The partition's limit in minutes from a ``train`` job's resources (``name=value`` strings,
+    :func:`submitted_resources`: the first one stated wins); None where none is stated."""
+    for item in resources:
         name, _, value = item.partition("=")
         if name.strip() == RESOURCE:
             return slurm_minutes(int(value) if value.strip().isdigit() else value)
@@ -61,8 +69,23 @@ def capped_compute(compute: dict, limit: int | None) -> dict:
     return {**compute, "max_runtime_minutes": limit if own is None else min(int(own), limit)}
 
 
+def _items(resources: Any) -> list[str]:
+    """A profile's resources (a mapping, or a list of ``name=value`` strings) as ``name=value`` strings."""
+    if isinstance(resources, dict):
+        return [f"{k}={v}" for k, v in resources.items()]
+    return [str(r) for r in resources or ()]
+
+
+def _rule_items(set_resources: Any, rule: str) -> list[str]:
+    """One rule's ``set-resources`` of a profile: ``{rule: {name: value}}`` or ``["rule:name=value", ...]``."""
+    if isinstance(set_resources, dict):
+        return _items(set_resources.get(rule))
+    prefix = f"{rule}:"
+    return [str(r)[len(prefix):] for r in set_resources or () if str(r).startswith(prefix)]
+
+
 def profile_time_limit(profile: dict) -> int | None:
-    """The partition's limit a Snakemake profile (its parsed config.yaml) states, in minutes; None where none."""
-    resources = profile.get("default-resources") or {}
-    items = [f"{k}={v}" for k, v in resources.items()] if isinstance(resources, dict) else [str(r) for r in resources]
-    return partition_time_limit(items)
+    """The partition's limit a Snakemake profile (its parsed config.yaml) states for ``train``, in
+    minutes (its set-resources, else its default-resources); None where none."""
+    return partition_time_limit(submitted_resources(_rule_items(profile.get("set-resources"), SUBMITTED_RULE),
+                                                    _items(profile.get("default-resources"))))
