@@ -117,4 +117,4 @@ def test_the_planner_sizes_a_claim_by_what_its_claim_reads():
                      "beta_flat_sgd_b16": "curve", "beta_decay_adam_b16": "curve", "adapt_beta_falls_adam_lr0.001_b16": "curve",
                      "collapse_beta_adam_T_adapt": "curve"}
     with pytest.raises(ValueError, match="no claim of the catalogue"):
-        D.Plan("beta_of_something_else", "", [], None, None, "").kind
+        _ = D.Plan("beta_of_something_else", "", [], None, None, "").kind
