@@ -116,7 +116,7 @@ def differences(pinned: dict, now: dict) -> list[str]:
         was, got = _numbers(old), _numbers(rec)
         moved = [k for k in sorted(set(was) | set(got)) if not _same(was.get(k), got.get(k))]
         if moved:
-            out.append(f"{name}: {len(moved)} numbers differ, first {moved[0]} = {got.get(moved[0])} (pinned {was.get(moved[0])})")
+            out.append(f"{name}: {len(moved)} of {len(got)} numbers differ, first {moved[0]} = {got.get(moved[0])} (pinned {was.get(moved[0])})")
     out += [f"{name}: pinned, but no such optimizer or architecture file" for name in pinned.get("records", {}) if name not in now["records"]]
     return out
 
