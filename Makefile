@@ -2,7 +2,7 @@
 #   make env     the environment only (~6 GB: PyPI's CUDA build of torch)
 #   make run     the embedded default pipeline (config/config.yaml): every figure at small scale, <= 5 min on 2 cores
 #   make test    the test suite; the real-Slurm test only with INITMEM_TEST_SLURM=1 (it installs and starts Slurm)
-#   make test-fast  the edit-test loop: every test not marked slow (no Snakemake, no evidence re-analysis, no torch.compile, no real data)
+#   make test-fast  the edit-test loop: every test not marked slow (no Snakemake, no evidence re-analysis, no torch.compile, no real data, none over 8 s)
 # Pass Snakemake/pytest arguments with ARGS="...", e.g. make run ARGS="--configfile config/archive.yaml".
 
 VENV ?= .venv

@@ -114,6 +114,7 @@ _RUNS_ITS_CODE = {
 
 
 @pytest.mark.parametrize("output", ["tables", "figures", "clocks", pytest.param("linear_check", marks=pytest.mark.slow)])
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_an_analysis_outputs_key_holds_every_module_its_code_imports(output, tmp_path):
     """Run an output's code (what its script calls) and list the package modules it imported: each
     is one its key holds (:func:`initmem.pipeline.identity.analysis_files`, derived from its

@@ -124,6 +124,7 @@ def test_the_clock_tier_rows_state_what_they_measure():
     assert t.loc["collapse_beta_adam_T_adapt", "verdict"] == "not reproduced"
 
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_flat_curves_are_not_decided_by_fitting_apart():
     """Curves with nothing to align (flat |beta|) fit best where they stop overlapping; that edge is no
     measured clock, so neither verdict comes out."""
@@ -145,6 +146,7 @@ def test_a_clock_past_the_overlap_limit_gets_an_open_interval_and_is_never_decid
     assert math.isnan(r["coverage"]) and set(r["verdicts"]) <= {"inconclusive", "not identifiable"}, r
 
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_an_undecided_collapse_row_says_how_many_seeds_would_decide_it():
     """Adam at three batch sizes, one lr, 3 seeds and a noisy T_adapt truth: the row is undecided and its
     `would decide` comes from simulating the collapse rule at its own configurations and noise."""

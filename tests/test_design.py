@@ -143,6 +143,7 @@ def test_the_regime_expects_a_fit_only_where_a_run_of_that_size_fitted_within_th
     assert D.fit_expected(p, [_measured("pilot", steps_to_fit=100, steps=150, n_train=512)]).startswith("fit unknown")
 
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_the_command_prints_the_decisive_tiers_plan_from_the_committed_evidence():
     out = subprocess.run([sys.executable, "-m", "initmem", "design", "config/evidence-decisive.yaml"], cwd=ROOT, capture_output=True,
                          text=True, env={"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}, check=True).stdout

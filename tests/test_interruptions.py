@@ -115,6 +115,7 @@ STOP_LINE = r"stopped at epoch \d+ step \d+, checkpoint saved: run the same comm
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_a_stop_checkpoints_says_so_in_one_line_and_the_rerun_resumes(tmp_path, sig):
     """SIGINT (Ctrl-C) or SIGTERM to the trainer: a checkpoint at the next step, one line after the
     last epoch line of its log (no traceback, no exit-status noise) and the stopped-job status;

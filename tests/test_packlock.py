@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 from test_interruptions import _plan, _wait_for_line
 
@@ -34,6 +35,7 @@ def _folder_state(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_ino, p.stat().st_size) for p in folder.iterdir() if not p.name.endswith(".part")}
 
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_a_second_trainer_on_a_pack_in_flight_exits_with_one_line_naming_the_first(tmp_path):
     plan, data = _plan(tmp_path, epochs=40)
     folder = tmp_path / "ckpt" / keys_folder(read_plan(plan))
@@ -60,6 +62,7 @@ def test_a_second_trainer_on_a_pack_in_flight_exits_with_one_line_naming_the_fir
     assert not started_path(plan).exists() and not folder.exists()  # lock, lease and checkpoints gone
 
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_a_pack_written_while_waiting_is_not_trained_again(tmp_path):
     plan, data = _plan(tmp_path, epochs=2)
     first = _train_plan(tmp_path, plan, data, tmp_path / "first.log", job="1")

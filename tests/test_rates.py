@@ -229,6 +229,7 @@ def test_gpu_jobs_ask_for_the_cuda_context_and_the_checkpoint_peak():
     assert pack_mem_mb(pack, "auto") == max(gpu, cpu)
 
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_design_estimate_and_a_figures_dry_run_give_one_cost():
     """The paper's central GPU-hours are one number: `design`'s whole-config line is `estimate`'s `all`
     row, its claim rows' configurations (priced as packed) add up to it, and the dry run of Figure 6

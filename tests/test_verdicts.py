@@ -349,6 +349,7 @@ def test_slopes_and_standard_errors_equal_statsmodels_ols():
 
 # --- claims on a paper-like and an evidence-like layout -------------------------------------------
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_claims_at_the_paper_layout_have_verdict_columns():
     from pathlib import Path
 

@@ -70,6 +70,7 @@ def test_a_read_only_results_folder_is_one_line_with_its_cause(tmp_path, monkeyp
     assert "no write permission for this user" in line or "mounted read-only" in line
 
 
+@pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_a_single_sigma_w_is_refused_where_spreads_are_computed_not_for_its_runs(tmp_path):
     work = workdir_copy(tmp_path)
     one = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "sigma_w": [1.0], "seed": [0, 1]}}})
