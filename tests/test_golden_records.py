@@ -21,8 +21,14 @@ def pinned() -> dict:
 
 
 @pytest.fixture(scope="module")
-def now() -> dict:
-    return G.current()
+def margins() -> dict:
+    """Each case's sign margin (G.sign_margin), filled by the ``now`` fixture's runs."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def now(margins) -> dict:
+    return G.current(margins=margins)
 
 
 def test_every_optimizer_and_architecture_file_has_a_golden_record(pinned):
@@ -47,6 +53,48 @@ def test_the_records_are_pinned_for_the_trainers_version(pinned):
 def test_the_code_computes_the_pinned_numbers(pinned, now):
     found = [line for line in G.differences(pinned, now) if not line.startswith("the trainer's version")]
     assert found == [], "\n".join(found)
+
+
+def test_no_case_takes_a_sign_within_rounding_of_zero(now, margins):
+    assert set(margins) == set(now["records"])
+    assert G.sign_problems(margins) == []
+    assert margins["optimizer=lion"] is not None and margins["optimizer=lion"] >= G.SIGN_MARGIN
+
+
+def test_the_sign_check_finds_lion_under_batchnorm():
+    """Under BatchNorm a conv bias's gradient is rounding residue: the check the Lion case is chosen by must see it."""
+    margin = G.sign_margin({"optimizer": "lion", "norm": "batchnorm"})
+    assert margin is not None and margin < 1e-15
+    assert G.sign_problems({"optimizer=lion": margin}) and not G.sign_problems({"optimizer=sgd": None})
+
+
+@pytest.mark.slow
+def test_the_records_hold_on_every_vector_path_and_thread_count(pinned):
+    """ATEN_CPU_CAPABILITY=default and avx2 (this process runs on the machine's own) and 2 threads give
+    the pinned numbers within RTOL: a record no CPU can break (CI runs on whatever machine it gets)."""
+    across = G.records_across(G.VARIANTS[1:])
+    assert list(across) == ["ATEN_CPU_CAPABILITY=default, 1 thread", "ATEN_CPU_CAPABILITY=avx2, 1 thread", "ATEN_CPU_CAPABILITY=own, 2 threads"]
+    found = {variant: [line for line in G.differences(pinned, records) if not line.startswith("the trainer's version")]
+             for variant, records in across.items()}
+    assert found == {variant: [] for variant in across}, found
+
+
+def test_write_keeps_the_records_the_code_reproduces(pinned, now):
+    """--write pins only new or moved records: another CPU's last digits are not a change to commit."""
+    wobbled = json.loads(json.dumps(now))
+    wobbled["records"]["optimizer=adam"]["history"]["train_loss"][1] *= 1 + 1e-10
+    wobbled["records"]["optimizer=sgd"]["history"]["train_loss"][1] *= 1 + 1e-3
+    new = G.to_pin(pinned, wobbled)
+    assert new["records"]["optimizer=adam"] == pinned["records"]["optimizer=adam"]
+    assert new["records"]["optimizer=sgd"] == wobbled["records"]["optimizer=sgd"]
+    assert G.to_pin(pinned | {"trainer_version": "another"}, wobbled) == wobbled
+
+
+def test_a_record_that_differs_between_cpus_is_named():
+    rec = {"records": {"optimizer=lion": {"history": {"test_loss": [16.51]}}}}
+    moved = {"records": {"optimizer=lion": {"history": {"test_loss": [16.38]}}}}
+    assert G.cpu_dependence({"own": rec, "default": moved, "avx2": rec}) == [
+        "optimizer=lion: 1 of 1 numbers differ under default from own, first history.test_loss[0]"]
 
 
 def test_a_moved_number_or_a_missing_record_is_a_difference(pinned, now):
