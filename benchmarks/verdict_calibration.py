@@ -36,10 +36,12 @@ SELECTED = "selected-tier"   # its curves also with the run noise persisting alo
 RULES = {
     "initmem.claims.calibration:spread_rows": ((*DESIGNS, SELECTED), 4000),
     "initmem.claims.calibration:gone_rows": ((*DESIGNS, "regime-tier", SELECTED), 4000),
+    "initmem.claims.calibration:wash_out_rows": ((*DESIGNS, SELECTED), 4000),
     "initmem.claims.calibration:shape_rows": ((*DESIGNS, SELECTED, SELECTED + "-ar1"), 200),
     "initmem.claims.collapse_calibration:calibration_rows": (("clocks-tier", "decisive-tier", "paper"), 200),
 }
-QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:gone_rows": 250, "initmem.claims.calibration:shape_rows": 12,
+QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:gone_rows": 250,
+              "initmem.claims.calibration:wash_out_rows": 250, "initmem.claims.calibration:shape_rows": 12,
               "initmem.claims.collapse_calibration:calibration_rows": 10}
 RNG_SEED = 35
 FALSE_MAX, COVERAGE_MIN = 0.05, 0.93

@@ -71,3 +71,13 @@ def test_every_committed_direction_row_resolves_to_a_claim_with_section_and_regi
     assert ids
     unresolved = sorted(i for i in ids if (c := lookup(i)) is None or not c.section or not c.regime_text())
     assert unresolved == []
+
+
+def test_the_selected_tiers_claim_b_names_what_held_and_what_did_not():
+    """Adam keeps 77% of SGD's spread there, selected at T_adapt ~0.1: the direction holds, the size and the clock do not."""
+    import pandas as pd
+
+    row = pd.read_csv(ROOT / "evidence/jpeg-cifar10-selected/tables/claims.csv").set_index("id").loc["sgd_gt_adam_b16"]
+    assert row["statistic_verdict"] == "direction only" and row["verdict"] == "outside the paper's regime"
+    assert "direction (SGD's spread above Adam's): reproduced" in row["note"] and "Adam keeps 77% of SGD's" in row["note"]
+    assert "by clock at the selected checkpoint" in row["note"]

@@ -43,7 +43,7 @@ def test_every_rule_meets_its_bars_at_every_design(quick_table):
 
 def test_the_nulls_include_a_noise_that_changes_with_sigma_w(quick_table):
     nulls = quick_table[quick_table["truth"].str.contains("variance|noise x1")]
-    assert set(nulls["rule"]) == {"spread_nonzero", "spread_contrast"} and nulls["false_reproduced"].notna().all()
+    assert set(nulls["rule"]) == {"spread_nonzero", "spread_contrast", "wash_out"} and nulls["false_reproduced"].notna().all()
 
 
 def test_the_paper_design_decides_the_papers_spreads(quick_table):

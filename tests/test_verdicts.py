@@ -5,6 +5,7 @@ reversed one not reproduced; a rising |beta| is not flat, a one-order fall is a 
 must beat the null clocks; 3 seeds give a t-interval, never a bootstrap "95%" range."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -630,3 +631,56 @@ def test_a_single_spike_or_an_early_transient_is_not_a_decay():
 
 def test_the_seeds_to_see_a_fall_grow_with_the_orders_hidden_below_the_floor():
     assert Sh.seeds_to_see_fall(0.3, 0.6, 3, 2.0) == pytest.approx((3 * 2.0 * 10 ** 0.6, math.ceil(3 * 10 ** 0.6)))
+
+
+@pytest.mark.parametrize(("direction", "size", "word"), [
+    ("reproduced", "reproduced", "reproduced"),
+    ("reproduced", "not reproduced", "direction only"),
+    ("reproduced", "inconclusive", "inconclusive"),
+    ("inconclusive", "not reproduced", "not reproduced"),
+    ("not reproduced", "reproduced", "not reproduced"),
+    ("inconclusive", "inconclusive", "inconclusive"),
+    ("not testable with one seed", "reproduced", "not testable with one seed"),
+])
+def test_a_sentence_with_a_direction_and_a_size_needs_both(direction, size, word):
+    assert V.sentence_verdict(direction, size) == word
+
+
+def _history_at_best(runs: pd.DataFrame, t_adapt: dict) -> pd.DataFrame:
+    """One history row per run at its tau_best, with T_adapt by optimizer."""
+    return runs[["study", "run_id", "tau_best", "optimizer"]].rename(columns={"tau_best": "epoch"}).assign(
+        T_adapt=lambda h: h["optimizer"].map(t_adapt)).drop(columns="optimizer")
+
+
+def _optimizer_rows(runs: pd.DataFrame, history: pd.DataFrame) -> pd.DataFrame:
+    """The optimizers family's rows alone (its claim file reads runs and each run's history)."""
+    from initmem.claims.catalogue import optimizers
+
+    return pd.DataFrame(optimizers.rows(runs, history)).set_index("id")
+
+
+def test_an_adaptive_optimizer_that_keeps_most_of_sgds_spread_reads_direction_only():
+    """"Adam-family methods largely wash out initialization scale": SGD's spread above Adam's is its
+    direction; Adam keeping 77% of SGD's spread fails its size, so the row never reads a bare reproduced."""
+    runs = synthetic_runs({("sgd", 16): -0.10, ("adam", 16): -0.077}, noise=0.004)
+    row = _optimizer_rows(runs, _history_at_best(runs, {"sgd": 0.1, "adam": 5.0})).loc["sgd_gt_adam_b16"]
+    assert row["statistic_verdict"] == row["verdict"] == "direction only", row["note"]
+    assert "direction (SGD's spread above Adam's): reproduced" in row["note"] and "size ('largely wash out'" in row["note"]
+    assert re.search(r"Adam keeps 7\d% of SGD.s", row["note"]) and "the paper's 7%" in row["note"]
+    assert row["ci_low"] > 0  # the row's number is the direction's contrast
+    # washed out (Adam keeps 5%): the whole sentence
+    runs = synthetic_runs({("sgd", 16): -0.10, ("adam", 16): -0.005}, noise=0.004)
+    assert _optimizer_rows(runs, _history_at_best(runs, {"sgd": 0.1, "adam": 5.0})).loc["sgd_gt_adam_b16", "verdict"] == "reproduced"
+
+
+def test_an_adaptive_spread_read_before_the_papers_first_epoch_clock_is_outside_the_regime():
+    """The paper's Adam predictors are selected at least one epoch in (T_adapt 2.5 at b=16): one selected
+    at T_adapt 0.1 has not had the clock the sentence is about."""
+    from initmem.claims.catalogue.optimizers import paper_first_epoch_t_adapt
+
+    assert paper_first_epoch_t_adapt(16) == pytest.approx(2.5, rel=1e-3) and paper_first_epoch_t_adapt(256) == pytest.approx(0.157, rel=1e-2)
+    runs = synthetic_runs({("sgd", 16): -0.10, ("adam", 16): -0.005}, noise=0.004)
+    row = _optimizer_rows(runs, _history_at_best(runs, {"sgd": 0.1, "adam": 0.1})).loc["sgd_gt_adam_b16"]
+    assert row["verdict"] == "outside the paper's regime" and row["statistic_verdict"] == "reproduced"
+    assert "by clock at the selected checkpoint: Adam's selected predictors at T_adapt 0.1" in row["note"]
+    assert "the paper's at least 2.5 (one epoch at b=16)" in row["note"]

@@ -59,6 +59,7 @@ POINTS: tuple[Point, ...] = (
 
 # The main grid's protocol (Table 1, Sec. 2): its learning rate, epochs and seeds per configuration.
 MAIN_LR, MAIN_EPOCHS, MAIN_SEEDS = 1e-3, 300, 10
+MAIN_N_TRAIN, MAIN_ALPHA = 40_000, 0.01  # its training images and cosine floor (App. A)
 
 # Spreads of other architectures (App. D) and the tuned recipe's accuracy (Sec. 3.2, App. F).
 DEPTH_SPREADS = {"resnet56": 24.2, "resnet110": 20.4}          # SGD b=128, pp (App. D)

@@ -232,6 +232,42 @@ def gone_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
     return out
 
 
+WASH_OUT_TRUTHS = (0.07, 0.25, 0.5, 0.77, 1.0, 1.3)   # the adaptive spread as a share of SGD's: the paper's, inside, the edge, ...
+
+
+def wash_out_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
+    """Rows for ``wash_out``: "Adam-family methods largely wash out initialization scale" read as the claims
+    table reads it (:func:`initmem.claims.catalogue.optimizers.washes_out_row`): the direction and the size
+    contrasts (:func:`initmem.stats.spreads.contrast_arrays`, the size on SGD's values scaled by
+    :data:`~initmem.claims.catalogue.optimizers.WASH_OUT_SHARE`) combined by
+    :func:`initmem.stats.verdicts.sentence_verdict`; ``not reproduced`` counts ``direction only`` too (both
+    deny the sentence). Truths: SGD's b=16 spread with the adaptive one at each share of
+    :data:`WASH_OUT_TRUTHS` (the paper's 7%, below the edge, the edge, the selected tier's 77%, equal, reversed)
+    and at the edge with the adaptive noise rising x1 to x4 over sigma_w; coverage is the size interval's."""
+    from initmem.claims.catalogue.optimizers import WASH_OUT_SHARE, WASHED_OUT
+    from initmem.stats.verdicts import DIRECTION_ONLY, INCONCLUSIVE, ONE_SEED, sentence_verdict
+
+    words = {1: REPRODUCED, -1: NOT_REPRODUCED, 0: INCONCLUSIVE}
+    codes_of = {REPRODUCED: 1, NOT_REPRODUCED: -1, DIRECTION_ONLY: -1, INCONCLUSIVE: 0, ONE_SEED: 0}
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for d in designs(design_name):
+        truths = [(share, d.noise, "") for share in WASH_OUT_TRUTHS] + [(WASH_OUT_SHARE, _sd_rising(d, 4.0), ", adaptive noise x1 to x4")]
+        for share, sd_b, extra in truths:
+            a = _draw(linear(d, _SGD16), d.noise, d.seeds, n_sims, rng)
+            b = _draw(linear(d, share * _SGD16), sd_b, d.seeds, n_sims, rng)
+            _, dlo, dhi = contrast_arrays(a, b)
+            _, slo, shi = contrast_arrays(WASH_OUT_SHARE * a, b)
+            parts = zip(side_codes(dlo, dhi, greater(0)), side_codes(slo, shi, WASHED_OUT), strict=True)
+            codes = np.array([codes_of[sentence_verdict(words[int(x)], words[int(y)])] for x, y in parts])
+            true = (WASH_OUT_SHARE - share) * _SGD16
+            edge = math.isclose(share, WASH_OUT_SHARE)
+            truth = (f"SGD {_SGD16:g} pp, adaptive {share:.0%} of it{extra}"
+                     + (" (the edge)" if edge else " (washed out)" if share < WASH_OUT_SHARE else " (kept)"))
+            out.append(_row("wash_out", d, truth, None if edge else share < WASH_OUT_SHARE, codes, (slo <= true + 1e-9) & (true - 1e-9 <= shi)))
+    return out
+
+
 # --- |beta(t)| shapes ----------------------------------------------------------------------------
 
 BETA_LEVEL = 0.1   # the paper's SGD |beta| ("flat near 1e-1")

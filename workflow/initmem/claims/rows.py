@@ -124,6 +124,14 @@ def curve_cell(history: pd.DataFrame, runs: pd.DataFrame, study: str | None, met
     return cell
 
 
+def clock_at_best(sel: pd.DataFrame, history: pd.DataFrame, clock: str) -> np.ndarray:
+    """Each of ``sel``'s runs' ``clock`` at its selected checkpoint (the history's row at epoch tau_best)."""
+    if history.empty or clock not in history or "tau_best" not in sel:
+        return np.array([])
+    h = history.merge(sel[["study", "run_id", "tau_best"]], on=["study", "run_id"])
+    return h.loc[h["epoch"] == h["tau_best"], clock].to_numpy(float)
+
+
 def matched(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """Both run sets restricted to the sigma_w values and seeds they share, and a note saying what
     was left out (empty when nothing was)."""
@@ -154,6 +162,8 @@ class Reading:
     missing: str = ""
     power: str | Callable[[], str] = ""
     contrast: bool = False
+    outside: str = ""                 # a regime condition the row itself checks and finds broken (why, in words)
+    p_decision: float | None = None   # the decision's p where the row has parts (multiplicity.parts_p); else the estimate's
 
     def statistic_verdict(self, kind: str) -> tuple[str, list[str]]:
         """The verdict of the statistic alone (a direction's: ``decided``, or the estimate against
@@ -193,6 +203,8 @@ def decide(kind: str, reading: Reading, claim: Claim | None) -> Decision:
     the cells are outside it (a one-seed or unmeasured row keeps its word)."""
     stat_v, notes = reading.statistic_verdict(kind)
     in_regime, why = regime_check(claim if kind == "direction" else None, reading.cells)
+    if reading.outside and kind == "direction":
+        in_regime, why = False, "; ".join(w for w in (why if in_regime is False else "", reading.outside) if w)
     v = stat_v
     if in_regime is False and v not in (V.ONE_SEED, V.NOT_MEASURED):
         v = V.OUTSIDE_REGIME
@@ -258,7 +270,8 @@ def row(cid: str, kind: str, quantity: str, paper: float, scale: str, reading: R
                    "null_mean": est.null_mean, "p_null": est.p_null,
                    "section": claim.section if claim else "", "regime": claim.regime_text() if claim else "",
                    "would_decide": WouldDecide(reading, kind, d.statistic_verdict),
-                   "p_decision": M.decision_p(est, side, d.statistic_verdict) if kind == "direction" and side is not None else math.nan,
+                   "p_decision": (reading.p_decision if reading.p_decision is not None else
+                                  M.decision_p(est, side, d.statistic_verdict) if kind == "direction" and side is not None else math.nan),
                    "p_holm": math.nan, "verdict_holm": d.verdict, "runs_read": runs_read(reading.cells),
                    "note": "; ".join(n for n in d.notes if n)}
 

@@ -16,7 +16,8 @@ The p of a decision is its test's own, against the boundary the decision crosses
   "below" the union over the sign of b's drop of two intersection-union tests (twice the smaller);
 - a margin ``in [lo, hi]``: ``reproduced`` is the equivalence test (TOST: the larger of its two
   one-sided p), ``not reproduced`` the union "below lo or above hi" (twice the smaller);
-- a side with a gone zone [lo, gone): both decisions are read against ``gone``.
+- a side with a gone zone [lo, gone): both decisions are read against ``gone``;
+- a sentence with a direction and a size: :func:`parts_p`.
 
 An interval end exactly at the boundary has the p of the level its end is built at (2.5% one-sided;
 5% where the decision is a union of two such ends, as a spread's low end is), and a decision's p is
@@ -31,10 +32,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.stats.verdicts import INCONCLUSIVE, LEVEL, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Estimate, Side
+from initmem.stats.verdicts import DIRECTION_ONLY, INCONCLUSIVE, LEVEL, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Estimate, Side
 
 ALPHA = (1 - LEVEL) / 2
-TESTED = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PARTLY_TESTED)  # the verdicts of rows in the family
+TESTED = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PARTLY_TESTED, DIRECTION_ONLY)  # the verdicts of rows in the family
+DECIDED = (REPRODUCED, NOT_REPRODUCED, PARTLY_TESTED, DIRECTION_ONLY)
 
 
 def agree_p(est: Estimate, side: Side) -> float:
@@ -69,6 +71,17 @@ def decision_p(est: Estimate, side: Side, word: str) -> float:
     return min(agree_p(est, side), other_p(est, side))
 
 
+def parts_p(direction: Estimate, size: Estimate, side: Side, size_side: Side, word: str) -> float:
+    """The p of a two-part sentence's decision ``word`` (:func:`initmem.stats.verdicts.sentence_verdict`):
+    ``reproduced`` needs both parts on the paper's side and ``direction only`` the direction there and the
+    size on the other (intersection-union tests: the larger p); ``not reproduced`` either part on the other
+    side (a union of two: twice the smaller p); an undecided word the nearest of those decisions."""
+    both = max(agree_p(direction, side), agree_p(size, size_side))
+    direction_only = max(agree_p(direction, side), other_p(size, size_side))
+    either_not = min(1.0, 2 * min(other_p(direction, side), other_p(size, size_side)))
+    return {REPRODUCED: both, DIRECTION_ONLY: direction_only, NOT_REPRODUCED: either_not}.get(word, min(both, direction_only, either_not))
+
+
 def holm(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with ``p_holm`` (Holm-adjusted ``p_decision`` over the directional rows whose verdict is
     in :data:`TESTED`) and ``verdict_holm`` (a decision whose adjusted p exceeds :data:`ALPHA` reads
@@ -81,6 +94,6 @@ def holm(table: pd.DataFrame) -> pd.DataFrame:
     family = (out["kind"] == "direction") & out["verdict"].isin(TESTED) & np.isfinite(out["p_decision"].astype(float))
     if family.any():
         out.loc[family, "p_holm"] = multipletests(out.loc[family, "p_decision"].astype(float), alpha=ALPHA, method="holm")[1]
-    decided = family & out["verdict"].isin((REPRODUCED, NOT_REPRODUCED, PARTLY_TESTED)) & (out["p_holm"] > ALPHA)
+    decided = family & out["verdict"].isin(DECIDED) & (out["p_holm"] > ALPHA)
     out.loc[decided, "verdict_holm"] = INCONCLUSIVE
     return out

@@ -72,6 +72,7 @@ The error rates of every rule here are measured by ``benchmarks/verdict_calibrat
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
@@ -303,6 +304,15 @@ def contrast_estimate(cells: list[Cell]) -> Estimate:
     notes = [monotone_note(v[:, ok], c.sigmas, c.label or name) for v, c, name in ((va, a, "the first cell"), (vb, b, "the second cell"))]
     est.non_monotone = "; ".join(x for x in notes if x)
     return est
+
+
+def share_contrast_estimate(cells: list[Cell], share: float) -> Estimate:
+    """"spread(cells[1]) is below ``share`` x spread(cells[0])": :func:`contrast_estimate` of ``share`` x
+    the first cell's values against the second's (max - min scales with its values, and the seed pairing
+    and every paired test are unchanged): its interval bounds share x spread(a) - spread(b), in pp."""
+    a, b = cells
+    scaled = dataclasses.replace(a, values=share * np.asarray(a.values, float))
+    return contrast_estimate([scaled, b])
 
 
 def paired_profiles(cells: list[Cell]) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,9 @@ percentile bootstrap: with 3 seeds each single-seed resample has probability 1/2
 one-sided tests (TOST, :func:`margin_verdict`): ``reproduced`` only with the interval inside the
 margin, ``not reproduced`` only with it wholly outside; for a side whose words name a zone where the
 effect is gone ("a spread below 1 pp is gone": :attr:`Side.gone`) also both ways, ``reproduced`` only
-with the interval wholly above the zone, ``not reproduced`` only with it wholly inside; ``partly tested`` (a claim with parts whose
+with the interval wholly above the zone, ``not reproduced`` only with it wholly inside; ``direction
+only`` (a sentence stating a direction and a size: the direction reproduced, the size not,
+:func:`sentence_verdict`), ``partly tested`` (a claim with parts whose
 design identifies only some, which agree with the paper: :data:`PARTLY_TESTED`), ``cannot be decided above the noise floor`` (a |beta| shape
 the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
 states: :func:`initmem.claims.claim.regime_check`), ``not testable with one seed`` and ``not
@@ -50,7 +52,10 @@ NOT_IDENTIFIABLE = "not identifiable"  # the design cannot tell the paper's cloc
 # A claim with parts (a clock's p and q) whose design identifies only some: the tested parts agree with the paper (their
 # verdict, ``reproduced``, is the row's statistic_verdict); the rest is untested, so the whole claim is not reproduced.
 PARTLY_TESTED = "partly tested"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PARTLY_TESTED, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_IDENTIFIABLE, NOT_MEASURED)
+# A sentence that states a direction and a size ("largely wash out"): the direction is reproduced, the size is not (its
+# interval lies wholly on the other side of the size's margin). Never a bare ``reproduced``: the sentence says more.
+DIRECTION_ONLY = "direction only"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PARTLY_TESTED, DIRECTION_ONLY, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_IDENTIFIABLE, NOT_MEASURED)
 
 # --- the reading of the paper's words ----------------------------------------------------------
 NULL_RNG_SEED = 20260  # the fixed RNG seed of resampling rules: the same draws on every re-analysis
@@ -368,6 +373,20 @@ def estimate(cells: Sequence[Cell], statistic: Callable[[list[np.ndarray]], np.n
     test = None if few else t_test(reps[0], jackknife_se(reps), len(reps) - 2)
     return Estimate(float(reps[0]), low, high, method, int(sum(c.n_runs for c in cells)),
                     int(min(c.n_seeds for c in cells)), reps, test=test)
+
+
+def sentence_verdict(direction: str, size: str) -> str:
+    """The verdict of a sentence with a direction and a size, from each part's own verdict: ``reproduced``
+    only where both are; :data:`DIRECTION_ONLY` where the direction is reproduced and the size not;
+    ``not reproduced`` where the direction is not, or the size is not and the direction undecided (the
+    sentence is false either way); else undecided (one seed, inconclusive)."""
+    if ONE_SEED in (direction, size):
+        return ONE_SEED
+    if direction == NOT_REPRODUCED:
+        return NOT_REPRODUCED
+    if size == NOT_REPRODUCED:
+        return DIRECTION_ONLY if direction == REPRODUCED else NOT_REPRODUCED
+    return REPRODUCED if direction == size == REPRODUCED else INCONCLUSIVE
 
 
 def side_verdict(est: Estimate, side: Side) -> str:
