@@ -61,8 +61,13 @@ def test_the_table_prints_each_configuration_beside_the_papers_values():
            "l2": 0.0, "schedule": "cosine", "alpha": 0.01, "weight_decay": None,
            "sigma_w": 0.1, "tau_best": 5, "tau_interp": None, "val_acc_best": 0.108, "test_acc_best": 0.103}
     text = markdown(tier_numbers(pd.DataFrame([row])))
-    assert "paper 313-2,500" in text and "paper 0.2-1.5" in text and "750,000" in text and "T_adapt 23.8-379" in text
-    assert "| s | adam | 0.001 | 16 | 0 | 0.1 | 1 | 16 | 28.6 | 4,800 | T_adapt 2.42 | 0.00 | 0.00 | 0.00 | 0.103 |" in text
+    # the paper's epochs run from b=256 (157 steps) to b=16 (2,500): BatchNorm settles in 0.2-2.9 of them
+    assert "paper 157-2,500" in text and "paper 0.2-2.9" in text and "750,000" in text and "T_adapt 23.8-379" in text
+    # the clock at the selected checkpoint (5 epochs of 16 steps at lr 1e-3: T_adapt 0.08) beside the end's
+    assert "| s | adam | 0.001 | 16 | 0 | 0.1 | 1 | 16 | 28.6 | 4,800 | T_adapt 0.08 | T_adapt 2.42 | 0.00 | 0.00 | 0.00 | 0.103 |" in text
+    # precise statistics are settled by construction, not by a measurement: the table says which
+    precise = markdown(tier_numbers(pd.DataFrame([row | {"bn_eval": "precise"}])))
+    assert "| T_adapt 2.42 | 0.00 | precise | 0.00 | 0.103 |" in precise and "settled by construction" in precise
 
 
 def test_every_committed_tier_shows_its_numbers_in_its_claims_and_readme():
