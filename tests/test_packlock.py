@@ -1,6 +1,6 @@
 """One trainer per pack: a second `train-plan` on a pack that another live job trains exits with
 one line naming that job and touches nothing; once the first is gone the pack is its to train (or
-already written). Every wait is for an event (a log line, a process's end), never for a duration."""
+already finished and kept). Every wait is for an event (a log line, a process's end), never for a duration."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_a_pack_written_while_waiting_is_not_trained_again(tmp_path):
     second = _train_plan(tmp_path, plan, data, tmp_path / "second.log", job="2")
     assert second.wait(timeout=300) == 0, second.stdout.read()
     assert (tmp_path / "pack.json").stat().st_mtime_ns == written
-    assert "already written" in (tmp_path / "second.log").read_text()
+    assert "finished before, pack kept in" in (tmp_path / "second.log").read_text()  # found kept, the pack file left as it was
     assert "training" not in (tmp_path / "second.log").read_text()
 
 

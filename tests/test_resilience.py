@@ -119,8 +119,8 @@ def test_ctrl_c_ends_the_invocation_with_where_it_stopped_and_the_same_command_r
         proc.kill()
     lines = [line for line in out.splitlines() if line.strip()]
     assert proc.returncode == 1
-    assert re.fullmatch(r"stopped at epoch 1 step \d+, checkpoint saved: run the same command to resume", lines[-1]), out[-3000:]
-    assert _log(work).splitlines()[-1] == lines[-1]
+    assert re.fullmatch(r"training job \S+ stopped at epoch 1 step \d+, checkpoint saved: run the same command to resume", lines[-1]), out[-3000:]
+    assert lines[-1].endswith(" " + _log(work).splitlines()[-1])  # the job's own line, named
     snakemake(RUN, "--cores", "1", "--configfile", "c.yaml", cwd=work)
     assert "resumed at epoch 1" in _log(work)
     assert _metrics(work / RUN) == reference

@@ -24,7 +24,8 @@ from initmem.pipeline.guards import (INVOCATION_ENV, InvocationError, check_data
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
 from initmem.pipeline.identity import (ANALYSIS_SCRIPTS, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
                                        data_identity, run_code_version, run_key, source_of)
-from initmem.pipeline.interrupted import logs_since, stopped_jobs, stopped_summary  # noqa: E402
+from initmem.pipeline.interrupted import logs_since  # noqa: E402
+from initmem.pipeline.stops import lost_summary, what_jobs_lost  # noqa: E402
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
                                          record_provenance, restore_file, write_failures, wrote_into)
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
@@ -320,9 +321,9 @@ def _after_the_jobs(succeeded: bool) -> None:
     new_runs = [o for o in outputs if o.startswith("results/runs/")]
     if (line := diverged_summary(new_runs)):
         print(line, file=sys.stderr)
-    stopped = {} if succeeded else stopped_jobs(logs_since("results/logs/train", INVOCATION_STARTED))
-    if (line := stopped_summary(stopped)):
+    # each stopped training job with what it lost (one whose pack was kept before it failed: nothing)
+    stopped = {} if succeeded else what_jobs_lost(logs_since("results/logs/train", INVOCATION_STARTED), failed_logs)
+    if (line := lost_summary(stopped)):
         print(line, file=sys.stderr, flush=True)
-        failed = {str(job.log[0]) for job in getattr(workflow.scheduler, "failed", ()) if job.log}
-        if failed <= set(stopped):  # nothing else failed: this line is the invocation's last
+        if set(failed_logs) <= set(stopped):  # nothing else failed: this line is the invocation's last
             sys.exit(1)

@@ -21,12 +21,14 @@ from initmem.engine.device import device_environment, pick_device
 from initmem.engine.loop import EpochsFinished, Preempted, StopRequest, install_stop_handlers
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
-from initmem.io import read_json, write_json
+from initmem.io import write_json
 from initmem.pipeline.continuation import continue_after_stop, job_end_time
+from initmem.pipeline.finished import declare, keep_written, place, same_runs
 from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
 from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack
-from initmem.pipeline.planning import read_plan, started_path
+from initmem.pipeline.planning import finished_path, read_plan, started_path
 from initmem.pipeline.records import write_pack
+from initmem.pipeline.stops import KEPT, kept_line, training_line
 
 ENGINES = ("vmap", "loop")
 
@@ -86,61 +88,76 @@ def finish_pack(runs: list[dict], checkpoint_dir: Path | None, keep_checkpoints:
 def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, settings: dict, threads: int = 1,
                     checkpoint_dir: str | Path | None = None) -> None:
     """Train the runs of a pack plan and write its pack file atomically, each record stamped with
-    its run's identity ``key``; checkpoints are removed once the file is written.
+    its run's identity ``key``; checkpoints are removed once the pack is kept.
 
     ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
     memory_format, max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
+    The finished pack is kept first beside the plan (:mod:`initmem.pipeline.finished`), where
+    Snakemake's cleanup of a failed job never reaches it, and the pack file ``out`` is placed from
+    it last; a job that finds the plan's members kept there under their keys trains nothing and
+    only places ``out`` (one line says so), whatever deleted it.
     With a ``checkpoint_dir`` the job holds the pack's checkpoint folder for its whole length
     (:mod:`initmem.pipeline.packlock`): a second job on the same pack exits with :data:`BUSY_EXIT`
-    and one line naming the first, having trained and deleted nothing; one that gets the pack after
-    its holder wrote it finds it done. While it trains, a started marker beside the plan
+    and one line naming the first, having trained and deleted nothing (unless the first one has
+    finished the pack: then it places ``out`` from the store and succeeds); one that gets the pack
+    after its holder finished it finds it done. While it trains, a started marker beside the plan
     (:func:`initmem.pipeline.planning.started_path`) keeps the pack's members planned together.
     Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume);
     a Slurm job stopped at its time limit first requeues itself (:mod:`initmem.pipeline.continuation`,
     up to ``attempts`` - 1 times, and only after an attempt that finished an epoch; its end time is read as it starts).
     """
     members = read_plan(plan)
+    keep_checkpoints = bool(settings.get("keep_checkpoints", False))
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
     # config) or from other trainer code never resumes from this one's state
     ckpt_dir = Path(checkpoint_dir) / keys_folder(members) if checkpoint_dir else None
     if ckpt_dir is None:
-        _train_plan_members(members, data, out, settings, threads, None)
+        if not _declared(plan, out, members):
+            _train_plan_members(plan, members, data, out, settings, threads, None)
         return
     try:
         with hold_pack(ckpt_dir, Path(out).stem) as lease:
-            if _written(out, members):
-                print(f"{out}: already written by the job that held the pack; nothing to train", file=sys.stderr, flush=True)
-                return
-            started = started_path(plan)
-            write_json(started, lease)
-            _train_plan_members(members, data, out, settings, threads, ckpt_dir)
-            started.unlink(missing_ok=True)  # the pack file binds the plan from now on
+            if _declared(plan, out, members):
+                finish_pack(members, ckpt_dir, keep_checkpoints)  # what a job stopped after keeping the pack left
+                started_path(plan).unlink(missing_ok=True)
+            elif same_runs(out, members):  # written before finished packs were kept: keep it now
+                store = keep_written(plan, out)
+                print(f"{out}: already written under the plan's keys, now also {KEPT}{store}; nothing to train", file=sys.stderr, flush=True)
+            else:
+                started = started_path(plan)
+                write_json(started, lease)
+                _train_plan_members(plan, members, data, out, settings, threads, ckpt_dir)
+                started.unlink(missing_ok=True)  # the kept pack binds the plan from now on
     except PackBusy as exc:
+        if _declared(plan, out, members, holder=True):  # the holder has finished the pack and is ending
+            return
         print(str(exc), file=sys.stderr, flush=True)
         sys.exit(BUSY_EXIT)
     if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
         ckpt_dir.rmdir()
 
 
-def _written(out: str | Path, members: list[dict]) -> bool:
-    """Whether ``out`` is already this plan's pack file (every member's record, under its key now)."""
-    try:
-        runs = read_json(out)["runs"]
-        return sorted((r["run_id"], r["key"]) for r in runs) == sorted((m["run_id"], m["key"]) for m in members)
-    except (OSError, ValueError, KeyError, TypeError):
+def _declared(plan: str | Path, out: str | Path, members: list[dict], holder: bool = False) -> bool:
+    """Whether the plan's pack was found finished and kept (:func:`initmem.pipeline.finished.declare`): then
+    ``out`` is that pack, and one line says so."""
+    store = declare(plan, out, members)
+    if store is None:
         return False
+    who = "by the job that holds the pack" if holder else "before"
+    print(f"{out}: finished {who}, {KEPT}{store} under the plan's keys: declared it, nothing to train", file=sys.stderr, flush=True)
+    return True
 
 
-def _train_plan_members(members: list[dict], data: str | Path, out: str | Path, settings: dict, threads: int,
+def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path, out: str | Path, settings: dict, threads: int,
                         ckpt_dir: Path | None) -> None:
-    """Train a plan's members, write their pack file and remove their checkpoints (see :func:`train_plan_file`)."""
+    """Train a plan's members, keep their pack, remove their checkpoints and place their pack file (see :func:`train_plan_file`)."""
     import torch
 
     torch.set_num_threads(int(threads))
     install_stop_handlers()
     end_time = job_end_time(os.environ) if os.environ.get("SLURM_JOB_ID") else None  # once, not at the signal
     splits = load_prepared(data)
-    print(f"training {len(members)} run(s): {', '.join(m['run_id'] for m in members)}", file=sys.stderr, flush=True)
+    print(training_line([m["run_id"] for m in members]), file=sys.stderr, flush=True)
     try:
         records = train_pack(members, splits, device=settings["device"], engine=settings["engine"],
                              precision=settings["precision"], compile=settings["compile"],
@@ -157,8 +174,13 @@ def _train_plan_members(members: list[dict], data: str | Path, out: str | Path, 
         sys.exit(PREEMPTED_EXIT)
     for member, record in zip(members, records, strict=True):
         record["key"] = member["key"]
-    write_pack(out, records)
+    # first where Snakemake's cleanup of a failed job never reaches it, then the declared output:
+    # whatever stops this job from now on, the next one finds the pack kept and trains nothing
+    store = finished_path(plan)
+    write_pack(store, records)
+    print(kept_line(len(members), store), file=sys.stderr, flush=True)
     finish_pack(members, ckpt_dir, bool(settings.get("keep_checkpoints", False)))
+    place(store, out)
 
 
 def keys_folder(members: list[dict]) -> str:

@@ -2,7 +2,8 @@
 
 A pack's *plan* (``results/plans/<study>/<pack>.json``) lists its members (run id and spec).
 Once its pack has started (its trainer writes a started marker, ``<pack>.started`` beside the plan,
-before it trains) or its pack file exists, the plan is binding: a configured run whose spec equals its entry there
+before it trains) or finished (its pack file, or the finished pack kept beside the plan,
+``<pack>.finished``, exists), the plan is binding: a configured run whose spec equals its entry there
 stays in that pack for good, so adding a seed or a sigma_w value, changing ``pack.max_models`` or
 ``pack.max_images``, or removing runs never moves a finished run into another pack (which would
 make Snakemake retrain it), and a measured rate table, ``compute.compile`` or a partition time
@@ -71,8 +72,15 @@ def started_path(plan: str | Path) -> Path:
     return Path(plan).with_suffix(".started")
 
 
+def finished_path(plan: str | Path) -> Path:
+    """Where a pack's trainer keeps the finished pack beside its plan, out of Snakemake's reach
+    (:mod:`initmem.pipeline.finished`)."""
+    return Path(plan).with_suffix(".finished")
+
+
 def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str, data_id: dict | None = None) -> list[Pack]:
-    """Plans of the study's packs that have started (a started marker) or been trained (their pack file exists), of the data
+    """Plans of the study's packs that have started (a started marker) or been trained (their pack file, or the finished
+    pack kept beside the plan, exists), of the data
     identity ``data_id`` (or of any, for plans that do not say). A damaged plan is skipped: its
     runs are simply planned again."""
     folder = Path(plans_dir) / study
@@ -81,7 +89,8 @@ def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str,
     packs = []
     for path in sorted(folder.glob("*.json")):
         name = path.name[: -len(".json")]
-        if not (Path(packs_dir) / study / f"{name}.json").is_file() and not started_path(path).is_file():
+        if not (Path(packs_dir) / study / f"{name}.json").is_file() and not started_path(path).is_file() \
+                and not finished_path(path).is_file():
             continue
         try:
             plan = read_json(path)
