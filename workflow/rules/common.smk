@@ -131,6 +131,14 @@ os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TR
 os.environ.update(compile_cache_environment(os.environ, Path.cwd()))
 
 
+# Snakemake's options that build nothing (their argparse names): the guards on what a build would compute
+# (one sigma_w, say) never stop them, so `--unlock` works on any checkout. Kept here, with the command
+# line's parsing, so that no analysis output's code identity holds it.
+BUILDS_NOTHING = ("unlock", "cleanup_metadata", "cleanup_shadow", "list_rules", "list_target_rules", "lint", "list_changes",
+                  "list_input_changes", "list_params_changes", "list_untracked", "list_conda_envs", "conda_cleanup_envs",
+                  "print_compilation", "delete_all_output", "delete_temp_output", "archive", "container_cleanup_images")
+
+
 def _command_line(argv):
     """This command line as Snakemake's own parser reads it (None should it not parse here)."""
     from snakemake.cli import get_argument_parser
@@ -156,7 +164,7 @@ if workflow.is_main_process:
         print(f"NOTE: {_read_only}", file=sys.stderr)
     # Spreads and |beta| compare runs across sigma_w: an invocation that computes them (not `runs`)
     # refuses a configuration with one value, at `snakemake -n` already.
-    if needs_analysis(list(getattr(_ARGS, "targets", None) or []), TABLES_DIR, FIGURES_DIR):
+    if not any(getattr(_ARGS, name, None) for name in BUILDS_NOTHING) and needs_analysis(list(getattr(_ARGS, "targets", None) or []), TABLES_DIR, FIGURES_DIR):
         try:
             check_two_sigmas(RUNS)
         except ConfigError as exc:
