@@ -2,6 +2,7 @@
 
 import copy
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,21 @@ def test_an_oversized_batch_names_its_key_and_the_files_that_set_it_and_n_train(
     message = str(err.value)
     assert message.startswith("studies.s.set.batch_size: 128 (in studies.s) exceeds data.n_train = 64")
     assert f"batch_size set in {b}" in message and f"n_train in {a}" in message
+
+
+def test_make_runs_precheck_names_a_target_after_configfile_an_empty_file_and_a_binary_one(tmp_path):
+    """`make run ARGS=...` checks the --configfile values first (Snakemake itself prints a traceback or a
+    50-line UnicodeDecodeError): each mistake is one line naming the value and what to do."""
+    from initmem.pipeline.configfiles import check_configfile_arg
+
+    (tmp_path / "fig6.pdf").write_bytes(b"%PDF-1.5\n\xff\xfe\x00binary")
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "blob.yaml").write_bytes(b"\xff\xfe\x00\x81")
+    cases = {"figures/fig6.pdf": "given after --configfile", str(tmp_path / "fig6.pdf"): "given after --configfile",
+             "runs": "put targets before --configfile", str(tmp_path / "empty.yaml"): "an empty config file",
+             str(tmp_path / "blob.yaml"): "not a text file"}
+    for value, says in cases.items():
+        with pytest.raises(ConfigError, match=re.escape(says)) as err:
+            check_configfile_arg(value)
+        assert "\n" not in str(err.value) and value in str(err.value)
+    check_configfile_arg(ROOT / "config" / "archive.yaml")  # a config file passes

@@ -57,6 +57,23 @@ def test_every_printed_command_names_the_environments_python_and_snakemake():
     assert not found, f"bare python/snakemake (use .venv/bin/python, .venv/bin/snakemake): {found}"
 
 
+def targets_after_configfile(command: str) -> list[str]:
+    """The words a Snakemake command gives after ``--configfile`` that are no config file: Snakemake reads
+    every value up to the next option as a config file, so a target there fails (with a traceback)."""
+    words = command.split()
+    if not any(w.endswith("snakemake") for w in words[:1]) or "--configfile" not in words:
+        return []
+    after = list(takewhile(lambda w: not w.startswith("-"), words[words.index("--configfile") + 1:]))
+    return [w for w in after if not w.endswith((".yaml", ".yml", ".json")) and not w.startswith(("$", "FILE", "<")) and w not in ("...", "\\")]
+
+
+def test_no_printed_snakemake_command_gives_a_target_after_configfile():
+    assert targets_after_configfile(".venv/bin/snakemake --configfile config/paper.yaml figures/fig6.pdf") == ["figures/fig6.pdf"]
+    assert targets_after_configfile(".venv/bin/snakemake figures/fig6.pdf --configfile a.yaml b.yaml --cores 2") == []
+    found = [(page, c) for page, c in _page_commands() if targets_after_configfile(c)]
+    assert not found, f"a target after --configfile (Snakemake reads it as a config file; put targets first): {found}"
+
+
 def test_every_printed_initmem_command_names_the_environments_python():
     bare_module = [(p.relative_to(ROOT), m.start()) for p in PAGES for m in re.finditer(r"(?<![\w/.])python -m initmem", p.read_text())]
     assert not bare_module, f"bare `python -m initmem` (use .venv/bin/python): {bare_module}"

@@ -147,11 +147,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         from initmem.pipeline.grid import expand_studies
 
         if args.snakemake_args is not None:
-            from initmem.pipeline.configfiles import read_yaml
+            from initmem.pipeline.configfiles import check_configfile_arg
             from initmem.pipeline.guards import configfile_args
 
             for path in configfile_args(args.snakemake_args):
-                read_yaml(path)
+                check_configfile_arg(path)
             return
         config = load_config(args.config)
         expand_studies(config)  # what the workflow checks when it parses: every run spec

@@ -60,6 +60,28 @@ def read_yaml(path: str | Path) -> dict:
     return data
 
 
+TARGET_WORDS = ("all", "runs", "tables", "figures", "data")
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def check_configfile_arg(path: str | Path) -> None:
+    """One ``--configfile`` value of a Snakemake command line, before Snakemake reads it (it names
+    neither file nor cause): a target given after ``--configfile`` (Snakemake reads every value up to
+    the next option as a config file), an unreadable, non-text, non-YAML or empty file is one line."""
+    path = Path(path)
+    target = (str(path) in TARGET_WORDS or path.suffix in (".pdf", ".png", ".csv", ".md", ".gz")
+              or (not path.exists() and path.suffix not in CONFIG_SUFFIXES))
+    if target:
+        raise ConfigError(f"{path}: given after --configfile, where Snakemake reads it as a config file; put targets before "
+                          f"--configfile (snakemake {path} --configfile FILE ...)")
+    try:
+        data = read_yaml(path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file, so not a config file (a target after --configfile? put it before)") from None
+    if not data:
+        raise ConfigError(f"{path}: an empty config file (it changes nothing: give a file with data, defaults, studies, ... or none)")
+
+
 def layer(base: Mapping, override: Mapping) -> dict:
     """``override`` merged over ``base`` key by key; the sections in :data:`REPLACED_WHOLE` are replaced."""
     merged = copy.deepcopy(dict(base))
