@@ -30,6 +30,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import pandas as pd
 from scipy import stats
 
+from initmem import tiers
+
 DESIGNS = ("small-tier", "clocks-tier", "decisive-tier", "paper")
 SELECTED = "selected-tier"   # its curves also with the run noise persisting along epochs (AR(1): "-ar1")
 # rule rows (module:function) -> (designs it is calibrated at, simulations per truth in the full run)
@@ -38,7 +40,8 @@ RULES = {
     "initmem.claims.calibration:gone_rows": ((*DESIGNS, "regime-tier", SELECTED), 4000),
     "initmem.claims.calibration:wash_out_rows": ((*DESIGNS, SELECTED), 4000),
     "initmem.claims.calibration:shape_rows": ((*DESIGNS, SELECTED, SELECTED + "-ar1"), 200),
-    "initmem.claims.collapse_calibration:calibration_rows": (("clocks-tier", "decisive-tier", "paper"), 200),
+    # the tiers with the role "collapse-calibration" (initmem.tiers: the clocks and decisive tiers) and the paper
+    "initmem.claims.collapse_calibration:calibration_rows": ((*(t.name for t in tiers.with_role("collapse-calibration")), "paper"), 200),
 }
 QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:gone_rows": 250,
               "initmem.claims.calibration:wash_out_rows": 250, "initmem.claims.calibration:shape_rows": 12,

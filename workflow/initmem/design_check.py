@@ -28,6 +28,7 @@ miss is the assumed truth's (that rate agrees with what happened) or the arithme
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -39,7 +40,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint, test_proportions_2indep
 
 from initmem import design as D
-from initmem import paths
+from initmem import paths, tiers
 from initmem.claims.claim import SPREAD_READ
 from initmem.claims.rows import run_cell
 from initmem.pipeline.configfiles import load_config
@@ -48,15 +49,30 @@ from initmem.stats import spreads as S
 from initmem.stats import verdicts as V
 
 ROOT = paths.ROOT
-# The committed tiers the planner can be checked against: folder under evidence/ -> the config it trained.
-TIERS = {"jpeg-cifar10-small": "config/evidence.yaml", "jpeg-cifar10-decisive": "config/evidence-decisive.yaml",
-         "jpeg-cifar10-regime": "config/evidence-regime.yaml", "jpeg-cifar10-clocks": "config/evidence-clocks.yaml",
-         "jpeg-cifar10-selected": "config/evidence-selected.yaml"}
+# The committed tiers the planner can be checked against (initmem.tiers, in the planner check's order): folder
+# under evidence/ -> the config it trained.
+TIERS = {t.folder: t.config for t in tiers.planner_order()}
 DRAWS, RNG_SEED = 1000, 5100
-# Designs a tier's committed plan chose before it trained, checked besides the tier's own and today's --cheapest:
-# the regime tier's design_plan.md, its --cheapest section (seeds, sigma_w grid), made when contrasts assumed independent arms.
-COMMITTED = {"jpeg-cifar10-regime": {"sgd_keeps_spread_b16": (3, (0.1, 2.5)), "sgd_gt_adam_b16": (5, (0.1, 2.5)),
-                                     "lr_reduces_sgd_b16_0.001_to_0.1": (5, (0.1, 2.5))}}
+CHEAPEST = "## The least compute"   # the heading of a design_plan.md's --cheapest section
+
+
+def committed_designs(plan_md: str) -> dict[str, tuple[int, tuple[float, ...]]]:
+    """The designs a committed ``design_plan.md`` chose: its --cheapest section's rows, claim -> (seeds, sigma_w grid);
+    a row without a design (more seeds than the search tried) is left out."""
+    if CHEAPEST not in plan_md:
+        return {}
+    out = {}
+    for line in plan_md.split(CHEAPEST, 1)[1].split("\n## ", 1)[0].splitlines():
+        found = re.match(r"\| `([^`]+)` \| (\d+) \| \d+ \(([^)]*)\) \|", line)
+        if found:
+            out[found.group(1)] = (int(found.group(2)), tuple(float(v) for v in found.group(3).split(",")))
+    return out
+
+
+# Designs a tier's committed plan chose before it trained, checked besides the tier's own and today's --cheapest: the
+# --cheapest section (seeds, sigma_w grid) of each tier's design_plan.md (the regime tier's was made when contrasts
+# assumed independent arms; the selected tier's equals today's --cheapest, so it adds no row).
+COMMITTED = {t.folder: committed_designs((t.path / "design_plan.md").read_text()) for t in tiers.tiers() if (t.path / "design_plan.md").is_file()}
 MISS_LEVEL = 0.01
 DECIDED = (V.REPRODUCED, V.NOT_REPRODUCED)
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from initmem import paper as published
-from initmem import paths
+from initmem import paths, tiers
 from initmem.claims.clock import RETAINED
 from initmem.stats import shapes as Sh
 from initmem.stats.power import jackknife_arrays, side_codes, simulate
@@ -34,8 +34,7 @@ from initmem.stats.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, betwe
 
 ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate")
 EVIDENCE = paths.EVIDENCE
-TIERS = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks", "decisive-tier": "jpeg-cifar10-decisive",
-         "regime-tier": "jpeg-cifar10-regime", "selected-tier": "jpeg-cifar10-selected"}
+TIERS = {t.name: t.folder for t in tiers.tiers()}   # short name -> folder under evidence/ (initmem.tiers, in the tiers' order)
 AR1 = "-ar1"  # a tier's designs with its run noise persisting along epochs: "selected-tier-ar1"
 PAPER_SIGMAS = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
 PAPER_SEEDS, PAPER_EPOCHS, PAPER_NOISE = published.MAIN_SEEDS, published.MAIN_EPOCHS, 0.005  # the noise: an assumption

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from initmem import paths
+from initmem import paths, tiers
 from initmem.stats import collapse as C
 from initmem.stats.verdicts import INCONCLUSIVE, NOT_IDENTIFIABLE, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Cell
 
 ALPHA = 0.01  # the cosine schedule's floor (paper and tiers)
 PAPER_NOISE = 0.01  # per-run sd of accuracy at the paper's scale (10,000 validation images and seed noise): an assumption
 EVIDENCE = paths.EVIDENCE
-CLOCK_TIER = EVIDENCE / "jpeg-cifar10-clocks"
-TIERS = {"clocks-tier": CLOCK_TIER, "decisive-tier": EVIDENCE / "jpeg-cifar10-decisive"}
+# short name -> folder: the tiers with the role "collapse-calibration" (initmem.tiers, in the tiers' order)
+TIERS = {t.name: t.path for t in tiers.with_role("collapse-calibration")}
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from initmem import tiers
 from initmem.claims.calibration import EVIDENCE, SEED_SD, Design, designs, linear
 from initmem.claims.clock import RETAINED
 from initmem.stats import multiplicity as M
@@ -30,7 +31,7 @@ from initmem.stats import shapes as Sh
 from initmem.stats import spreads as Sp
 from initmem.stats import verdicts as V
 
-TIER = "jpeg-cifar10-regime"
+TIER = tiers.the_one("familywise").folder   # the tier with the role "familywise" (initmem.tiers): the regime tier
 SIGMAS = (0.1, 0.5, 1.2, 2.5)
 MAIN_SEEDS, LR_SEEDS, EPOCHS = 16, 8, 300     # the tier's main (SGD, Adam b=16) and lr_l2 configurations
 SPREAD_PP = 1.0                               # every spread at the gone zone's edge; the contrasts at 0
@@ -78,7 +79,7 @@ def noises(tier: str = TIER) -> list[Noise]:
 
 def run_noise(tier: str = TIER) -> float:
     """The tier's run noise (the median residual sd of the seed-blocked model over its configurations)."""
-    return designs(f"{tier.removeprefix('jpeg-cifar10-')}-tier")[0].noise
+    return designs(tiers.by_folder(tier).name)[0].noise
 
 
 def _runs(rng: np.random.Generator, seeds: int, sd: float) -> np.ndarray:
