@@ -39,12 +39,14 @@ RULES = {
     "initmem.claims.calibration:spread_rows": ((*DESIGNS, SELECTED), 4000),
     "initmem.claims.calibration:gone_rows": ((*DESIGNS, "regime-tier", SELECTED), 4000),
     "initmem.claims.calibration:wash_out_rows": ((*DESIGNS, SELECTED), 4000),
+    "initmem.claims.calibration:flat_edge_rows": ((SELECTED, SELECTED + "-ar1", SELECTED + "-offset", SELECTED + "-t3", "decisive-tier"), 400),
     "initmem.claims.calibration:shape_rows": ((*DESIGNS, SELECTED, SELECTED + "-ar1"), 200),
     # the tiers with the role "collapse-calibration" (initmem.tiers: the clocks and decisive tiers) and the paper
     "initmem.claims.collapse_calibration:calibration_rows": ((*(t.name for t in tiers.with_role("collapse-calibration")), "paper"), 200),
 }
 QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:gone_rows": 250,
-              "initmem.claims.calibration:wash_out_rows": 250, "initmem.claims.calibration:shape_rows": 12,
+              "initmem.claims.calibration:wash_out_rows": 250, "initmem.claims.calibration:flat_edge_rows": 12,
+              "initmem.claims.calibration:shape_rows": 12,
               "initmem.claims.collapse_calibration:calibration_rows": 10}
 RNG_SEED = 35
 FALSE_MAX, COVERAGE_MIN = 0.05, 0.93

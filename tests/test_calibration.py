@@ -96,3 +96,36 @@ def test_a_spread_with_a_gone_zone_is_calibrated_inside_on_and_above_its_edge(qu
     assert set(gone["truth"].str.split(" pp").str[0]) == {"linear 0", "linear 0.5", "linear 1", "linear 1.5"}
     edge = gone[gone["truth"].str.contains("edge")]
     assert edge["false_reproduced"].notna().all() and edge["false_not_reproduced"].notna().all()
+
+
+def test_run_offsets_and_heavy_tails_keep_the_designs_noise_sd_and_its_share_is_measured():
+    """The flat rule's calibration noise: a per-run offset carrying the measured share of the variance
+    (noise_parts), and Student t noise of the same sd; a design without either keeps its draws."""
+    import numpy as np
+
+    d = C.Design("d", (0.1, 2.5), 4, 0.02, 300, persistence=0.5, offset=0.8)
+    x = C.epoch_noise(d, (300, 40, 50), np.random.default_rng(0))
+    run_means = x.mean(axis=0)
+    assert abs(x.std() - 0.02) < 0.001 and abs(run_means.var() / x.var() - 0.8) < 0.05
+    t3 = C.epoch_noise(C.Design("d", (0.1, 2.5), 4, 0.02, 300, tails=3.0), (2000, 2, 50), np.random.default_rng(0))
+    assert abs(t3.std() - 0.02) < 0.002 and np.mean(np.abs(t3) > 4 * 0.02) > 0.005  # normal: 6e-5 beyond 4 sd
+    rng = np.random.default_rng(5)
+    rows = []
+    for seed in range(8):
+        offset = 0.03 * rng.standard_normal()
+        rows += [{"run_id": f"r{seed}", "epoch": e, "epochs": 100, "sigma_w": 1.0, "val_acc": 0.5 + offset + 0.01 * rng.standard_normal()}
+                 for e in range(1, 101)]
+    share, phi = C.noise_parts(pd.DataFrame(rows))
+    assert 0.7 < share < 0.98 and abs(phi) < 0.2
+
+
+def test_the_flat_rules_edge_truths_sit_exactly_on_its_margin():
+    import numpy as np
+
+    from initmem.stats import shapes as Sh
+
+    for sign in (1.0, -1.0):
+        beta = C.flat_edge(sign, 300)
+        e = np.arange(1, 301, dtype=float)
+        change = Sh.Shape(Sh.window_means(beta[None, :], e), np.zeros(1)).change[0]
+        assert change == pytest.approx(sign * Sh.FLAT_ORDERS, abs=1e-9)

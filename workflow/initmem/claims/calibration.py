@@ -36,6 +36,8 @@ ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_
 EVIDENCE = paths.EVIDENCE
 TIERS = {t.name: t.folder for t in tiers.tiers()}   # short name -> folder under evidence/ (initmem.tiers, in the tiers' order)
 AR1 = "-ar1"  # a tier's designs with its run noise persisting along epochs: "selected-tier-ar1"
+OFFSET = "-offset"  # ... with its measured per-run offset and an AR(1) of the rest: "selected-tier-offset"
+HEAVY = "-t3"  # ... with heavy-tailed run noise (Student t, 3 degrees of freedom, the same sd)
 PAPER_SIGMAS = tuple(np.round(np.arange(0.1, 2.5001, 0.1), 10))
 PAPER_SEEDS, PAPER_EPOCHS, PAPER_NOISE = published.MAIN_SEEDS, published.MAIN_EPOCHS, 0.005  # the noise: an assumption
 SEED_SD = 0.05   # the seed effect shared by every sigma_w of a seed (every rule must cancel it)
@@ -55,6 +57,8 @@ class Design:
     noise: float
     epochs: int
     persistence: float = 0.0   # the lag-1 autocorrelation of a run's noise along its epochs (0: independent)
+    offset: float = 0.0        # the share of the run noise's variance that is one constant per run (its offset)
+    tails: float = math.inf    # Student t degrees of freedom of the run noise (inf: normal)
 
 
 def persistence(history: pd.DataFrame) -> float:
@@ -71,7 +75,28 @@ def persistence(history: pd.DataFrame) -> float:
     return float(np.median(lag1))
 
 
+def noise_parts(history: pd.DataFrame) -> tuple[float, float]:
+    """How a run's validation-accuracy noise (as :func:`persistence` reads it) splits: the share of its
+    variance that is one offset per run (the variance of each run's mean noise over the pooled variance),
+    and the lag-1 autocorrelation of what is left about that offset (:func:`persistence`: ``acf``
+    removes each run's mean)."""
+    keys = [k for k in ("study", "optimizer", "batch_size", "lr", "l2", "epochs", "sigma_w") if k in history]
+    h = history[history["epoch"] > history["epochs"] / 10]
+    noise = h["val_acc"] - h.groupby([*keys, "epoch"], dropna=False)["val_acc"].transform("mean")
+    offsets = noise.groupby(h["run_id"]).transform("mean")
+    share = float(offsets.var() / noise.var()) if noise.var() > 0 else 0.0
+    return share, persistence(history)
+
+
 def _tier(name: str) -> list[Design]:
+    if name.endswith(OFFSET):
+        base = name.removesuffix(OFFSET)
+        share, phi = noise_parts(pd.read_csv(EVIDENCE / TIERS[base] / "tables" / "history.csv.gz"))
+        return [Design(f"{d.name}, {share:.0%} of the noise a per-run offset, AR(1) {phi:.2f} of the rest", d.sigmas, d.seeds, d.noise,
+                       d.epochs, phi, share) for d in _tier(base)]
+    if name.endswith(HEAVY):
+        base = name.removesuffix(HEAVY)
+        return [Design(f"{d.name}, Student t noise (3 df)", d.sigmas, d.seeds, d.noise, d.epochs, tails=3.0) for d in _tier(base)]
     if name.endswith(AR1):
         base = name.removesuffix(AR1)
         phi = persistence(pd.read_csv(EVIDENCE / TIERS[base] / "tables" / "history.csv.gz"))
@@ -92,7 +117,7 @@ def designs(name: str) -> list[Design]:
     if name == "paper":
         return [Design(f"paper: 25 sigma_w x {PAPER_SEEDS} seeds, noise {100 * PAPER_NOISE:g} pp (assumed)", PAPER_SIGMAS, PAPER_SEEDS,
                        PAPER_NOISE, PAPER_EPOCHS)]
-    if name.removesuffix(AR1) not in TIERS:
+    if name.removesuffix(AR1).removesuffix(OFFSET).removesuffix(HEAVY) not in TIERS:
         raise ValueError(f"unknown calibration design {name!r}: expected one of {', '.join([*TIERS, 'paper'])} (a tier's name + "
                          f"{AR1!r}: its noise persisting along epochs)")
     return _tier(name)
@@ -293,13 +318,21 @@ def beta_truths() -> dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool, b
 
 def epoch_noise(design: Design, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Run noise of sd ``design.noise`` over (epochs, ...): independent per epoch, or a stationary AR(1)
-    along the first axis with coefficient ``design.persistence`` (the same draws either way)."""
-    z = rng.standard_normal(shape)
+    along the first axis with coefficient ``design.persistence`` (the same draws either way); with
+    ``design.offset``, that share of its variance one constant per run (drawn after, so the designs
+    without one keep their draws); with finite ``design.tails``, Student t draws of unit variance."""
+    if math.isfinite(design.tails):
+        df = design.tails
+        z = rng.standard_t(df, shape) * math.sqrt((df - 2) / df)
+    else:
+        z = rng.standard_normal(shape)
     phi = design.persistence
     if phi:
         scale = math.sqrt(1 - phi ** 2)
         for t in range(1, shape[0]):
             z[t] = phi * z[t - 1] + scale * z[t]
+    if design.offset:
+        z = math.sqrt(1 - design.offset) * z + math.sqrt(design.offset) * rng.standard_normal(shape[1:])[None]
     return design.noise * z
 
 
@@ -336,6 +369,32 @@ def shape_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
             if flat_true is not None:
                 out.append(_row("beta_flat", d, truth, flat_true, np.asarray(flat), None))
             out.append(_row("beta_decay", d, truth, decay_true, np.asarray(decay), None))
+    return out
+
+
+def flat_edge(sign: float, epochs: int) -> np.ndarray:
+    """|beta| log-linear in the run whose noise-free flat statistic (:attr:`initmem.stats.shapes.Shape.change`,
+    read on the settled windows) is exactly ``sign`` x :data:`~initmem.stats.shapes.FLAT_ORDERS`: the rule's edge."""
+    from scipy import optimize
+
+    t = (np.arange(1, epochs + 1) - 1) / max(epochs - 1, 1)
+    e = np.arange(1, epochs + 1, dtype=float)
+    change = lambda s: float(Sh.Shape(Sh.window_means(BETA_LEVEL * 10 ** (sign * s * t)[None, :], e), np.zeros(1)).change[0])
+    slope = optimize.brentq(lambda s: abs(change(s)) - Sh.FLAT_ORDERS, 0.1, 5.0, xtol=1e-12)
+    return BETA_LEVEL * 10 ** (sign * slope * t)
+
+
+def flat_edge_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
+    """Rows for ``beta_flat`` at its margin's edges: |beta| rising, and falling, by exactly
+    :data:`~initmem.stats.shapes.FLAT_ORDERS` over the settled windows (:func:`flat_edge`), where either
+    decision is false; read by the claims table's rule (:func:`initmem.stats.shapes.flat_decision`)."""
+    rng = np.random.default_rng(rng_seed)
+    out = []
+    for d in designs(design_name):
+        for sign, word in ((1.0, "rise"), (-1.0, "fall")):
+            beta = flat_edge(sign, d.epochs)
+            codes = np.asarray([_code(Sh.flat_decision(beta_cell(d, beta, rng))[0]) for _ in range(n_sims)])
+            out.append(_row("beta_flat", d, f"{word} of {Sh.FLAT_ORDERS:g} orders over the settled run (the margin's edge)", None, codes, None))
     return out
 
 
