@@ -45,6 +45,11 @@ rule all:
     default_target: True
 
 
+# Before any job starts: no pack that a live job still trains is started again (_before_the_jobs, common.smk).
+onstart:
+    _before_the_jobs()
+
+
 # Provenance and the summary of diverged runs, once the jobs have run (_after_the_jobs, common.smk).
 onsuccess:
     _after_the_jobs(succeeded=True)

@@ -2,6 +2,7 @@
 import atexit
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from initmem.pipeline.stops import lost_summary, what_jobs_lost  # noqa: E402
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
                                          record_provenance, restore_file, write_failures, wrote_into)
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
+from initmem.pipeline.packlock import live_packs, live_packs_line  # noqa: E402
 from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.pipeline.targets import (FIGURES, buildable_figures, figure_studies, job_mem_mb, job_runtime_minutes, needs_analysis,  # noqa: E402
@@ -169,6 +171,38 @@ if workflow.is_main_process:
             check_two_sigmas(RUNS)
         except ConfigError as exc:
             raise WorkflowError(f"invalid config: {exc}")
+
+
+# A restarted main Snakemake (docs/slurm.md): packs whose lease names a live trainer (a Slurm job still
+# queued or running, by one squeue call for all of them, or a live pid on this host) are never
+# submitted again. Before any job starts (onstart, Snakefile) an invocation that would train one
+# refuses in one line naming them and their holders, with the command that leaves them out; a dry
+# run notes them at its end. One glob where nothing trains (initmem.pipeline.packlock.live_packs).
+def _live_packs_to_train() -> list:
+    """The packs this invocation would train that live jobs still train."""
+    dag = workflow.dag
+    live = live_packs("results/checkpoints", PLANS_DIR) if dag is not None else []
+    if not live:
+        return []
+    wanted = {(job.wildcards.study, job.wildcards.pack) for job in dag.needrun_jobs(exclude_finished=False) if job.rule.name == "train"}
+    return [pack for pack in live if (pack.study, pack.pack) in wanted]
+
+
+def _before_the_jobs() -> None:
+    """Refuse, before any job starts, to train a pack that a live job still trains."""
+    if (live := _live_packs_to_train()):
+        files = " ".join(shlex.quote(f"{PACKS_DIR}/{pack.study}/{pack.pack}.json") for pack in live)
+        print(live_packs_line(live, f"{snakemake_command(keep_targets=True)} --omit-from {files}"), file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+def _note_live_packs() -> None:
+    if (live := _live_packs_to_train()):
+        print(live_packs_line(live, None), file=sys.stderr, flush=True)
+
+
+if workflow.is_main_process and getattr(_ARGS, "dryrun", False):
+    atexit.register(_note_live_packs)
 
 
 def _print_planned_estimate():
