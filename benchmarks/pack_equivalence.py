@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from initmem.engine.data import build_splits
 from initmem.engine.models import build_model, init_weights
 from initmem.engine.packed import PackedModel, train_packed
+from initmem.engine.settings import TrainSettings
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
 from initmem.spec import resolve_spec
@@ -90,7 +91,7 @@ def main() -> None:
             for i, (sw, seed) in enumerate(((1.0, 0), (1e30, 1), (0.5, 3)))]  # the second diverges in epoch 1
     for label, runs, trainer in (("single run, SGD, BN, augment, L2", one, train_run_records),
                                  ("pack of 3, SGD, BN, one member diverges", pack, train_packed)):
-        eager, compiled = trainer(runs, data, log=None), trainer(runs, data, compile=True, log=None)
+        eager, compiled = trainer(runs, data, log=None), trainer(runs, data, settings=TrainSettings(compile=True), log=None)
         print(f"| {label} | " + " | ".join(f"{max_relative_difference(compiled, eager, k):.1e}" for k in KEYS) + " |", flush=True)
     print("\n# First-step gradient error against float64 (relative, all gradients with a non-zero exact value)\n")
     print("| model | sigma_w | single run, float32 | pack, float32 |\n|---|---:|---:|---:|")

@@ -155,17 +155,19 @@ def engine_train_seconds(arch: str, width: int, batch_size: int, optimizer: str,
     """Wall seconds of ``epochs`` epochs of ``steps`` steps of a job training ``pack`` runs with the
     engine (``train_run`` for one, ``train_packed`` for more), model building and evaluation included."""
     from initmem.engine.packed import train_packed
+    from initmem.engine.settings import TrainSettings
     from initmem.engine.train import train_run
 
     data = engine_data(steps * batch_size, batch_size if n_eval is None else n_eval, device, pool)
     runs = [{"run_id": f"m{i}", "spec": {**engine_spec(arch, width, batch_size, optimizer, seed=i), "epochs": epochs}}
             for i in range(pack)]
+    settings = TrainSettings(precision=precision, compile=compile, memory_format=memory_format)
     sync(device)
     start = time.perf_counter()
     if pack == 1:
-        train_run(runs[0]["spec"], data, device=device, precision=precision, compile=compile, memory_format=memory_format, log=log)
+        train_run(runs[0]["spec"], data, settings=settings, device=device, log=log)
     else:
-        train_packed(runs, data, device=device, precision=precision, compile=compile, memory_format=memory_format, log=log)
+        train_packed(runs, data, settings=settings, device=device, log=log)
     sync(device)
     return time.perf_counter() - start
 
@@ -250,6 +252,7 @@ def engine_window(arch: str, width: int, batch_size: int, optimizer: str, pack: 
     from initmem.engine.compute import check_compile
     from initmem.engine.loop import train_loop
     from initmem.engine.packed import Pack, check_packable
+    from initmem.engine.settings import TrainSettings
     from initmem.engine.train import SingleRun
 
     check_compile(compile)
@@ -264,8 +267,8 @@ def engine_window(arch: str, width: int, batch_size: int, optimizer: str, pack: 
             return TimedTrainee(SingleRun(specs[0], gens[0], device, precision, compile, data.classes, memory_format), timer)
         return TimedTrainee(Pack(specs, gens, device, precision, compile, None, data.classes, memory_format), timer)
     try:
-        train_loop(runs, data, make, engine="loop" if pack == 1 else "vmap", device=device, precision=precision, compile=compile,
-                   memory_format=memory_format, name="timed", checkpoint=None, checkpoint_every=0, checkpoint_minutes=0, log=None)
+        train_loop(runs, data, make, settings=TrainSettings(precision=precision, compile=compile, memory_format=memory_format),
+                   engine="loop" if pack == 1 else "vmap", device=device, name="timed", checkpoint=None, log=None)
     except WindowClosed as closed:
         return closed.window
     raise RuntimeError(f"the training ended after {timer.done} steps without closing its timed window")

@@ -14,6 +14,7 @@ import time
 import torch
 
 from initmem.engine.data import build_splits
+from initmem.engine.settings import TrainSettings
 from initmem.pipeline.jobs import train_pack
 from initmem.spec import resolve_spec
 
@@ -39,7 +40,7 @@ def main() -> None:
         momentum=None, augment=False, patience=None, sigma_w=1.0, seed=0, variant=None, n_train=args.n_train,
         n_val=2000, n_test=2000))
     start = time.perf_counter()
-    rec = train_pack([{"run_id": "real_check", "spec": spec}], splits, device="cpu", log=sys.stderr)[0]
+    rec = train_pack([{"run_id": "real_check", "spec": spec}], splits, TrainSettings(device="cpu"), log=sys.stderr)[0]
     h = rec["history"]
     print(f"# Real-data check: ResNet-9 width {args.width}, {args.optimizer} lr {args.lr}, b={args.batch_size}, "
           f"n_train={args.n_train}, {args.epochs} epochs, sigma_w=1, seed 0\n")

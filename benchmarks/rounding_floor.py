@@ -23,6 +23,7 @@ import time
 import torch
 
 from initmem.engine.data import build_splits
+from initmem.engine.settings import TrainSettings
 from initmem.pipeline.jobs import train_pack
 from initmem.spec import resolve_spec
 
@@ -58,7 +59,7 @@ def main() -> None:
     results, walls = {}, {}
     for way, kwargs in ways.items():
         start = time.perf_counter()
-        records = train_pack(runs, splits, device="cpu", log=None, **kwargs)
+        records = train_pack(runs, splits, TrainSettings(device="cpu", **kwargs), log=None)
         walls[way] = time.perf_counter() - start
         results[way] = {r["run_id"]: r["summary"] for r in records}
         print(f"{way}: {walls[way]:.0f} s", file=sys.stderr, flush=True)

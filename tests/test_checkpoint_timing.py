@@ -15,6 +15,7 @@ from conftest import ROOT, tiny_spec
 
 import initmem.engine.loop as loop
 from initmem.engine.checkpoint import CheckpointSchedule, load_checkpoint, partial_saves, save_checkpoint
+from initmem.engine.settings import TrainSettings
 from initmem.engine.train import train_run
 from initmem.pipeline.jobs import finish_pack
 
@@ -42,7 +43,7 @@ def test_a_timed_save_lands_mid_epoch_and_resumes_to_the_same_record(tmp_path, t
                 early.parent.mkdir()
                 shutil.copy(path, early)
     monkeypatch.setattr(loop, "save_checkpoint", spy)
-    timed = train_run(spec, tiny_tensors, "r", checkpoint=ckpt, checkpoint_minutes=3, log=None)
+    timed = train_run(spec, tiny_tensors, "r", settings=TrainSettings(checkpoint_minutes=3), checkpoint=ckpt, log=None)
     assert saves and all(0 < step < 6 for _, step in saves[:1]), saves  # the first save is mid-epoch
     assert len(saves) >= 3 and {epoch for epoch, _ in saves} == {0, 1}
     monkeypatch.undo()

@@ -17,6 +17,7 @@ import torch._dynamo
 from test_packed import _runs, assert_same_records
 
 from initmem.engine.packed import train_packed
+from initmem.engine.settings import TrainSettings
 from initmem.engine.train import train_run
 
 # torch.compile on the CPU costs seconds a test: the full suite's, not the edit-test loop's
@@ -33,7 +34,7 @@ def test_compiled_single_run_matches_eager(tiny_tensors):
     spec = _runs(sigmas=(1.0,), seeds=(0,), augment=True, batch_size=40, l2=1e-3, lr=0.01)[0]["spec"]  # partial last batch
     eager = train_run(spec, tiny_tensors, "r0", log=None)
     before = _compiled_graphs()
-    compiled = train_run(spec, tiny_tensors, "r0", compile=True, log=None)
+    compiled = train_run(spec, tiny_tensors, "r0", settings=TrainSettings(compile=True), log=None)
     assert _compiled_graphs() > before  # it really ran compiled
     assert (compiled["env"]["compile"], eager["env"]["compile"]) == (True, False)
     assert_same_records([compiled], [eager], rtol=RTOL)
@@ -47,7 +48,7 @@ def test_a_compiled_pack_matches_eager_and_a_diverging_member_does_not_recompile
     for sigmas in ((1.0, 2.0, 0.5), (1.0, 1e30, 0.5)):
         torch._dynamo.reset()
         before = _compiled_graphs()
-        records = train_packed(_runs(sigmas=sigmas, lr=0.01), tiny_tensors, compile=True, log=None)
+        records = train_packed(_runs(sigmas=sigmas, lr=0.01), tiny_tensors, settings=TrainSettings(compile=True), log=None)
         compiled.append(_compiled_graphs() - before)
     assert [r["status"] for r in records] == ["ok", "diverged", "ok"] and all(r["env"]["compile"] for r in records)
     assert compiled[1] == compiled[0] > 0
@@ -80,7 +81,7 @@ def test_compiled_step_matches_eager_and_compiles_only_in_the_first_epoch(tiny_t
     eager = train_run(spec, tiny_tensors, "r0", log=None)
     torch._dynamo.reset()
     before, log = _compiled_graphs(), EpochLog()
-    compiled = train_run(spec, tiny_tensors, "r0", compile="step", log=log)
+    compiled = train_run(spec, tiny_tensors, "r0", settings=TrainSettings(compile="step"), log=log)
     assert log.graphs[0] > before and log.graphs == [log.graphs[0]] * 3
     assert compiled["env"]["compile"] == "step"
     assert_same_records([compiled], [eager], rtol=RTOL)
@@ -94,7 +95,7 @@ def test_compiled_pack_step_matches_eager_and_a_diverging_member_does_not_recomp
     eager = train_packed(runs, tiny_tensors, log=None)
     torch._dynamo.reset()
     before, log = _compiled_graphs(), EpochLog()
-    compiled = train_packed(runs, tiny_tensors, compile="step", log=log)
+    compiled = train_packed(runs, tiny_tensors, settings=TrainSettings(compile="step"), log=log)
     assert [r["status"] for r in compiled] == ["ok", "diverged", "ok"]
     assert log.graphs[0] > before and log.graphs == [log.graphs[0]] * 3
     assert_same_records(compiled, eager, rtol=RTOL)
@@ -107,12 +108,12 @@ def test_compiled_pack_step_resumes_from_a_mid_epoch_checkpoint(tmp_path, tiny_t
     eager = train_packed(runs, tiny_tensors, log=None)
     ckpt = tmp_path / "pack.ckpt"
     with stop_request.stops("epoch 1 step 1"):
-        train_packed(runs, tiny_tensors, compile="step", checkpoint=ckpt, log=EpochLog(stop_after_epoch=1, request=stop_request.request))
-    resumed = train_packed(runs, tiny_tensors, compile="step", checkpoint=ckpt, log=None)
+        train_packed(runs, tiny_tensors, settings=TrainSettings(compile="step"), checkpoint=ckpt, log=EpochLog(stop_after_epoch=1, request=stop_request.request))
+    resumed = train_packed(runs, tiny_tensors, settings=TrainSettings(compile="step"), checkpoint=ckpt, log=None)
     assert [r["status"] for r in resumed] == ["ok", "diverged", "ok"]
     assert_same_records(resumed, eager, rtol=RTOL)
 
 
 def test_unknown_compile_setting_is_refused(tiny_tensors):
     with pytest.raises(ValueError, match="unknown compute.compile 'graph'; choose false, true"):
-        train_run(_runs(sigmas=(1.0,), seeds=(0,))[0]["spec"], tiny_tensors, "r0", compile="graph", log=None)
+        train_run(_runs(sigmas=(1.0,), seeds=(0,))[0]["spec"], tiny_tensors, "r0", settings=TrainSettings(compile="graph"), log=None)

@@ -12,6 +12,7 @@ import torch
 
 from initmem.engine import device as devmod
 from initmem.engine.checkpoint import CheckpointSchedule, load_checkpoint, save_checkpoint
+from initmem.engine.settings import TrainSettings
 
 
 def _state(mib: int = 16) -> dict:
@@ -186,7 +187,7 @@ def test_every_record_says_where_and_how_it_was_computed(tiny_splits, monkeypatc
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
     runs = [{"run_id": f"r{s}", "spec": tiny_spec(sigma_w=s, epochs=1)} for s in (0.5, 2.0)]
     for engine in ("vmap", "loop"):
-        records = train_pack(runs, tiny_splits, device="cpu", engine=engine, log=None)
+        records = train_pack(runs, tiny_splits, TrainSettings(device="cpu", engine=engine), log=None)
         env = records[0]["env"]
         assert env["slurm_job_id"] == "4242" and env["tf32_matmul"] is False and env["determinism"].startswith("cpu")
         assert env["device"].startswith("cpu") and env["engine"] == ("vmap" if engine == "vmap" else "loop")
@@ -275,5 +276,5 @@ def test_a_training_job_on_the_cpu_keeps_freed_memory(monkeypatch, picked, kept)
     monkeypatch.setattr(jobs, "pick_device", lambda name, log: torch.device(picked))
     monkeypatch.setattr(jobs.Tensors, "from_splits", lambda splits, dev: (_ for _ in ()).throw(RuntimeError("stop here")))
     with pytest.raises(RuntimeError, match="stop here"):
-        jobs.train_pack([], None, device="auto")
+        jobs.train_pack([], None, TrainSettings(device="auto"))
     assert calls == ([True] if kept else [])

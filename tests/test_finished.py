@@ -18,6 +18,7 @@ import yaml
 from conftest import ROOT, tiny_config, tiny_spec
 
 from initmem.engine.metrics import METRICS_FORMAT
+from initmem.engine.settings import TrainSettings
 from initmem.pipeline.finished import declare, same_runs, stored
 from initmem.pipeline.interrupted import RESUME, STOPPED_BEFORE_TRAINING, stop_line
 from initmem.pipeline.packlock import BUSY_EXIT
@@ -81,7 +82,7 @@ def _tiny_plan(tmp_path: Path) -> tuple[Path, Path, list[dict]]:
     return plan, data, members
 
 
-SETTINGS = {"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 1}
+SETTINGS = TrainSettings.from_dict({"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 1})
 
 
 @pytest.fixture

@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, tiny_spec
 
+from initmem.engine.settings import TrainSettings
 from initmem.pipeline.interrupted import PREEMPTED_EXIT
 from initmem.pipeline.jobs import train_pack
+
+LOOP, VMAP = TrainSettings(device="cpu", engine="loop"), TrainSettings(device="cpu", engine="vmap")
 
 
 class StopAt(io.StringIO):
@@ -45,12 +48,12 @@ def test_a_loop_pack_member_that_finished_is_never_trained_again(tmp_path, tiny_
     """Loop engine, no periodic checkpoints: stopped during its second member, the pack resumes
     with the first member's record as it was (zero epochs trained again) and the second's from its checkpoint."""
     runs = [{"run_id": f"r{i}", "spec": tiny_spec(sigma_w=s, seed=i, epochs=3)} for i, s in enumerate((1.0, 2.0))]
-    reference = train_pack(runs, tiny_splits, device="cpu", engine="loop", log=None)
+    reference = train_pack(runs, tiny_splits, LOOP, log=None)
     with stop_request.stops("checkpoint saved at epoch 1 step 1"):
-        train_pack(runs, tiny_splits, device="cpu", engine="loop", checkpoint_dir=tmp_path,
+        train_pack(runs, tiny_splits, LOOP, checkpoint_dir=tmp_path,
                    log=StopAt(r"^\[r1\] epoch 1/", stop_request.request))
     log = io.StringIO()
-    resumed = train_pack(runs, tiny_splits, device="cpu", engine="loop", checkpoint_dir=tmp_path, log=log)
+    resumed = train_pack(runs, tiny_splits, LOOP, checkpoint_dir=tmp_path, log=log)
     assert (_epoch_lines(log.getvalue(), "r0"), _epoch_lines(log.getvalue(), "r1")) == (0, 2)
     assert "[r0] finished before the interruption" in log.getvalue()
     assert _strip(resumed) == _strip(reference)
@@ -60,11 +63,11 @@ def test_a_vmap_pack_member_that_finished_stays_finished(tmp_path, tiny_splits, 
     """vmap engine: a member that diverged in epoch 1 is masked; stopped in epoch 2, the pack resumes
     training only the other two, and every record equals an uninterrupted pack's."""
     runs = [{"run_id": f"r{i}", "spec": tiny_spec(sigma_w=s, seed=i, epochs=3, lr=0.01)} for i, s in enumerate((1.0, 1e30, 0.5))]
-    reference = train_pack(runs, tiny_splits, device="cpu", engine="vmap", log=None)
+    reference = train_pack(runs, tiny_splits, VMAP, log=None)
     with stop_request.stops("checkpoint saved at epoch 1 step 1"):
-        train_pack(runs, tiny_splits, device="cpu", engine="vmap", checkpoint_dir=tmp_path, log=StopAt(r"epoch 1/3", stop_request.request))
+        train_pack(runs, tiny_splits, VMAP, checkpoint_dir=tmp_path, log=StopAt(r"epoch 1/3", stop_request.request))
     log = io.StringIO()
-    resumed = train_pack(runs, tiny_splits, device="cpu", engine="vmap", checkpoint_dir=tmp_path, log=log)
+    resumed = train_pack(runs, tiny_splits, VMAP, checkpoint_dir=tmp_path, log=log)
     assert "resumed at epoch 1 step 1 with 2 of 3 runs" in log.getvalue()
     assert [len(r["history"]["epoch"]) for r in resumed] == [3, 0, 3]
     assert _strip(resumed) == _strip(reference)

@@ -11,6 +11,7 @@ from test_packed import _runs, assert_same_records
 
 from initmem.engine.compute import Layout
 from initmem.engine.packed import Pack, train_packed
+from initmem.engine.settings import TrainSettings
 from initmem.engine.train import train_run
 
 
@@ -61,10 +62,10 @@ RTOL = 5e-3
 def test_channels_last_trains_the_same_records(tiny_tensors, overrides):
     runs = _runs(epochs=1, **overrides)
     nchw = train_run(runs[0]["spec"], tiny_tensors, "r0", log=None)
-    nhwc = train_run(runs[0]["spec"], tiny_tensors, "r0", memory_format="channels_last", log=None)
+    nhwc = train_run(runs[0]["spec"], tiny_tensors, "r0", settings=TrainSettings(memory_format="channels_last"), log=None)
     assert (nchw["env"]["memory_format"], nhwc["env"]["memory_format"]) == ("contiguous", "channels_last")
     assert_same_records([nhwc], [nchw], rtol=RTOL)
-    assert_same_records(train_packed(runs, tiny_tensors, memory_format="channels_last", log=None),
+    assert_same_records(train_packed(runs, tiny_tensors, settings=TrainSettings(memory_format="channels_last"), log=None),
                         train_packed(runs, tiny_tensors, log=None), rtol=RTOL)
 
 
@@ -95,11 +96,11 @@ class StopAfterEpochOne:
 @pytest.mark.parametrize("first, second", [("contiguous", "channels_last"), ("channels_last", "contiguous")])
 def test_a_checkpoint_resumes_in_the_other_layout(tmp_path, tiny_tensors, first, second, stop_request):
     runs = _runs(optimizer="adam", lr=1e-3)
-    reference = train_packed(runs, tiny_tensors, memory_format=second, log=None)
+    reference = train_packed(runs, tiny_tensors, settings=TrainSettings(memory_format=second), log=None)
     ckpt = tmp_path / "pack.ckpt"
     with stop_request.stops():
-        train_packed(runs, tiny_tensors, checkpoint=ckpt, memory_format=first, log=StopAfterEpochOne(stop_request.request))
-    resumed = train_packed(runs, tiny_tensors, checkpoint=ckpt, memory_format=second, log=None)
+        train_packed(runs, tiny_tensors, checkpoint=ckpt, settings=TrainSettings(memory_format=first), log=StopAfterEpochOne(stop_request.request))
+    resumed = train_packed(runs, tiny_tensors, checkpoint=ckpt, settings=TrainSettings(memory_format=second), log=None)
     assert_same_records(resumed, reference, rtol=RTOL)
     assert [r["history"]["epoch"] for r in resumed] == [[1, 2]] * 3
 

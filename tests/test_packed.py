@@ -24,6 +24,7 @@ from conftest import tiny_spec
 from initmem.engine.compute import set_precision
 from initmem.engine.models import build_model, init_weights
 from initmem.engine.packed import PackedModel, check_packable, train_packed
+from initmem.engine.settings import TrainSettings
 from initmem.engine.train import train_run
 
 EXACT = ("epoch", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
@@ -168,7 +169,7 @@ def test_pack_members_must_differ_only_in_sigma_and_seed():
 def test_bf16_precision_is_recorded_and_close_to_float32(tiny_tensors):
     runs = _runs(sigmas=(0.5, 1.0), seeds=(0, 1), norm="layernorm", optimizer="adam", lr=1e-3)
     fp32 = train_packed(runs, tiny_tensors, log=None)
-    bf16 = train_packed(runs, tiny_tensors, precision="bf16", log=None)
+    bf16 = train_packed(runs, tiny_tensors, settings=TrainSettings(precision="bf16"), log=None)
     set_precision("float32")
     assert [r["env"]["precision"] for r in bf16] == ["bf16", "bf16"] and fp32[0]["env"]["precision"] == "float32"
     for a, b in zip(bf16, fp32, strict=True):

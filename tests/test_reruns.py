@@ -375,14 +375,15 @@ def test_the_same_runs_of_another_identity_never_resume_from_its_checkpoints(tmp
     from conftest import tiny_spec
 
     from initmem.engine.data import build_splits, save_prepared
+    from initmem.engine.settings import TrainSettings
     from initmem.pipeline.jobs import train_plan_file
     from initmem.pipeline.planning import write_plan
 
     data = tmp_path / "data.npz"
     save_prepared(build_splits({"source": "synthetic", "n_train": 32, "n_val": 16, "n_test": 16}), data)
     spec = tiny_spec(epochs=2, n_train=32, n_val=16, n_test=16)
-    settings = {"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 1,
-                "keep_checkpoints": True}
+    settings = TrainSettings.from_dict({"device": "cpu", "engine": "loop", "precision": "float32", "compile": False,
+                                        "checkpoint_every": 1, "keep_checkpoints": True})
     for key in ("key-of-config-a", "key-of-config-b"):
         write_plan(tmp_path / f"{key}.plan.json", [{"run_id": "r", "spec": spec, "key": key}], data_id={"origin": key})
         train_plan_file(tmp_path / f"{key}.plan.json", data, tmp_path / f"{key}.pack.json", settings, checkpoint_dir=tmp_path / "ckpt")

@@ -7,6 +7,7 @@ import torch
 from conftest import tiny_spec
 
 from initmem.engine.optim import learning_rate
+from initmem.engine.settings import TrainSettings
 from initmem.engine.streams import augment_batch
 from initmem.engine.train import train_run
 from initmem.pipeline.jobs import train_pack
@@ -43,9 +44,9 @@ def test_same_spec_twice_gives_identical_metrics(tiny_tensors):
 def test_loop_pack_equals_single_runs_bit_for_bit(tiny_splits, tiny_tensors):
     specs = [tiny_spec(sigma_w=s, seed=seed) for s, seed in ((0.5, 0), (2.0, 1), (1.0, 0))]
     runs = [{"run_id": f"r{i}", "spec": s} for i, s in enumerate(specs)]
-    packed = train_pack(runs, tiny_splits, device="cpu", engine="loop", log=None)
+    packed = train_pack(runs, tiny_splits, TrainSettings(device="cpu", engine="loop"), log=None)
     for r, rec in zip(runs, packed, strict=True):
-        single = train_pack([r], tiny_splits, device="cpu", log=None)[0]
+        single = train_pack([r], tiny_splits, TrainSettings(device="cpu"), log=None)[0]
         assert _strip_timing(rec) == _strip_timing(single)
 
 
@@ -174,7 +175,7 @@ def test_host_reads_do_not_grow_with_steps(tiny_splits, monkeypatch, engine):
         runs = [{"run_id": f"r{i}", "spec": tiny_spec(batch_size=batch_size, augment=True, l2=1e-4, sigma_w=s)}
                 for i, s in enumerate((1.0, 2.0))]
         count[0] = 0
-        records = train_pack(runs, tiny_splits, device="cpu", engine=engine, log=None)
+        records = train_pack(runs, tiny_splits, TrainSettings(device="cpu", engine=engine), log=None)
         assert [r["status"] for r in records] == ["ok", "ok"]
         reads.append(count[0])
     assert reads[0] == reads[1] > 0

@@ -98,7 +98,9 @@ def main(argv: list[str] | None = None) -> None:
     tp.add_argument("plan")
     tp.add_argument("data")
     tp.add_argument("out")
-    tp.add_argument("--settings", required=True, help="JSON: device, engine, precision, compile, max_images, checkpoint_every, keep_checkpoints")
+    tp.add_argument("--settings", required=True, help="JSON: the fields of initmem.engine.settings.TrainSettings (device, engine, precision, "
+                                                          "compile, memory_format, max_images, checkpoint_every, checkpoint_minutes, "
+                                                          "keep_checkpoints, attempts)")
     tp.add_argument("--threads", type=int, default=1)
     tp.add_argument("--checkpoint-dir")
     tp.add_argument("--log")
@@ -204,14 +206,15 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         with log_to(args.log) if args.log else contextlib.nullcontext():
             prepare_data(cfg, args.out)
     elif args.cmd == "train-plan":
+        from initmem.engine.settings import TrainSettings
         from initmem.pipeline.interrupted import stoppable_start
         from initmem.scriptjobs import log_to
 
         with log_to(args.log, attempts=True) if args.log else contextlib.nullcontext():
+            settings = TrainSettings.from_json(args.settings)  # once: the job hands this one object down to the loop
             with stoppable_start():  # Ctrl-C during `import torch`: one line, no traceback
                 from initmem.pipeline.jobs import train_plan_file
-            train_plan_file(args.plan, args.data, args.out, json.loads(args.settings), threads=args.threads,
-                            checkpoint_dir=args.checkpoint_dir)
+            train_plan_file(args.plan, args.data, args.out, settings, threads=args.threads, checkpoint_dir=args.checkpoint_dir)
     else:
         _train_runs_json(args)
 
@@ -246,6 +249,7 @@ def _train_runs_json(args: argparse.Namespace) -> None:
     import torch
 
     from initmem.engine.data import load_prepared
+    from initmem.engine.settings import TrainSettings
     from initmem.io import write_json
     from initmem.pipeline.jobs import train_pack
     from initmem.spec import validate_spec
@@ -261,7 +265,8 @@ def _train_runs_json(args: argparse.Namespace) -> None:
         if missing:
             raise ValueError(f"{args.runs_json}[{i}] ({run['run_id']}): spec lacks {missing}")
     torch.set_num_threads(args.threads)
-    records = train_pack(runs, load_prepared(args.data), device=args.device, engine=args.engine, precision=args.precision,
-                         compile=args.compile, max_images=args.max_images)
+    settings = TrainSettings(device=args.device, engine=args.engine, precision=args.precision, compile=args.compile,
+                             max_images=args.max_images)
+    records = train_pack(runs, load_prepared(args.data), settings)
     for record in records:
         write_json(Path(args.out_dir) / f"{record['run_id']}.json", record)

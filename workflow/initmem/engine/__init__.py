@@ -1,7 +1,8 @@
 """The training engine: one run or a vectorised pack trained exactly as the paper's Appendix A says
 (Keras semantics), and everything that decides a run's numbers.
 
-loop (the one training loop: epochs, checkpoints, resume, stopping), train (a single run's model and
+loop (the one training loop: epochs, checkpoints, resume, stopping), settings (how a job trains: one
+TrainSettings from its JSON down to the loop), train (a single run's model and
 step), packed (vmap packs), streams (the data a run sees: order, augmentation), compute (precision,
 torch.compile), models (shared layers, sigma_w init; architectures/ one file each), optim (the Keras
 optimizers' shared core; optimizers/ one file each), registry (finding an entry by name), clocks

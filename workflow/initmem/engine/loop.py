@@ -10,7 +10,8 @@ schedule unchanged) and divergence (a non-finite loss ends it as ``diverged``, r
 and the checkpoint. A member that stops is masked, not removed (:meth:`Trainee.mask`).
 
 Checkpoints: saved every ``checkpoint_every`` epochs, at the first step ``checkpoint_minutes`` after
-the last save (in the middle of an epoch too), at a stop request (SIGTERM or SIGINT,
+the last save (both of the job's :class:`initmem.engine.settings.TrainSettings`; in the middle of
+an epoch too), at a stop request (SIGTERM or SIGINT,
 :func:`install_stop_handlers`: then :class:`Preempted` is raised) and once more, without the models, when training ends, so that a run
 or pack that finished is never trained again, whatever happens before its metrics are written.
 Resuming is bit-identical, also in the middle of an epoch, on whichever device: every restored
@@ -45,6 +46,7 @@ from initmem.engine.checkpoint import (
 from initmem.engine.clocks import schedule_clocks
 from initmem.engine.metrics import METRICS_FORMAT
 from initmem.engine.optim import lr_schedule
+from initmem.engine.settings import TrainSettings
 from initmem.engine.streams import Tensors, batch_of, draw_epoch, seed_streams
 
 # The paper's interpolation threshold (initmem.paper.INTERP_TRAIN_ACC, as a fraction), restated here
@@ -196,107 +198,193 @@ def environment(device: torch.device, precision: str = "float32", engine: str = 
             "memory_format": memory_format}
 
 
-def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[torch.Generator]], Trainee], *, engine: str,
-               device: torch.device, precision: str, compile: bool | str, name: str, checkpoint: Path | None,
-               checkpoint_every: int, checkpoint_minutes: float, log: TextIO | None, memory_format: str = "contiguous") -> list[dict]:
+def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[torch.Generator]], Trainee], *,
+               settings: TrainSettings, engine: str, device: torch.device, name: str, checkpoint: Path | None,
+               log: TextIO | None) -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, sharing everything but sigma_w and seed) as
     the trainee ``make_trainee(init generators)`` returns; one metrics record per run, in order.
-    ``engine`` is recorded in each record's env (the trainee's kind: "loop" one plain model, "vmap" a
-    pack), ``name`` labels the log lines; checkpoints as the module says."""
-    spec, size = runs[0]["spec"], len(runs)
-
-    def say(msg: str) -> None:
-        if log:
-            print(f"[{name}] {msg}", file=log, flush=True)
-
+    ``settings`` give the checkpoints' cadence and what the records' env says of precision, compile
+    and memory format; ``engine`` is recorded in each record's env (the trainee's kind: "loop" one
+    plain model, "vmap" a pack), ``name`` labels the log lines; checkpoints as the module says."""
+    say = _sayer(name, log)
     key = {"runs": [r["run_id"] for r in runs], "specs": [r["spec"] for r in runs]}
+    env = lambda: environment(device, settings.precision, engine, len(runs), settings.compile, settings.memory_format)
     resumed = _resume(checkpoint, key, say, device)
     if resumed is not None and resumed.get("finished", False):
         say("finished before the interruption: its record is kept, nothing is trained again")
-        return _records(runs, resumed["state"], resumed["state"].wall_seconds,
-                        environment(device, precision, engine, size, compile, memory_format))
+        return _records(runs, resumed["state"], resumed["state"].wall_seconds, env())
+    run = _start(runs, make_trainee, resumed, device, say)
+    run.saves = _Saves(checkpoint, key, time.perf_counter() - run.state.wall_seconds,
+                       CheckpointSchedule(settings.checkpoint_every, settings.checkpoint_minutes))
+    plan = _Plan.of(runs[0]["spec"], len(data.x_train))
+    while run.state.epoch < plan.epochs and run.state.active:
+        _train_epoch(run, data, plan, device, name, say)
+        _close_epoch(run, data, plan, say)
+    if checkpoint is not None:
+        run.saves.save(run.state, {"finished": True})  # the records only: nothing here trains again
+    _say_diverged(runs, run.state, say)
+    return _records(runs, run.state, time.perf_counter() - run.saves.started, env())
+
+
+def _sayer(name: str, log: TextIO | None) -> Callable[[str], None]:
+    """One log line labelled ``[name]`` (nothing without a log)."""
+    def say(msg: str) -> None:
+        if log:
+            print(f"[{name}] {msg}", file=log, flush=True)
+    return say
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the spec fixes of the loop: the steps, the rate at each, early stopping's patience."""
+
+    n: int                            # training images
+    b: int                            # batch size
+    epochs: int
+    steps: int                        # per epoch
+    lr_at: Callable[[int], float]     # the rate of step k (0-based, over the whole training)
+    patience: int | None
+    augment: bool
+    spec: dict
+
+    @classmethod
+    def of(cls, spec: dict, n: int) -> _Plan:
+        b, epochs = int(spec["batch_size"]), int(spec["epochs"])
+        steps = math.ceil(n / b)
+        return cls(n, b, epochs, steps, lr_schedule(spec, epochs * steps), spec.get("patience"), bool(spec["augment"]), spec)
+
+
+@dataclass
+class _Saves:
+    """Where the loop saves (``path`` None: never), its key, the wall clock the records read
+    (``started``: resumed runs go on from the time they had) and when to save (``schedule``)."""
+
+    path: Path | None
+    key: dict
+    started: float
+    schedule: CheckpointSchedule
+
+    def save(self, state: LoopState, payload: dict) -> None:
+        state.wall_seconds = time.perf_counter() - self.started
+        save_checkpoint(self.path, self.key, {"state": state, **payload})
+
+
+@dataclass
+class _Run:
+    """One training in progress: the trainee, each member's data order and augmentation streams, the
+    loop's state and its checkpoints."""
+
+    trainee: Trainee
+    order_rngs: list[np.random.Generator]
+    aug_gens: list[torch.Generator]
+    state: LoopState
+    saves: _Saves | None = None
+
+    def save_training(self) -> None:
+        """A checkpoint to resume from: the state, the trainee and the streams."""
+        self.saves.save(self.state, {"trainee": self.trainee.state_dict(),
+                                     "order_rngs": [r.bit_generator.state for r in self.order_rngs],
+                                     "aug_gens": [generator_state(g) for g in self.aug_gens]})
+
+
+def _start(runs: list[dict], make_trainee: Callable[[list[torch.Generator]], Trainee], resumed: dict | None,
+           device: torch.device, say: Callable[[str], None]) -> _Run:
+    """The members' streams and the trainee, fresh or as the checkpoint ``resumed`` left them."""
+    size = len(runs)
     streams = [seed_streams(int(r["spec"]["seed"])) for r in runs]
     order_rngs, aug_gens = [s[1] for s in streams], [s[2] for s in streams]
     trainee = make_trainee([s[0] for s in streams])
-    state = LoopState(members=[RunState(history={k: [] for k in history_keys(spec)}, kernel_norm_init=k)
+    state = LoopState(members=[RunState(history={k: [] for k in history_keys(runs[0]["spec"])}, kernel_norm_init=k)
                                for k in trainee.kernel_norms_init], active=list(range(size)))
+    run = _Run(trainee, order_rngs, aug_gens, state)
     if resumed is not None:
-        state = resumed["state"]
-        trainee.load_state_dict(resumed["trainee"])
-        for rng, saved in zip(order_rngs, resumed["order_rngs"], strict=True):
-            rng.bit_generator.state = saved
-        for gen, saved in zip(aug_gens, resumed["aug_gens"], strict=True):
-            set_generator_state(gen, saved)
-        state.draws = {k: v.to(device) for k, v in state.draws.items()} if state.draws else None
-        if state.sums is not None:  # resumed in the middle of an epoch
-            for k, v in state.sums.items():
-                trainee.sums[k].copy_(v)
-            state.sums = trainee.sums
-        if len(state.active) < size:
-            trainee.mask(state.active)
-        say(f"resumed at epoch {state.epoch} step {state.step}" + (f" with {len(state.active)} of {size} runs" if size > 1 else ""))
+        _restore(run, resumed, device)
+        say(f"resumed at epoch {run.state.epoch} step {run.state.step}"
+            + (f" with {len(run.state.active)} of {size} runs" if size > 1 else ""))
+    return run
 
-    started = time.perf_counter() - state.wall_seconds
 
-    def save(payload: dict) -> None:
-        state.wall_seconds = time.perf_counter() - started
-        save_checkpoint(checkpoint, key, {"state": state, **payload})
+def _restore(run: _Run, resumed: dict, device: torch.device) -> None:
+    """Resume from a checkpoint's payload: the state, the trainee, the streams, this epoch's draws and
+    running sums (in the middle of an epoch) and the masks of the members that stopped."""
+    run.state = state = resumed["state"]
+    run.trainee.load_state_dict(resumed["trainee"])
+    for rng, saved in zip(run.order_rngs, resumed["order_rngs"], strict=True):
+        rng.bit_generator.state = saved
+    for gen, saved in zip(run.aug_gens, resumed["aug_gens"], strict=True):
+        set_generator_state(gen, saved)
+    state.draws = {k: v.to(device) for k, v in state.draws.items()} if state.draws else None
+    if state.sums is not None:  # resumed in the middle of an epoch
+        for k, v in state.sums.items():
+            run.trainee.sums[k].copy_(v)
+        state.sums = run.trainee.sums
+    if len(state.active) < len(state.members):
+        run.trainee.mask(state.active)
 
-    def save_training() -> None:
-        save({"trainee": trainee.state_dict(), "order_rngs": [r.bit_generator.state for r in order_rngs],
-              "aug_gens": [generator_state(g) for g in aug_gens]})
 
-    n, b, epochs = len(data.x_train), int(spec["batch_size"]), int(spec["epochs"])
-    steps = math.ceil(n / b)
-    lr_at = lr_schedule(spec, epochs * steps)
-    patience = spec.get("patience")
-    schedule = CheckpointSchedule(checkpoint_every, checkpoint_minutes)
-    while state.epoch < epochs and state.active:
-        if state.draws is None:
-            state.draws = draw_epoch(order_rngs, aug_gens, state.active, n, b, bool(spec["augment"]), device)
-            state.step, state.seen = 0, 0
-            trainee.sums["loss"].zero_()
-            trainee.sums["correct"].zero_()
-            trainee.sums["finite"].fill_(True)
-            state.sums = trainee.sums
-        trainee.train()
-        while state.step < steps:
-            trainee.lr.fill_(lr_at(state.epoch * steps + state.step))
-            x, y = batch_of(data, state.draws, slice(state.step * b, (state.step + 1) * b))
-            trainee.step(x, y)
-            state.seen += y.shape[1]
-            state.step += 1
-            if StopRequest.requested:
-                if checkpoint is None:
-                    raise Preempted(f"[{name}] {StopRequest.reason}: stopped at epoch {state.epoch} step {state.step} "
-                                    "with no checkpoint configured: a restart trains from scratch")
-                save_training()
-                raise Preempted(f"[{name}] {StopRequest.reason}: checkpoint saved at epoch {state.epoch} step {state.step}")
-            if checkpoint is not None and schedule.due_by_time():
-                took = time.perf_counter()
-                save_training()
-                schedule.saved()
-                say(f"checkpoint saved at epoch {state.epoch} step {state.step} ({time.perf_counter() - took:.1f} s)")
-        last_lr = lr_at(state.epoch * steps + steps - 1)  # the rate of the epoch's last step
-        state.clocks = schedule_clocks(spec, epochs * steps, (state.epoch + 1) * steps, trainee.weight_decay)  # closed form, as the calculator
-        recorded = _end_epoch(state, trainee.end_epoch(data, state.seen), last_lr, patience, started)
-        state.epoch += 1
-        EpochsFinished.count += 1
-        state.draws = state.sums = None
-        keep = [m for m in state.active if state.members[m].status == "ok" and not state.members[m].stopped_early]
-        if len(keep) < len(state.active):
-            state.active = keep
-            trainee.mask(keep)
-        _log_epoch(say, state, recorded, epochs, size, time.perf_counter() - started)
-        if checkpoint is not None and state.active and schedule.due(state.epoch, epochs):
-            save_training()
-            schedule.saved()
-    if checkpoint is not None:
-        save({"finished": True})  # the records only: nothing here trains again
+def _train_epoch(run: _Run, data: Tensors, plan: _Plan, device: torch.device, name: str, say: Callable[[str], None]) -> None:
+    """The epoch's steps from where the state stands (its draws made first, unless resumed in its
+    middle), each followed by :func:`_stop_or_save`."""
+    state, trainee = run.state, run.trainee
+    if state.draws is None:
+        state.draws = draw_epoch(run.order_rngs, run.aug_gens, state.active, plan.n, plan.b, plan.augment, device)
+        state.step, state.seen = 0, 0
+        trainee.sums["loss"].zero_()
+        trainee.sums["correct"].zero_()
+        trainee.sums["finite"].fill_(True)
+        state.sums = trainee.sums
+    trainee.train()
+    while state.step < plan.steps:
+        trainee.lr.fill_(plan.lr_at(state.epoch * plan.steps + state.step))
+        x, y = batch_of(data, state.draws, slice(state.step * plan.b, (state.step + 1) * plan.b))
+        trainee.step(x, y)
+        state.seen += y.shape[1]
+        state.step += 1
+        _stop_or_save(run, name, say)
+
+
+def _stop_or_save(run: _Run, name: str, say: Callable[[str], None]) -> None:
+    """After a step: a stop request saves (with a checkpoint path) and raises :class:`Preempted`; else a
+    save is made when ``checkpoint_minutes`` have passed since the last."""
+    state, saves = run.state, run.saves
+    if StopRequest.requested:
+        if saves.path is None:
+            raise Preempted(f"[{name}] {StopRequest.reason}: stopped at epoch {state.epoch} step {state.step} "
+                            "with no checkpoint configured: a restart trains from scratch")
+        run.save_training()
+        raise Preempted(f"[{name}] {StopRequest.reason}: checkpoint saved at epoch {state.epoch} step {state.step}")
+    if saves.path is not None and saves.schedule.due_by_time():
+        took = time.perf_counter()
+        run.save_training()
+        saves.schedule.saved()
+        say(f"checkpoint saved at epoch {state.epoch} step {state.step} ({time.perf_counter() - took:.1f} s)")
+
+
+def _close_epoch(run: _Run, data: Tensors, plan: _Plan, say: Callable[[str], None]) -> None:
+    """The end of an epoch: each member's record (clocks, evaluation, divergence, early stopping), the
+    masks of those that stopped, the epoch's log line and, when due, the epochs' checkpoint."""
+    state, trainee, total = run.state, run.trainee, plan.epochs * plan.steps
+    last_lr = plan.lr_at(state.epoch * plan.steps + plan.steps - 1)  # the rate of the epoch's last step
+    state.clocks = schedule_clocks(plan.spec, total, (state.epoch + 1) * plan.steps, trainee.weight_decay)  # closed form, as the calculator
+    recorded = _end_epoch(state, trainee.end_epoch(data, state.seen), last_lr, plan.patience, run.saves.started)
+    state.epoch += 1
+    EpochsFinished.count += 1
+    state.draws = state.sums = None
+    keep = [m for m in state.active if state.members[m].status == "ok" and not state.members[m].stopped_early]
+    if len(keep) < len(state.active):
+        state.active = keep
+        trainee.mask(keep)
+    _log_epoch(say, state, recorded, plan.epochs, len(state.members), time.perf_counter() - run.saves.started)
+    if run.saves.path is not None and state.active and run.saves.schedule.due(state.epoch, plan.epochs):
+        run.save_training()
+        run.saves.schedule.saved()
+
+
+def _say_diverged(runs: list[dict], state: LoopState, say: Callable[[str], None]) -> None:
+    """One line per member that diverged."""
     for member, r in enumerate(runs):
         if state.members[member].status == "diverged":
             say(f"{r['run_id']} diverged (non-finite loss) after {state.members[member].epoch} finished epochs")
-    return _records(runs, state, time.perf_counter() - started, environment(device, precision, engine, size, compile, memory_format))
 
 
 def _records(runs: list[dict], state: LoopState, wall: float, env: dict) -> list[dict]:

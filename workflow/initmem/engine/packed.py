@@ -46,6 +46,7 @@ from initmem.engine.compute import (
 from initmem.engine.loop import train_loop
 from initmem.engine.models import batch_norms, build_model, init_weights, kernel_layers, kernel_norm, precise_statistics
 from initmem.engine.optim import KerasOptimizer, flatten_, mask_rows
+from initmem.engine.settings import DEFAULTS, TrainSettings
 from initmem.engine.streams import Tensors
 
 PACKED_KEYS = ("sigma_w", "seed")  # the only spec keys members of a pack may differ in
@@ -277,20 +278,19 @@ class Pack:
         self.opt.load_state_dict(sd["optimizer"])
 
 
-def train_packed(runs: list[dict], data: Tensors, *, device: torch.device | None = None, precision: str = "float32",
-                 compile: bool | str = False, max_images: int | None = None, checkpoint: Path | None = None, checkpoint_every: int = 0,
-                 log: TextIO | None = sys.stderr, checkpoint_minutes: float = 0, memory_format: str = "contiguous") -> list[dict]:
+def train_packed(runs: list[dict], data: Tensors, *, settings: TrainSettings = DEFAULTS, device: torch.device | None = None,
+                 checkpoint: Path | None = None, log: TextIO | None = sys.stderr) -> list[dict]:
     """Train ``runs`` (dicts with ``run_id`` and ``spec``, differing only in sigma_w and seed) as one
     vectorised pack; one metrics record per run, in order, as :func:`initmem.engine.train.train_run` returns.
 
-    ``max_images`` bounds models x images of an evaluation chunk (memory); checkpoints, ``compile`` and
-    ``memory_format`` as ``train_run``.
+    ``settings.max_images`` bounds models x images of an evaluation chunk (memory); ``device``,
+    checkpoints and the other ``settings`` as ``train_run``.
     """
     check_packable(runs)
-    check_compile(compile)
+    check_compile(settings.compile)
     device = device or data.x_train.device
     specs = [r["spec"] for r in runs]
-    return train_loop(runs, data, lambda gens: Pack(specs, gens, device, precision, compile, max_images, data.classes, memory_format),
-                      engine="vmap", device=device, precision=precision, compile=compile, memory_format=memory_format,
-                      name=f"pack {runs[0]['run_id']} (+{len(runs) - 1})",
-                      checkpoint=checkpoint, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)
+    return train_loop(runs, data, lambda gens: Pack(specs, gens, device, settings.precision, settings.compile, settings.max_images,
+                                                    data.classes, settings.memory_format),
+                      settings=settings, engine="vmap", device=device, name=f"pack {runs[0]['run_id']} (+{len(runs) - 1})",
+                      checkpoint=checkpoint, log=log)

@@ -39,6 +39,7 @@ from initmem.engine.compute import (
 from initmem.engine.loop import train_loop
 from initmem.engine.models import batch_norms, build_model, init_weights, kernel_norm, kernels, precise_statistics
 from initmem.engine.optim import KerasOptimizer
+from initmem.engine.settings import DEFAULTS, TrainSettings
 from initmem.engine.streams import Tensors
 
 
@@ -152,22 +153,25 @@ class SingleRun:
         self.opt.load_state_dict(sd["optimizer"])  # onto each parameter's device
 
 
-def train_run(spec: dict, data: Tensors, run_id: str = "run", *, device: torch.device | None = None,
-              checkpoint: Path | None = None, checkpoint_every: int = 0, precision: str = "float32", checkpoint_minutes: float = 0,
-              compile: bool | str = False, memory_format: str = "contiguous", log: TextIO | None = sys.stderr) -> dict:
+def train_run(spec: dict, data: Tensors, run_id: str = "run", *, settings: TrainSettings = DEFAULTS,
+              device: torch.device | None = None, checkpoint: Path | None = None, log: TextIO | None = sys.stderr) -> dict:
     """Train one run and return its metrics record (docs/outputs.md). This is the reference
     trainer; :func:`initmem.engine.packed.train_packed` trains many at once with the same semantics.
 
+    ``settings`` (:class:`initmem.engine.settings.TrainSettings`): ``precision``; ``compile``: ``True``
+    compiles the forward pass (:func:`compile_forward`), ``"step"`` the whole training step
+    (:func:`compile_step`) and the evaluation's forward; ``memory_format``: the kernels' and images'
+    layout (:class:`initmem.engine.compute.Layout`); ``checkpoint_every`` and ``checkpoint_minutes``
+    as below. Its ``device`` choice is the job's (:func:`initmem.pipeline.jobs.train_pack`): the run
+    trains on ``device``, the data's device by default.
     With ``checkpoint`` set, resumes from it (on ``device``, whichever device wrote it) when present and
     saves it every ``checkpoint_every`` epochs, at the first step ``checkpoint_minutes`` after the
     last save, on SIGTERM or SIGINT (then raises :class:`Preempted`) and when the run ends (a
-    finished run is never trained again). ``compile``: ``True`` compiles the forward pass
-    (:func:`compile_forward`), ``"step"`` the whole training step (:func:`compile_step`) and the evaluation's forward.
-    ``memory_format``: the kernels' and images' layout (:class:`initmem.engine.compute.Layout`).
+    finished run is never trained again).
     """
-    check_compile(compile)
+    check_compile(settings.compile)
     device = device or data.x_train.device
     run = {"run_id": run_id, "spec": spec}
-    return train_loop([run], data, lambda gens: SingleRun(spec, gens[0], device, precision, compile, data.classes, memory_format),
-                      engine="loop", device=device, precision=precision, compile=compile, memory_format=memory_format, name=run_id,
-                      checkpoint=checkpoint, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, log=log)[0]
+    return train_loop([run], data, lambda gens: SingleRun(spec, gens[0], device, settings.precision, settings.compile, data.classes,
+                                                          settings.memory_format),
+                      settings=settings, engine="loop", device=device, name=run_id, checkpoint=checkpoint, log=log)[0]

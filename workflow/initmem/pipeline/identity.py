@@ -160,6 +160,11 @@ SAME_NUMBERS_AS = {
                                              "them runs the same steps and evaluations and records the same history and "
                                              "summary; the loop counts the epochs a process finishes (bookkeeping for "
                                              "continuations, read by no number)"),
+    "d4e92ff18c45ddc3": ("a6a2e72afa3b8440", "the trainer's bookkeeping settings travel as one frozen TrainSettings "
+                                             "(engine/settings.py) from the job to the loop instead of loose arguments, "
+                                             "with the same values and defaults, and train_loop's resume, epoch, "
+                                             "end-of-epoch and stop/checkpoint code moved into named helpers in the "
+                                             "same order: the same steps, draws, evaluations, records and checkpoints"),
 }
 
 

@@ -19,6 +19,7 @@ from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
 from initmem.engine.device import device_environment, pick_device
 from initmem.engine.loop import EpochsFinished, Preempted, StopRequest, install_stop_handlers
+from initmem.engine.settings import DEFAULTS, TrainSettings
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
 from initmem.io import write_json
@@ -33,41 +34,35 @@ from initmem.pipeline.stops import KEPT, kept_line, training_line
 ENGINES = ("vmap", "loop")
 
 
-def train_pack(runs: list[dict], splits: Splits, *, device: str = "auto", engine: str = "vmap", precision: str = "float32",
-               compile: bool = False, max_images: int | None = None, checkpoint_dir: Path | None = None, checkpoint_every: int = 0,
-               checkpoint_minutes: float = 0, memory_format: str = "contiguous", log: TextIO | None = sys.stderr) -> list[dict]:
+def train_pack(runs: list[dict], splits: Splits, settings: TrainSettings = DEFAULTS, *, checkpoint_dir: Path | None = None,
+               log: TextIO | None = sys.stderr) -> list[dict]:
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
-    Returns one metrics record per run, in order. ``engine`` "vmap" trains a pack of two or more as
+    Returns one metrics record per run, in order. ``settings.engine`` "vmap" trains a pack of two or more as
     one vectorised model (:mod:`initmem.engine.packed`); "loop" trains the runs one after another with the
     reference trainer. Either way a run's result does not depend on its pack up to float rounding.
-    ``device`` goes through :func:`initmem.engine.device.pick_device` (no silent CPU, one GPU per job) and
-    every record's ``env`` gets :func:`initmem.engine.device.device_environment`. ``memory_format``
+    ``settings.device`` goes through :func:`initmem.engine.device.pick_device` (no silent CPU, one GPU per job) and
+    every record's ``env`` gets :func:`initmem.engine.device.device_environment`. ``settings.memory_format``
     (``compute.memory_format``) changes the layout, not the values: it is no part of a run's key.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown pack engine {engine!r}; choose one of {ENGINES}")
-    dev = pick_device(device, log)
+    if settings.engine not in ENGINES:
+        raise ValueError(f"unknown pack engine {settings.engine!r}; choose one of {ENGINES}")
+    dev = pick_device(settings.device, log)
     if dev.type == "cpu":  # the steps' tensors live in host memory
         keep_freed_host_memory()
     data = Tensors.from_splits(splits, dev)
     for r in runs:
         if r["spec"]["n_train"] != len(splits.x_train):
             raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
-    if engine == "vmap" and len(runs) > 1:
+    if settings.engine == "vmap" and len(runs) > 1:
         from initmem.engine.packed import train_packed
 
         ckpt = checkpoint_dir / pack_checkpoint_name(runs) if checkpoint_dir is not None else None
-        records = train_packed(runs, data, device=dev, precision=precision, compile=compile, max_images=max_images, checkpoint=ckpt,
-                               checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, memory_format=memory_format,
-                               log=log)
-        return _with_device_env(records, dev)
+        return _with_device_env(train_packed(runs, data, settings=settings, device=dev, checkpoint=ckpt, log=log), dev)
     records = []
     for r in runs:
         ckpt = checkpoint_dir / f"{r['run_id']}.ckpt" if checkpoint_dir is not None else None
-        records.append(train_run(r["spec"], data, r["run_id"], device=dev, checkpoint=ckpt, checkpoint_every=checkpoint_every,
-                                 checkpoint_minutes=checkpoint_minutes, precision=precision, compile=compile,
-                                 memory_format=memory_format, log=log))
+        records.append(train_run(r["spec"], data, r["run_id"], settings=settings, device=dev, checkpoint=ckpt, log=log))
     return _with_device_env(records, dev)
 
 
@@ -85,13 +80,14 @@ def finish_pack(runs: list[dict], checkpoint_dir: Path | None, keep_checkpoints:
             remove_checkpoints(checkpoint_dir / name)
 
 
-def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, settings: dict, threads: int = 1,
+def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, settings: TrainSettings, threads: int = 1,
                     checkpoint_dir: str | Path | None = None) -> None:
     """Train the runs of a pack plan and write its pack file atomically, each record stamped with
     its run's identity ``key``; checkpoints are removed once the pack is kept.
 
-    ``settings`` are the bookkeeping choices that do not define a run (device, engine, compile,
-    memory_format, max_images, checkpoint_every, checkpoint_minutes, keep_checkpoints) and ``precision``, which is part of the key.
+    ``settings`` (:class:`initmem.engine.settings.TrainSettings`, the job's ``--settings``) are the bookkeeping
+    choices that do not define a run (device, engine, compile, memory_format, max_images, checkpoint_every,
+    checkpoint_minutes, keep_checkpoints, attempts) and ``precision``, which is part of the key.
     The finished pack is kept first beside the plan (:mod:`initmem.pipeline.finished`), where
     Snakemake's cleanup of a failed job never reaches it, and the pack file ``out`` is placed from
     it last; a job that finds the plan's members kept there under their keys trains nothing and
@@ -107,7 +103,6 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     up to ``attempts`` - 1 times, and only after an attempt that finished an epoch; its end time is read as it starts).
     """
     members = read_plan(plan)
-    keep_checkpoints = bool(settings.get("keep_checkpoints", False))
     # checkpoints under the members' identity keys: a pack of the same runs on other data (another
     # config) or from other trainer code never resumes from this one's state
     ckpt_dir = Path(checkpoint_dir) / keys_folder(members) if checkpoint_dir else None
@@ -118,7 +113,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     try:
         with hold_pack(ckpt_dir, Path(out).stem) as lease:
             if _declared(plan, out, members):
-                finish_pack(members, ckpt_dir, keep_checkpoints)  # what a job stopped after keeping the pack left
+                finish_pack(members, ckpt_dir, settings.keep_checkpoints)  # what a job stopped after keeping the pack left
                 started_path(plan).unlink(missing_ok=True)
             elif same_runs(out, members):  # written before finished packs were kept: keep it now
                 store = keep_written(plan, out)
@@ -148,7 +143,7 @@ def _declared(plan: str | Path, out: str | Path, members: list[dict], holder: bo
     return True
 
 
-def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path, out: str | Path, settings: dict, threads: int,
+def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path, out: str | Path, settings: TrainSettings, threads: int,
                         ckpt_dir: Path | None) -> None:
     """Train a plan's members, keep their pack, remove their checkpoints and place their pack file (see :func:`train_plan_file`)."""
     import torch
@@ -159,16 +154,11 @@ def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path,
     splits = load_prepared(data)
     print(training_line([m["run_id"] for m in members]), file=sys.stderr, flush=True)
     try:
-        records = train_pack(members, splits, device=settings["device"], engine=settings["engine"],
-                             precision=settings["precision"], compile=settings["compile"],
-                             max_images=settings.get("max_images"), checkpoint_dir=ckpt_dir,
-                             checkpoint_every=int(settings.get("checkpoint_every", 0)),
-                             checkpoint_minutes=float(settings.get("checkpoint_minutes") or 0),
-                             memory_format=settings.get("memory_format", "contiguous"), log=sys.stderr)  # read now: the job's log may have replaced it
+        records = train_pack(members, splits, settings, checkpoint_dir=ckpt_dir, log=sys.stderr)  # read now: the job's log may have replaced it
     except Preempted as exc:  # one line (the last of the log), and on Slurm what became of the job
         print(stop_line(str(exc)), file=sys.stderr, flush=True)
         if os.environ.get("SLURM_JOB_ID"):
-            said = continue_after_stop(StopRequest.reason, int(settings.get("attempts", 1)), os.environ, end_time=end_time,
+            said = continue_after_stop(StopRequest.reason, settings.attempts, os.environ, end_time=end_time,
                                        epochs_finished=EpochsFinished.count)
             print(said, file=sys.stderr, flush=True)
         sys.exit(PREEMPTED_EXIT)
@@ -179,7 +169,7 @@ def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path,
     store = finished_path(plan)
     write_pack(store, records)
     print(kept_line(len(members), store), file=sys.stderr, flush=True)
-    finish_pack(members, ckpt_dir, bool(settings.get("keep_checkpoints", False)))
+    finish_pack(members, ckpt_dir, settings.keep_checkpoints)
     place(store, out)
 
 
