@@ -1,6 +1,7 @@
 """The committed evidence agrees with itself: `python -m initmem reanalyse` regenerates its tables
-from its runs.csv and history.csv.gz alone, and the verdict tables and counts in claims.md, the
-evidence README and the repository README are the ones its claims.csv gives."""
+from its runs.csv and history.csv.gz alone, and the verdict tables and counts in claims.md, each
+tier's README, the evidence page (evidence/README.md) and the repository README are the ones its
+claims.csv gives."""
 
 import re
 import shutil
@@ -11,10 +12,13 @@ import pandas as pd
 import pytest
 
 from initmem.claims import report as R
-from initmem.evidence import evidence_folders, main
+from initmem.evidence import CHANGED, evidence_folders, main, readme_pages, update_readme
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = evidence_folders(ROOT)
+EVIDENCE_PAGE = ROOT / R.EVIDENCE_PAGE   # every decided row and finding, each tier's counts (generated block)
+# The hand-written front pages: the README a newcomer reads, the evidence page, the config folder's.
+FRONT_PAGES = [ROOT / "README.md", EVIDENCE_PAGE, ROOT / "config" / "README.md"]
 
 
 def _block(text: str) -> str:
@@ -43,12 +47,15 @@ def test_each_tiers_linear_check_is_stamped_with_todays_code(folder):
 @pytest.fixture(scope="module")
 def reanalysed(tmp_path_factory) -> dict[Path, Path]:
     """Each committed folder copied without its generated tables and re-analysed once (the tests
-    below read these copies; none writes to them but the second-reanalysis test, which must change nothing)."""
+    below read these copies; none writes to them but the second-reanalysis test, which must change nothing).
+    Each copy's root also holds a copy of the README and the evidence page, whose blocks the re-analysis fills."""
     out = {}
     for folder in FOLDERS:
         root = tmp_path_factory.mktemp(folder.name)
         copy = root / "evidence" / folder.name
         shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("figures"))
+        for page in (ROOT / "README.md", EVIDENCE_PAGE):
+            shutil.copy(page, root / page.relative_to(ROOT))
         for name in ("claims.csv", "claims.md", "spreads.csv", "paper_tables.md"):
             (copy / "tables" / name).unlink()
         assert main([str(copy), "--no-figures", "--root", str(root)]) == 0
@@ -69,17 +76,35 @@ def test_reanalysis_regenerates_the_committed_tables(folder, reanalysed):
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
-def test_the_counts_agree_in_claims_md_and_both_readmes(folder):
+def test_the_counts_agree_in_claims_md_the_tiers_readme_and_the_evidence_page(folder):
     line = R.counts_line(_claims(folder))
     assert f"**{line}**" in (folder / "tables" / "claims.md").read_text()
     assert f"**{line}**" in _block((folder / "README.md").read_text())
-    assert f"**{line}**" in _block((ROOT / "README.md").read_text())
+    assert f"**{line}**" in _block(EVIDENCE_PAGE.read_text())
 
 
-def test_the_readme_blocks_are_generated_from_the_claims():
-    assert _block((ROOT / "README.md").read_text()) == R.readme_block(FOLDERS, ROOT, compact=True)
-    for folder in FOLDERS:
-        assert _block((folder / "README.md").read_text()) == R.readme_block([folder], ROOT)
+def test_the_readme_blocks_are_what_reanalyse_writes():
+    """Every page `reanalyse` fills (its list, readme_pages) holds the block it would write: each tier's
+    README its full table, the evidence page every tier's summary, the README the family x tiers table."""
+    pages = {page: (folders, view) for page, folders, view in readme_pages(FOLDERS, ROOT)}
+    assert pages[ROOT / "README.md"] == (FOLDERS, "front") and pages[EVIDENCE_PAGE] == (FOLDERS, "summary")
+    assert all(pages[folder / "README.md"] == ([folder], "tier") for folder in FOLDERS)
+    for page, (folders, view) in pages.items():
+        assert _block(page.read_text()) == R.readme_block(folders, ROOT, view), f"{page}: rerun `python -m initmem reanalyse`"
+    with pytest.raises(ValueError, match="unknown README view"):
+        R.readme_block(FOLDERS, ROOT, "compact")
+
+
+def test_filling_the_readme_and_the_evidence_page_again_changes_nothing(tmp_path):
+    """`reanalyse` fills the README and the evidence page through update_readme: on copies of the
+    committed pages it rewrites nothing, and leaves the hand-written text around the block as it was."""
+    for page, folders, view in readme_pages([], ROOT):
+        copy = tmp_path / page.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(page.read_text())
+        CHANGED.clear()
+        assert update_readme(copy, folders, ROOT, view)
+        assert CHANGED == [] and copy.read_text() == page.read_text(), page
 
 
 def test_a_readme_without_the_markers_is_refused():
@@ -115,18 +140,27 @@ def test_the_tiers_table_puts_each_folder_in_its_own_column():
 def test_a_second_reanalysis_changes_nothing_and_says_so(reanalysed, capsys):
     copy = reanalysed[ROOT / "evidence" / "jpeg-cifar10-small"]   # re-analysed once already
     capsys.readouterr()
-    before = {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.is_file()}
-    assert main([str(copy), "--no-figures", "--root", str(copy.parents[1])]) == 0
+    root = copy.parents[1]   # the tier's copy, and the README and evidence page the first re-analysis filled
+    assert (root / "README.md").is_file() and (root / R.EVIDENCE_PAGE).is_file()
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+    assert main([str(copy), "--no-figures", "--root", str(root)]) == 0
     assert "nothing changed" in capsys.readouterr().err
-    assert before == {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.is_file()}
+    assert before == {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
 
 
 def test_the_readme_is_small_and_shows_a_summary_per_claim_family():
+    """The README's block is the family x tiers table alone, ending with a link to the evidence page,
+    whose block holds every decided row, the findings several rows read and each tier's counts line."""
     text = (ROOT / "README.md").read_text()
     block = _block(text)
-    hand_written = text.replace(block, "").splitlines()  # the generated verdict block grows with the claims, not with prose
+    hand_written = text.replace(block, "").splitlines()  # the generated verdict block grows with the tiers, not with prose
     assert len(hand_written) <= 190  # a front door: the map, the commands, the evidence summary; the rest in docs/
-    assert "| claim family |" in block and "Decided rows:" in block
+    assert "| claim family |" in block and "Decided rows:" not in block and "**" not in block  # no decided row, no counts line
+    assert block.rstrip().endswith(f"[{R.EVIDENCE_PAGE}]({R.EVIDENCE_PAGE}).") and EVIDENCE_PAGE.is_file()
+    summary = _block(EVIDENCE_PAGE.read_text())
+    assert "| claim family |" in summary and "Decided rows:" in summary and "Findings read by several rows" in summary
+    assert all(f"`{folder.name}`: **" in summary for folder in FOLDERS)
+    assert "not official CIFAR-10 numbers" in _hand_written(EVIDENCE_PAGE.read_text())
 
 
 # A timing as pages type it: "153.6 s", "2 min", "8-12 min" (not "5 minutes" of a setting's prose).
@@ -148,17 +182,49 @@ def _hand_written(text: str) -> str:
     return re.sub(r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->", "", text, flags=re.S)
 
 
-def test_the_hand_written_readme_is_under_12_kb_and_types_no_measured_number():
-    """Issue 54: counts and timings typed by hand went stale (487 tests where 489 ran, 2 min 9 s where
-    5 min 44 s); they live in docs/measured-numbers.md, written by the command that measures them."""
+def test_the_hand_written_readme_is_at_most_8_kb_and_types_no_measured_number():
+    """Issue 64: the README a newcomer reads in two minutes, its prose at most 8 KB (the tiers, data,
+    Slurm and planning details live in the pages it links). Issue 54: counts and timings typed by hand
+    went stale (487 tests where 489 ran, 2 min 9 s where 5 min 44 s); they live in
+    docs/measured-numbers.md, written by the command that measures them: the front pages type none."""
     text = _hand_written((ROOT / "README.md").read_text())
     assert R.BEGIN not in text and "Decided rows:" not in text
-    assert len(text.encode()) < 12_000, len(text.encode())
-    counts = re.findall(r"\b\d[\d,]*\s+(?:tests|test cases)\b", text)
-    assert not counts, f"test counts typed in the README (they belong in docs/measured-numbers.md): {counts}"
-    timings = re.findall(TIMING, text)
-    assert not timings, f"timings typed in the README (they belong in docs/measured-numbers.md): {timings}"
+    assert len(text.encode()) <= 8_000, len(text.encode())
     assert "docs/measured-numbers.md" in text
+    for page in FRONT_PAGES:
+        prose = _hand_written(page.read_text())
+        counts = re.findall(r"\b\d[\d,]*\s+(?:tests|test cases)\b", prose)
+        assert not counts, f"test counts typed in {page.relative_to(ROOT)} (they belong in docs/measured-numbers.md): {counts}"
+        timings = re.findall(TIMING, prose)
+        assert not timings, f"timings typed in {page.relative_to(ROOT)} (they belong in docs/measured-numbers.md): {timings}"
+
+
+def test_the_readme_links_the_pages_its_details_moved_to():
+    """What left the README is one link away: every relative link of the front pages lands on a file
+    (and its #anchor on a heading of it), and the README links the evidence page, the config folder's
+    page and the docs pages that hold the data, Slurm and planning details."""
+    readme = (ROOT / "README.md").read_text()
+    for target in ("evidence/README.md", "config/README.md", "docs/data.md", "docs/slurm.md", "docs/design.md",
+                   "docs/claims-and-verdicts.md#why-the-tiers-differ", "docs/measured-numbers.md#tests"):
+        assert f"]({target})" in readme, target
+    for page in FRONT_PAGES:
+        for target in re.findall(r"\]\(([^)#:]*)(?:#([^)]*))?\)", page.read_text()):
+            path, anchor = target
+            if not path:
+                continue
+            landed = (page.parent / path).resolve()
+            assert landed.exists(), f"{page.relative_to(ROOT)}: {path}"
+            if anchor and landed.suffix == ".md":
+                headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                            for h in re.findall(r"^#+ (.+)$", landed.read_text(), re.M)}
+                assert anchor in headings, f"{page.relative_to(ROOT)}: {path}#{anchor}"
+
+
+def test_the_config_page_lists_every_shipped_config():
+    """config/README.md, where a Snakemake user looks first: a row for each config file shipped."""
+    text = (ROOT / "config" / "README.md").read_text()
+    listed = set(re.findall(r"^\| `([\w.-]+\.yaml)` \|", text, re.M))
+    assert listed == {p.name for p in (ROOT / "config").glob("*.yaml")}
 
 
 def test_docs_type_no_timing_without_where_it_was_measured():
@@ -195,8 +261,10 @@ def test_the_clock_tiers_numbers_in_prose_match_its_runs():
     row = claims.loc["collapse_beta_adam_T_adapt"]
     assert row["verdict"] == "inconclusive" and row["ci_low"] <= -2 and "all four rows are `inconclusive`" in " ".join(readme.split())
     assert all(claims.loc[c, "verdict"] == "inconclusive" for c in claims.index if c.startswith("collapse_"))
-    top = " ".join((ROOT / "README.md").read_text().split())
+    top = " ".join(_hand_written((ROOT / "README.md").read_text()).split())
     assert "fits 46 of its 60 Adam runs" in top and (fit & adam).sum() == 46
+    tiers = " ".join(_hand_written(EVIDENCE_PAGE.read_text()).split())   # the tiers' one-line descriptions
+    assert "(`config/evidence-clocks.yaml`, 132 runs)" in tiers and "77 runs fit" in tiers and fit.sum() == 77
 
 
 def test_the_power_formula_holds_on_the_tiers():
@@ -274,10 +342,11 @@ def test_every_committed_margin_row_reads_both_ways(folder):
 
 def test_every_image_the_readme_shows_is_a_tiers_own_figure():
     """The README shows the figures `reanalyse` writes (evidence/<tier>/figures/), never a copy that
-    goes stale when the tier is re-analysed."""
+    goes stale when the tier is re-analysed; so does any other front page."""
     import re
 
-    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text())
-    assert images
-    for image in images:
-        assert re.fullmatch(r"evidence/[^/]+/figures/[^/]+\.png", image) and (ROOT / image).is_file(), image
+    assert re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    for page in FRONT_PAGES:
+        for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text()):
+            shown = (page.parent / image).resolve()
+            assert re.fullmatch(r"evidence/[^/]+/figures/[^/]+\.png", str(shown.relative_to(ROOT))) and shown.is_file(), image

@@ -11,7 +11,9 @@ from itertools import takewhile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "evidence").glob("*/README.md"))]
+# The README, the pages it links for what it leaves out (docs/, the evidence page, the config folder's), each tier's README.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "evidence" / "README.md", ROOT / "config" / "README.md",
+         *sorted((ROOT / "evidence").glob("*/README.md"))]
 # Printed on purpose with the system's Python: it makes the environment, or needs only torch and numpy.
 SYSTEM_PYTHON = ("python3 -m venv ", "python3 benchmarks/device_check.py")
 # `snakemake -n` alone is how the prose names the dry run, not a command to paste.

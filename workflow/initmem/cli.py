@@ -164,7 +164,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         from initmem.pipeline.estimate import cluster_config
 
         config = cluster_config(load_config(args.config))  # priced as `estimate` prices it
-        unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir()})
+        unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir() if p.is_dir()})
         if unknown:
             parser.error(f"--leave-out {', '.join(unknown)}: no such folder under evidence/")
         # an outcome is planned as its tier was: without the tier itself

@@ -9,8 +9,10 @@ and ``tables/history.csv.gz``, one row per run and epoch). From those two files 
 ``tables/{spreads.csv, beta.csv, claims.csv, claims.md, paper_tables.md}`` and ``figures/<fig>.png``
 (each figure the folder's studies support), with the same library functions the workflow's
 ``tables`` and ``figure`` rules call; then it fills the verdict-table block (between
-:data:`initmem.claims.report.BEGIN` and ``END``) of the folder's README.md (the full table) and of
-the repository's README.md (a compact one per folder) from every ``evidence/*/tables/claims.csv``. The theory outputs (``fig9``,
+:data:`initmem.claims.report.BEGIN` and ``END``) of each page :func:`readme_pages` names: the folder's
+README.md (its full table), the evidence page ``evidence/README.md`` (every folder's decided rows,
+findings and counts) and the repository's README.md (the family x tiers table alone), the last two from
+every ``evidence/*/tables/claims.csv``. The theory outputs (``fig9``,
 ``linear_check.csv``, ``clocks.csv``) do not depend on the runs: the two tables are rewritten from
 the folder's ``config.resolved.yaml`` and the code, Figure 9 is not kept here.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from initmem.claims.outputs import ANALYSIS_FLOAT, analysis_tables, write_table
-from initmem.claims.report import readme_block, replace_block
+from initmem.claims.report import EVIDENCE_PAGE, readme_block, replace_block
 from initmem.io import write_bytes
 
 PNG_DPI = 80  # modest committed PNGs (the workflow's own figures are PDF + PNG at matplotlib's default)
@@ -114,11 +116,20 @@ def evidence_folders(root: Path) -> list[Path]:
     return sorted(p.parent.parent for p in (root / "evidence").glob("*/tables/claims.csv"))
 
 
-def update_readme(readme: Path, folders: list[Path], root: Path, compact: bool = False) -> bool:
-    """Fill ``readme``'s verdict-table block from ``folders``; False when it has no block."""
+def readme_pages(folders: list[Path], root: Path) -> list[tuple[Path, list[Path], str]]:
+    """The pages whose verdict blocks a re-analysis of ``folders`` fills: (page, the folders it reads,
+    its view of :data:`initmem.claims.report.VIEWS`). Each re-analysed folder's README; the evidence page
+    and the repository's README from every folder with a claims table (:func:`evidence_folders`)."""
+    every = evidence_folders(root)
+    return [(f / "README.md", [f], "tier") for f in folders] + [(root / EVIDENCE_PAGE, every, "summary"),
+                                                               (root / "README.md", every, "front")]
+
+
+def update_readme(readme: Path, folders: list[Path], root: Path, view: str = "tier") -> bool:
+    """Fill ``readme``'s verdict-table block from ``folders`` as ``view`` shows them; False when it has no block."""
     text = readme.read_text()
     try:
-        new = replace_block(text, readme_block(folders, root, compact))
+        new = replace_block(text, readme_block(folders, root, view))
     except ValueError:
         return False
     _kept(readme, write_bytes(new.encode(), readme))
@@ -130,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="initmem reanalyse", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="+", type=Path, help="evidence folders (each with tables/runs.csv and tables/history.csv.gz)")
     parser.add_argument("--no-figures", action="store_true", help="tables and README blocks only")
-    parser.add_argument("--root", type=Path, default=Path("."), help="the repository (its README.md and evidence/*); default: .")
+    parser.add_argument("--root", type=Path, default=Path("."), help="the repository (its README.md, evidence/README.md and evidence/*); default: .")
     args = parser.parse_args(argv)
     CHANGED.clear()
     try:
@@ -142,10 +153,9 @@ def main(argv: list[str] | None = None) -> int:
                 written += write_figures(runs, history, folder / "figures")
             print(f"{folder}: {len(runs)} runs, {len(history)} epoch rows -> {len(written)} files in "
                   f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
-        readmes = [(f / "README.md", [f], False) for f in args.folders] + [(args.root / "README.md", evidence_folders(args.root), True)]
-        for readme, folders, compact in readmes:
+        for readme, folders, view in readme_pages(args.folders, args.root):
             if readme.is_file():
-                filled = update_readme(readme, folders, args.root, compact)
+                filled = update_readme(readme, folders, args.root, view)
                 print(f"{readme}: {'verdict table filled (unchanged unless listed below)' if filled else 'no verdict-table block, left alone'}", file=sys.stderr)
     except (FileNotFoundError, ValueError) as exc:
         print(f"initmem reanalyse: error: {exc}", file=sys.stderr)
