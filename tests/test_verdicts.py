@@ -684,3 +684,11 @@ def test_an_adaptive_spread_read_before_the_papers_first_epoch_clock_is_outside_
     assert row["verdict"] == "outside the paper's regime" and row["statistic_verdict"] == "reproduced"
     assert "by clock at the selected checkpoint: Adam's selected predictors at T_adapt 0.1" in row["note"]
     assert "the paper's at least 2.5 (one epoch at b=16)" in row["note"]
+
+
+def test_a_zero_sgd_spread_is_read_without_dividing_by_it():
+    """Tiny runs where nothing learned: every run at one accuracy. The wash-out row still reads (no
+    ZeroDivisionError), its size note giving both spreads in pp."""
+    runs = synthetic_runs({("sgd", 16): 0.0, ("adam", 16): 0.0}, noise=0.0)
+    row = _optimizer_rows(runs, _history_at_best(runs, {"sgd": 0.1, "adam": 5.0})).loc["sgd_gt_adam_b16"]
+    assert "Adam keeps 0 pp, SGD's spread 0" in row["note"]

@@ -95,12 +95,13 @@ def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.D
     direction, size = Sp.contrast_estimate(cells), Sp.share_contrast_estimate(cells, WASH_OUT_SHARE)
     parts = V.side_verdict(direction, greater(0)), V.side_verdict(size, WASHED_OUT)
     word = V.sentence_verdict(*parts)
-    kept = Sp.spread_estimate(cells[1]).effect / Sp.spread_estimate(cells[0]).effect
+    sgd_spread, adaptive_spread = Sp.spread_estimate(cells[0]).effect, Sp.spread_estimate(cells[1]).effect
+    kept = f"{adaptive_spread / sgd_spread:.0%} of SGD's" if sgd_spread > 0 else f"{adaptive_spread:.3g} pp, SGD's spread {sgd_spread:.3g}"
     paper_kept = paper_value(PAPER_MAIN, opt, b) / paper_value(PAPER_MAIN, "sgd", b)
     size_note = (f"size ('largely wash out', read as {LABEL[opt]} keeping less than {WASH_OUT_SHARE:.0%} of SGD's spread"
                  + (f"; the paper's {paper_kept:.0%}" if np.isfinite(paper_kept) else "")
                  + f"): {parts[1]}, {WASH_OUT_SHARE:g} x SGD's minus {LABEL[opt]}'s spread {size.effect:.3g} [{size.low:.3g}, {size.high:.3g}] pp "
-                 f"({LABEL[opt]} keeps {kept:.0%} of SGD's)")
+                 f"({LABEL[opt]} keeps {kept})")
     why = f"direction (SGD's spread above {LABEL[opt]}'s): {parts[0]}; {size_note}"
     clocks, least = clock_at_best(adaptive, history, "T_adapt"), paper_first_epoch_t_adapt(b)
     outside = ""
