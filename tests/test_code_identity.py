@@ -48,6 +48,7 @@ def _pack_optimizers(work) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_lion_trains_at_16x16_in_a_study(finished):
     records = [json.loads(f.read_text()) for f in (finished / "results/runs/main").glob("*.json")]
     lion = [r for r in records if r["spec"]["optimizer"] == "lion"]
@@ -62,6 +63,7 @@ def test_lion_trains_at_16x16_in_a_study(finished):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_adding_an_optimizer_file_plans_nothing(finished, tmp_path):
     lamb = (finished / "workflow/initmem/engine/optimizers/lion.py").read_text().replace("LION_BETA2 = 0.9, 0.99", "LION_BETA2 = 0.9, 0.9")
     work = _edited(finished, tmp_path, "engine/optimizers/lamb.py", lambda f: f.write_text(lamb))
@@ -69,6 +71,7 @@ def test_adding_an_optimizer_file_plans_nothing(finished, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_editing_adams_file_plans_adams_pack_and_no_other(finished, tmp_path):
     work = _edited(finished, tmp_path, "engine/optimizers/adam.py", _append("\n\nA_FIXED_BUG = True\n"))
     counts, text = _plan(work)
@@ -79,6 +82,7 @@ def test_editing_adams_file_plans_adams_pack_and_no_other(finished, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 @pytest.mark.parametrize("module, replans, stands", [("theory/calculator.py", "clocks_table", "linear_check"),
                                                       ("theory/linear.py", "linear_check", "clocks_table")])
 def test_editing_the_theory_plans_what_imports_the_edited_module(finished, tmp_path, module, replans, stands):
@@ -90,6 +94,7 @@ def test_editing_the_theory_plans_what_imports_the_edited_module(finished, tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_editing_the_figures_style_plans_the_figures(finished, tmp_path):
     work = _edited(finished, tmp_path, "figures/style.py", _append("\n\nA_NEW_STYLE = True\n"))
     counts, _ = _plan(work)

@@ -21,7 +21,7 @@ from initmem.engine.settings import TrainSettings
 from initmem.engine.train import train_run
 
 # torch.compile on the CPU costs seconds a test: the full suite's, not the edit-test loop's
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 
 RTOL = 1e-3
 

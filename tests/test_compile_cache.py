@@ -29,6 +29,7 @@ def test_a_shared_root_or_a_cache_folder_the_environment_names_is_kept(tmp_path)
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_torch_compile_writes_its_kernels_into_the_shared_cache(tmp_path):
     """The variables are the ones torch reads: a compiled function's kernels land in the folder, none in /tmp's default."""
     from conftest import ROOT

@@ -69,38 +69,28 @@ def test_the_plan_reads_the_shapes_from_the_planner_and_its_fallback_equals_the_
     assert yaml  # the planner path is the one taken here
 
 
-def _blocking(tmp_path, module: str) -> dict:
-    """An environment whose Pythons (the check and its child processes) cannot import ``module``,
-    as on a GPU machine that lacks it."""
-    folder = tmp_path / f"no_{module}"
+def _blocking(tmp_path, *modules: str) -> dict:
+    """An environment whose Pythons (the check and its child processes) cannot import ``modules``,
+    as on a GPU machine that lacks them."""
+    folder = tmp_path / f"no_{'_'.join(modules)}"
     folder.mkdir()
-    (folder / "sitecustomize.py").write_text(f"import sys\nsys.modules[{module!r}] = None\n")
+    (folder / "sitecustomize.py").write_text("import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules))
     return ENV | {"PYTHONPATH": str(folder)}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("module", ["jsonschema", "yaml"])
-def test_the_check_runs_where_the_planner_cannot(tmp_path, module):
+BARE = ("jsonschema", "yaml")  # what a bare GPU machine may lack: the planner's packages
+
+
+@pytest.mark.parametrize("module", BARE)
+def test_the_plan_is_the_same_where_the_planner_cannot_run(tmp_path, module):
     """A bare GPU machine (torch and numpy, no jsonschema or no PyYAML): --plan lists the same rows
-    from the stored shapes and says so; --quick measures its rows (all but the slow compile row)."""
+    from the stored shapes and says so. That --quick measures every row there is
+    test_quick_mode_writes_its_table_and_rates_including_compiled_rows, run without both."""
     env = _blocking(tmp_path, module)
     proc = subprocess.run([sys.executable, SCRIPT, "--plan"], cwd=ROOT, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert f"device_check_shapes.json (the planner's output; the planner cannot run here: no {module})" in proc.stdout
     assert _plan_lines(proc.stdout) == _plan_lines(_check("--plan").stdout)
-    groups = "versions,resume,tf32,matmul,train,large_pack,autotune,channels_last,bf16,bf16_channels_last,epoch,peer"
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(out), "--budget", "100000", "--only", groups],
-                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    table = (out / "device_check.md").read_text()
-    assert f"the planner cannot run here: no {module}" in table
-    body = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
-    assert [line for line in body if "not selected" in line] == [line for line in body if "compile step" in line]
-    assert "failed" not in table and "skipped" not in table and "not run yet" not in table and "REFUSED" not in table, table
-    assert "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
-    rows = list(csv.DictReader(open(out / "rates.csv")))
-    assert {r["arch"] for r in rows} == {"resnet9", "resnet56"} and all(float(r["images_per_s"]) > 0 for r in rows)
 
 
 def test_only_names_the_row_groups_it_knows():
@@ -109,15 +99,24 @@ def test_only_names_the_row_groups_it_knows():
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path):
-    proc = _check("--quick", "--out", str(tmp_path), "--budget", "100000", timeout=600)
+    """The whole CPU quick check, where neither jsonschema nor PyYAML imports (a bare GPU machine: the
+    shapes from the stored file, which equals the planner's output:
+    test_the_plan_reads_the_shapes_from_the_planner_and_its_fallback_equals_the_planner): every row
+    measured, the correctness rows' verdicts, the rates reaching rates.csv."""
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(out), "--budget", "100000"], cwd=ROOT,
+                          capture_output=True, text=True, env=_blocking(tmp_path, *BARE), timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    table = (tmp_path / "device_check.md").read_text()
+    table = (out / "device_check.md").read_text()
+    assert re.search(r"the planner cannot run here: no (jsonschema|yaml)\)", table)  # the header says where its shapes came from
+    assert "not run yet" not in table and "not selected" not in table, table
     assert "skipped" not in table and "failed" not in table and "REFUSED" not in table, table
     assert "TF32 off works" in table and "bit-identical to an uninterrupted one" in table and "NOT bit" not in table
     assert "under torch.use_deterministic_algorithms(True): no op refused" in table
     assert "engine / PyTorch" in table and "channels_last" in table and "wall / model" in table
-    rows = list(csv.DictReader(open(tmp_path / "rates.csv")))
+    rows = list(csv.DictReader(open(out / "rates.csv")))
     keys = {(r["arch"], r["batch_size"], r["family"], r["pack"], r["precision"], r["compile"]) for r in rows}
     assert ("resnet9", "16", "adam", "1", "tf32", "off") in keys and ("resnet9", "16", "adam", "2", "bf16", "off") in keys
     assert ("resnet9", "16", "adam", "1", "tf32", "step") in keys  # compiled rows reach rates.csv
@@ -125,13 +124,14 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
     from initmem.pipeline.rates import RateModel
 
     spec = {"arch": "resnet9", "width": 4, "batch_size": 16, "optimizer": "adamw"}
-    assert RateModel.from_csv(tmp_path / "rates.csv").rate(spec, 2, "tf32").source.startswith("measured: ")  # compute.rate_table
-    compiled = RateModel.from_csv(tmp_path / "rates.csv", "step")  # for compute.compile: step, only the compiled rows
+    assert RateModel.from_csv(out / "rates.csv").rate(spec, 2, "tf32").source.startswith("measured: ")  # compute.rate_table
+    compiled = RateModel.from_csv(out / "rates.csv", "step")  # for compute.compile: step, only the compiled rows
     assert compiled.rate(spec, 1, "tf32").source.startswith("measured: ")
     assert compiled.rate({**spec, "optimizer": "sgd"}, 1, "tf32").source.startswith("stated defaults")
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_killed_check_leaves_every_row_measured_so_far(tmp_path):
     """The files are rewritten after every row: killed (as a timeout would) after its eighth row,
     the table and rates.csv hold the single runs measured (rows 7 and 8, after the correctness rows and the peaks)."""

@@ -163,6 +163,7 @@ TWO_RUNS = tiny_config({"main": {"grid": {"sigma_w": [0.5, 2.0], "seed": [0]}}},
 
 
 @pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
+@pytest.mark.workflow
 def test_the_rerun_after_a_cleanup_of_a_written_pack_trains_nothing(tmp_path):
     """Through Snakemake's local executor: a finished pack file removed as Snakemake's cleanup of a
     failed job removes it (Ctrl-C as the job ended: the output gone, its marker left), with its run

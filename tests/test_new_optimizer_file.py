@@ -1,57 +1,16 @@
-"""A user's new optimizer is one file and nothing else: a copy of SGD's file under a new name, used
-in a tiny study beside Adam, goes through every figure, every table, the claims table and the GPU-hour
-estimate with no other edit; and it gets a label, a line style, a colour and a rate family of its own,
-read from its file where it says them and derived where it does not."""
+"""A user's new optimizer is one file and nothing else: it gets a label, a line style, a colour and a
+rate family of its own, read from its file where it says them and derived where it does not. That a
+copy of SGD's file under a new name, used in a tiny study beside Adam, goes through every figure,
+every table, the claims table and the GPU-hour estimate with no other edit is asserted by the one
+end-to-end pipeline (tests/test_workflow.py::test_end_to_end_tiny_synthetic_dag_with_a_new_optimizer_file)."""
 
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
-import yaml
-from conftest import ROOT
-from test_workflow import snakemake, workdir_copy
 
 from initmem import presentation as look
 from initmem.cost_facts import rate_family
 from initmem.spec import entry_names, registry_folder
-
-
-def _study_config() -> dict:
-    """config/tiny.yaml with ``sgd_copy`` in SGD's place beside Adam, 16x16 images, one batch size and
-    seed in the main grid (the fewest runs that still build every figure tiny.yaml builds)."""
-    cfg = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
-    cfg.pop("name")  # the default folders
-    cfg["data"]["resolution"] = 16
-    cfg["studies"]["main"]["grid"].update(optimizer=["sgd_copy", "adam"], batch_size=[16], seed=[0])
-    cfg["studies"]["long"]["set"]["optimizer"] = "sgd_copy"
-    cfg["studies"]["norm_aug"]["grid"]["optimizer"] = ["sgd_copy", "adam"]
-    cfg["studies"]["depth"]["grid"]["optimizer"] = ["sgd_copy", "adam"]
-    return cfg
-
-
-@pytest.mark.slow
-def test_a_copy_of_sgds_file_runs_through_every_figure_table_and_the_estimate(tmp_path):
-    work = workdir_copy(tmp_path)
-    shutil.copytree(ROOT / "slurm", work / "slurm")  # estimate reads the Slurm profile's concurrency
-    optimizers = work / "workflow/initmem/engine/optimizers"
-    shutil.copy(optimizers / "sgd.py", optimizers / "sgd_copy.py")  # the only edit to the checkout
-    (work / "c.yaml").write_text(yaml.safe_dump(_study_config(), sort_keys=False))
-    snakemake("--cores", "2", "--configfile", "c.yaml", cwd=work)
-
-    figures = sorted(p.stem for p in (work / "figures").glob("*.pdf"))
-    assert figures == sorted(["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"])
-    assert all((work / "figures" / f"{f}.png").stat().st_size > 0 for f in figures)
-    tables = work / "results/tables"
-    for name in ("runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md",
-                 "clocks.csv", "linear_check.csv"):
-        assert (tables / name).stat().st_size > 0, name
-    assert "sgd_copy" in (tables / "runs.csv").read_text()
-    estimate = subprocess.run([sys.executable, "-m", "initmem", "estimate", "c.yaml"], cwd=work, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(work / "workflow")})
-    assert estimate.returncode == 0, estimate.stderr
-    assert "main" in estimate.stdout
 
 
 def test_a_new_file_is_labelled_styled_coloured_and_costed_from_its_own_constants(tmp_path, monkeypatch):

@@ -39,6 +39,7 @@ def work(tiny_pipeline, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 @pytest.mark.parametrize("axis, values", [("seed", [0, 1, 2]), ("sigma_w", [0.5, 1.0, 2.0])])
 def test_adding_a_seed_or_sigma_trains_only_the_new_runs(work, axis, values):
     cfg = copy.deepcopy(BASE)
@@ -49,6 +50,7 @@ def test_adding_a_seed_or_sigma_trains_only_the_new_runs(work, axis, values):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_new_optimizer_at_its_own_lr_appended_as_a_grid_trains_only_its_runs(work):
     """The grid list that gives one optimizer its own lr: the finished runs keep their ids and their
     metrics files (bytes and mtimes), the dry run plans the new optimizer's runs alone, and one
@@ -80,6 +82,7 @@ BOOKKEEPING = [
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_bookkeeping_settings_retrain_nothing(work):
     """All of them changed at once (one dry run: each Snakemake start costs seconds): nothing to do."""
     cfg = copy.deepcopy(BASE)
@@ -90,6 +93,7 @@ def test_bookkeeping_settings_retrain_nothing(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_precision_is_part_of_a_runs_identity(work):
     cfg = copy.deepcopy(BASE)
     cfg["compute"]["precision"] = "bf16"
@@ -99,6 +103,7 @@ def test_precision_is_part_of_a_runs_identity(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_moving_the_project_retrains_nothing(work, tmp_path):
     moved = tmp_path / "elsewhere" / "project"
     moved.parent.mkdir()
@@ -107,6 +112,7 @@ def test_moving_the_project_retrains_nothing(work, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_touching_data_or_scripts_retrains_nothing(work):
     for path in [*(work / "results/data").glob("*/cifar10.npz"), *(work / "workflow/scripts").glob("*.py")]:
         os.utime(path)
@@ -114,6 +120,7 @@ def test_touching_data_or_scripts_retrains_nothing(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_editing_analysis_code_reruns_tables_not_training(work):
     with open(work / "workflow/initmem/claims/analysis.py", "a") as fh:
         fh.write("\n\ndef _a_new_helper():\n    return 1\n")
@@ -122,6 +129,7 @@ def test_editing_analysis_code_reruns_tables_not_training(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_editing_the_trainer_retrains_every_pack(work):
     with open(work / "workflow/initmem/engine/train.py", "a") as fh:
         fh.write("\n\nA_FIXED_BUG = True\n")
@@ -136,6 +144,7 @@ def test_editing_the_trainer_retrains_every_pack(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_truncated_pack_file_keeps_its_intact_run_files(work):
     pack = next((work / "results/packs/main").glob("*.json"))
     runs = _runs_of(work, pack)
@@ -168,6 +177,7 @@ def _run_repair(message: str, work) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_corrupt_metrics_file_is_named_and_the_printed_repair_works(work):
     snakemake("--cores", "1", "--configfile", "c.yaml", cwd=work)  # every table and figure
     run = next((work / "results/runs/main").glob("*.json"))
@@ -189,6 +199,7 @@ def test_corrupt_metrics_file_is_named_and_the_printed_repair_works(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_an_empty_table_is_an_error_with_a_repair_that_works(work):
     table = work / "results/tables/studies/main.runs.csv"
     table.write_text("")
@@ -200,6 +211,7 @@ def test_an_empty_table_is_an_error_with_a_repair_that_works(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_the_same_command_goes_on_after_an_interruption(work):
     """Ctrl-C between a job's write and Snakemake's bookkeeping leaves a complete file marked
     incomplete; the same command (the workflow profile passes --rerun-incomplete) finishes."""
@@ -219,6 +231,7 @@ def _mark_incomplete(work, path):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_finished_pack_marked_incomplete_is_kept_and_the_same_command_does_the_rest(work):
     """A pack file written whole but marked incomplete (Ctrl-C as its job ended): the next invocation
     plans every remaining job (not that pack's job alone), retrains nothing finished, and completes."""
@@ -240,6 +253,7 @@ def test_a_finished_pack_marked_incomplete_is_kept_and_the_same_command_does_the
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_data_change_is_planned_and_trained_in_one_invocation(work):
     """Snakemake hid the training behind a rerun of prepare_data: one call prepared the data and
     said "100% done", only a second trained."""
@@ -259,6 +273,7 @@ def _trained_files(work) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_another_configs_invocation_deletes_and_retrains_nothing(work):
     """One invocation with another config whose data cannot be prepared (it used
     to delete the prepared data and rewrite the plans), then back: zero packs retrained."""
@@ -275,6 +290,7 @@ def test_another_configs_invocation_deletes_and_retrains_nothing(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_named_config_files_its_outputs_apart_and_trains_nothing_twice(work):
     """`name:` files a config's tables and figures under results/<name>/ and figures/<name>/; the
     runs themselves are shared (their keys decide), and every invocation records its config."""
@@ -300,6 +316,7 @@ def test_a_named_config_files_its_outputs_apart_and_trains_nothing_twice(work):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_reserved_output_name_is_refused(tmp_path):
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text("name: runs\n")
@@ -316,6 +333,7 @@ OLD_CONFIG["pack"]["engine"] = "loop"
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path):
     old = tmp_path / "project"
     old.mkdir()
@@ -343,6 +361,7 @@ def test_an_older_checkouts_prepared_data_is_moved_and_nothing_retrains(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_outputs_follow_the_umask_and_logs_keep_every_attempt(work):
     for path in [*(work / "results/data").glob("*/cifar10.npz"), *(work / "results/runs/main").glob("*.json"),
                  *(work / "results/packs/main").glob("*.json"), work / "results/tables/studies/main.runs.csv"]:
@@ -360,6 +379,7 @@ def _umask() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_profile_refuses_a_configfile_that_drops_its_studies(tmp_path):
     work = workdir_copy(tmp_path)
     shutil.copytree(ROOT / "slurm", work / "slurm")

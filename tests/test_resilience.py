@@ -81,6 +81,7 @@ def _log(work: Path) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_killed_training_resumes_to_identical_metrics(tmp_path, reference, sig):
     work = workdir_copy(tmp_path)
@@ -103,6 +104,7 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path, reference, sig):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_ctrl_c_ends_the_invocation_with_where_it_stopped_and_the_same_command_resumes(tmp_path, reference):
     """Ctrl-C in the terminal (SIGINT to Snakemake's process group): the trainer checkpoints, and the
     invocation's last line is the trainer's, saying where it stopped and how to resume, not
@@ -139,6 +141,7 @@ def _job_shell(snakemake_pid: int) -> int | None:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_sigterm_to_a_job_whose_shell_stays_its_parent_reaches_the_trainer(tmp_path):
     """A shell that does not replace itself with its last command (bash < 5.1; here a command after
     it): SIGTERM to the job still reaches the trainer, which checkpoints and exits with the requeue status."""
@@ -164,6 +167,7 @@ def test_sigterm_to_a_job_whose_shell_stays_its_parent_reaches_the_trainer(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_truncated_checkpoint_is_reported_and_training_recovers(tmp_path, reference):
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text(RESUME)
@@ -207,6 +211,7 @@ def test_checkpoint_corruption_is_detected(tmp_path, tiny_tensors):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_bad_archive_leaves_no_prepared_file(tmp_path):
     work = workdir_copy(tmp_path)
     (work / "bad.tar.gz").write_bytes(b"not an archive")
@@ -229,6 +234,7 @@ def test_old_format_metrics_file_is_refused_with_a_fix(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_empty_study_is_a_config_error(tmp_path):
     work = workdir_copy(tmp_path)
     cfg = yaml.safe_load((work / "config/config.yaml").read_text())

@@ -46,6 +46,7 @@ SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch
                          checkpoint_every=1)
 
 
+@pytest.mark.workflow
 def test_profile_dry_run_without_slurm(tmp_path):
     from test_workflow import job_counts, workdir_copy
 
@@ -82,6 +83,7 @@ def test_profile_dry_run_without_slurm(tmp_path):
     assert any("data.source synthetic" in line for line in notes) and not any("--configfile" in line for line in notes)
 
 
+@pytest.mark.workflow
 def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
     from test_workflow import workdir_copy
 
@@ -93,6 +95,7 @@ def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
     assert "slurm_account is the placeholder CHANGE_ME: set your account in slurm/config.yaml" in proc.stdout + proc.stderr
 
 
+@pytest.mark.workflow
 def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
     from test_workflow import workdir_copy
 
@@ -121,6 +124,7 @@ def _localrules() -> set[str]:
     return {name for block in re.findall(r"^localrules:\n((?:[ \t]+\w+,\n)+)", text, re.M) for name in re.findall(r"\w+", block)}
 
 
+@pytest.mark.workflow
 def test_only_the_submitted_rule_carries_slurm_resources(tmp_path):
     """A dry run under the profile: no local rule (data, plans, run files, tables, figures) shows a
     Slurm key among its resources, so none reads as submitted; ``train`` still asks for the profile's
@@ -172,6 +176,7 @@ def test_cluster_never_overwrites_a_slurm_config_it_did_not_write(tmp_path):
     assert ours.read_text().splitlines() == [slurm_cluster.MARK, "b"] and slurm_cluster.foreign_config(tmp_path) == [site]
 
 
+@pytest.mark.slurm
 def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
     from test_workflow import workdir_copy
 
@@ -205,7 +210,7 @@ SLURM_LONG = tiny_config({"main": {"grid": {"sigma_w": [1.0], "seed": [0]}}}, ep
 SLURM_LONG["compute"].update(images_per_second=250, attempts=3)  # attempts as in paper.yaml: 2 continuations
 
 
-@pytest.mark.slow
+@pytest.mark.slurm
 def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(cluster, tmp_path):
     """SIGTERM to the training step with minutes left before its limit (what --signal=TERM@300
     sends; here `scancel --signal=TERM` once the first epoch is logged): the job saves its
@@ -292,6 +297,7 @@ def _train_runtimes(work: Path, limit_line: str) -> list[int]:
     return [runtime for runtime, _ in _train_requests(work, limit_line)]
 
 
+@pytest.mark.workflow
 def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
     """A pack the rate model says needs ~27 minutes, under a config cap of 1440: with the profile's
     partition limit at 15 minutes its job asks for 15 (it resumes across attempts), and for its own
@@ -307,6 +313,7 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
     assert _train_runtimes(work, "") == [27]
 
 
+@pytest.mark.workflow
 def test_a_compiled_train_job_asks_for_its_compile_minutes_and_workers_memory(tmp_path):
     """The same ~27-minute pack with compute.compile: step asks for 15 minutes more (3 x 5 graphs: the
     training batch, three evaluation shapes, the update) and 2,048 MiB more (initmem.pipeline.compilecost)."""

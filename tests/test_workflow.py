@@ -15,7 +15,7 @@ import yaml
 from initmem.pipeline.configfiles import load_config
 
 # each test starts Snakemake (seconds each, more at paper scale): the full suite's, not the edit-test loop's
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -172,21 +172,15 @@ def test_single_figure_runs_only_its_studies(project):
     assert counts["run_metrics"] == 200 + 6250 and counts["collect_study"] == 2 and counts["figure"] == 1
 
 
-@pytest.mark.parametrize("override,message", [
-    ("defaults:\n  optimizer: lamb\n", "lamb"),
-    ("defaults:\n  epochs: -3\n", "epochs"),
-    ("pack:\n  max_models: 0\n", "max_models"),
-    ("pack:\n  engine: jax\n", "engine"),
-    ("compute:\n  precision: fp8\n", "precision"),
-    ("compute:\n  compile: maybe\n", "compile"),
-    ("data:\n  colour: red\n", "colour"),
-])
-def test_schema_errors_name_the_key(project, tmp_path, override, message):
+def test_a_schema_error_is_one_line_naming_the_key_and_its_file(project, tmp_path):
+    """Snakemake shows the config's schema error as initmem.pipeline.configfiles words it: one line
+    naming the key and the file that set it, not a dump of the schema. The messages of every key are
+    checked in-process (tests/test_config.py::test_a_bad_key_is_one_line_naming_it_and_its_file)."""
     bad = tmp_path / "bad.yaml"
-    bad.write_text(override)
+    bad.write_text("defaults:\n  epochs: -3\n")
     proc = snakemake("-n", "--configfile", str(bad), cwd=project, check=False)
     assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr and f"(set in {bad})" in proc.stdout + proc.stderr
+    assert "epochs" in proc.stdout + proc.stderr and f"(set in {bad})" in proc.stdout + proc.stderr
     assert "Failed validating" not in proc.stdout + proc.stderr  # one line, not a dump of the schema
 
 
@@ -213,27 +207,56 @@ def test_lint_is_clean(project):
 
 
 TINY = load_config([ROOT / "config/tiny.yaml"])  # the shipped first try (README), layered over the default
-# what the end-to-end test adds: vectorised packs of 4 and a checkpoint every epoch
-E2E = "pack: {engine: vmap, max_models: 4}\ncheckpoint: {every_epochs: 1}\ncompute: {device: cpu}\n"
 
 
-def test_end_to_end_tiny_synthetic_dag(tmp_path):
-    work = workdir_copy(tmp_path)
-    (work / "e2e.yaml").write_text(E2E)
-    snakemake("--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
+def _e2e_overlay() -> dict:
+    """What the end-to-end test adds to config/tiny.yaml: vectorised packs of 4, a checkpoint every
+    epoch, and ``sgd_copy`` (a copy of SGD's file under a new name) in SGD's place in every study that
+    names SGD (main, long, norm_aug, depth; lr_l2 keeps the default's SGD), beside Adam."""
+    studies = copy.deepcopy(TINY["studies"])
+    for study in ("main", "norm_aug", "depth"):
+        grid = studies[study]["grid"]
+        grid["optimizer"] = ["sgd_copy" if o == "sgd" else o for o in grid["optimizer"]]
+    studies["long"].setdefault("set", {})["optimizer"] = "sgd_copy"
+    return {"pack": {"engine": "vmap", "max_models": 4}, "checkpoint": {"every_epochs": 1}, "compute": {"device": "cpu"},
+            "studies": studies}
+
+
+def test_end_to_end_tiny_synthetic_dag_with_a_new_optimizer_file(tmp_path, monkeypatch):
+    """config/tiny.yaml end to end, in vectorised packs, with one edit to the checkout: a copy of
+    SGD's file under a new name (``sgd_copy``), used in SGD's place beside Adam. Every run, table and
+    figure, the report, nothing to do the second time, a deleted run file cut again from its pack, and
+    the GPU-hour estimate of the same config files (the new optimizer needs no other edit: docs/extending.md)."""
+    import shutil
+
+    import initmem.spec as spec
     from initmem.pipeline.grid import expand_studies
 
-    runs = expand_studies(TINY)
+    work = workdir_copy(tmp_path)
+    shutil.copytree(ROOT / "slurm", work / "slurm")  # estimate reads the Slurm profile's concurrency
+    optimizers = work / "workflow/initmem/engine/optimizers"
+    shutil.copy(optimizers / "sgd.py", optimizers / "sgd_copy.py")  # the only edit to the checkout
+    (work / "e2e.yaml").write_text(yaml.safe_dump(_e2e_overlay(), sort_keys=False))
+    configs = ("--configfile", "config/tiny.yaml", "e2e.yaml")
+    snakemake("--cores", "2", *configs, cwd=work)
+
+    real = spec.registry_folder  # this process reads the copy's optimizers too (sgd_copy is a known name there)
+    monkeypatch.setattr(spec, "registry_folder", lambda kind: optimizers if kind == "optimizer" else real(kind))
+    runs = expand_studies(load_config([ROOT / "config/tiny.yaml", work / "e2e.yaml"]))
     for study, rs in runs.items():
         for r in rs:
             assert (work / "results/runs" / study / f"{r.run_id}.json").is_file()
     table = pd.read_csv(work / "results/tiny/tables/runs.csv")  # name: tiny
     assert len(table) == sum(len(r) for r in runs.values()) == len(set(table["run_id"] + table["study"]))
-    for name in ("spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md", "history.csv.gz"):
-        assert (work / "results/tiny/tables" / name).stat().st_size > 0
-    for i in range(1, 10):  # every figure of the paper, and Figure 9
+    assert "sgd_copy" in (work / "results/tiny/tables/runs.csv").read_text()
+    for name in ("runs.csv", "history.csv.gz", "spreads.csv", "beta.csv", "claims.csv", "claims.md", "paper_tables.md",
+                 "clocks.csv", "linear_check.csv"):
+        assert (work / "results/tiny/tables" / name).stat().st_size > 0, name
+    figures = work / "figures/tiny"
+    assert sorted(p.stem for p in figures.glob("*.pdf")) == [f"fig{i}" for i in range(1, 10)]  # every figure of the paper, and Figure 9
+    for i in range(1, 10):
         for ext in ("pdf", "png"):
-            assert (work / f"figures/tiny/fig{i}.{ext}").stat().st_size > 1000
+            assert (figures / f"fig{i}.{ext}").stat().st_size > 1000
     assert not list((work / "results").rglob("*.ckpt*"))  # checkpoints removed once metrics are written
     record = json.loads((work / "results/runs/main" / f"{runs['main'][0].run_id}.json").read_text())
     assert (record["env"]["engine"], record["env"]["pack_size"]) == ("vmap", 4)  # trained in a vectorised pack
@@ -242,21 +265,27 @@ def test_end_to_end_tiny_synthetic_dag(tmp_path):
     beta = pd.read_csv(work / "results/tiny/tables/beta.csv")
     assert {"beta", "se", "ci_low", "ci_high", "n", "T_sgd", "T_l2", "T_adapt", "epoch"} <= set(beta.columns)
     # the self-contained HTML report carries every figure with its caption
-    snakemake("--report", "report.html", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
+    snakemake("--report", "report.html", *configs, cwd=work)
     html = (work / "report.html").read_text(errors="replace")
     assert all(f"Figure {i}" in html for i in range(1, 10)) and "claims.csv" in html
     assert "ERROR/" not in html and "Undefined substitution" not in html  # the captions render cleanly
     # second invocation: nothing to do
-    again = snakemake("-n", "--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
+    again = snakemake("-n", "--cores", "2", *configs, cwd=work)
     assert "Nothing to be done" in again.stdout + again.stderr
-    # a deleted run file is cut again from its pack file by the next invocation (nothing retrains)
+    # a deleted run file is cut again from its pack file (nothing retrains): the next invocation plans
+    # that alone; asked for that file only, it writes the same bytes
     run_file = work / "results/runs/main" / f"{runs['main'][0].run_id}.json"
     kept = run_file.read_bytes()
     run_file.unlink()
-    counts = job_counts(snakemake("-n", "--quiet", "rules", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work).stdout)
+    counts = job_counts(snakemake("-n", "--quiet", "rules", *configs, cwd=work).stdout)
     assert counts["run_metrics"] == 1 and "train" not in counts
-    snakemake("--cores", "2", "--configfile", "config/tiny.yaml", "e2e.yaml", cwd=work)
+    snakemake(str(run_file.relative_to(work)), "--cores", "2", *configs, cwd=work)
     assert run_file.read_bytes() == kept
+    # the GPU-hour estimate of the same config files, in the copy (its optimizers folder has sgd_copy)
+    estimate = subprocess.run([sys.executable, "-m", "initmem", "estimate", "config/tiny.yaml", "e2e.yaml"], cwd=work,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(work / "workflow")})
+    assert estimate.returncode == 0, estimate.stderr
+    assert "main" in estimate.stdout
 
 
 def test_end_to_end_real_archive_slice(tmp_path, cifar_archive):

@@ -71,6 +71,7 @@ def test_a_read_only_results_folder_is_one_line_with_its_cause(tmp_path, monkeyp
 
 
 @pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
+@pytest.mark.workflow
 def test_a_single_sigma_w_is_refused_where_spreads_are_computed_not_for_its_runs(tmp_path):
     work = workdir_copy(tmp_path)
     one = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "sigma_w": [1.0], "seed": [0, 1]}}})
@@ -99,6 +100,7 @@ def test_the_targets_that_compute_spreads_are_the_tables_and_the_studies_figures
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_a_config_whose_data_cannot_be_written_rewrites_no_provenance_or_table(tmp_path):
     """A first config's record and clock table, then a config whose prepare_data hits a full disk
     (its np.savez fails with ENOSPC), run with --keep-going (so every job that can run does): the
