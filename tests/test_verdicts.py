@@ -692,3 +692,9 @@ def test_a_zero_sgd_spread_is_read_without_dividing_by_it():
     runs = synthetic_runs({("sgd", 16): 0.0, ("adam", 16): 0.0}, noise=0.0)
     row = _optimizer_rows(runs, _history_at_best(runs, {"sgd": 0.1, "adam": 5.0})).loc["sgd_gt_adam_b16"]
     assert "Adam keeps 0 pp, SGD's spread 0" in row["note"]
+
+
+def test_a_one_seed_wash_out_row_has_no_p_and_no_crash():
+    runs = synthetic_runs({("sgd", 16): -0.10, ("adam", 16): -0.005}, seeds=(0,))
+    row = _optimizer_rows(runs, _history_at_best(runs, {"sgd": 0.1, "adam": 5.0})).loc["sgd_gt_adam_b16"]
+    assert row["verdict"] == "not testable with one seed" and math.isnan(row["p_decision"])

@@ -76,6 +76,8 @@ def parts_p(direction: Estimate, size: Estimate, side: Side, size_side: Side, wo
     ``reproduced`` needs both parts on the paper's side and ``direction only`` the direction there and the
     size on the other (intersection-union tests: the larger p); ``not reproduced`` either part on the other
     side (a union of two: twice the smaller p); an undecided word the nearest of those decisions."""
+    if any(e.test is None or not math.isfinite(e.effect) for e in (direction, size)):
+        return math.nan   # one seed: no test, no p (as decision_p)
     both = max(agree_p(direction, side), agree_p(size, size_side))
     direction_only = max(agree_p(direction, side), other_p(size, size_side))
     either_not = min(1.0, 2 * min(other_p(direction, side), other_p(size, size_side)))
