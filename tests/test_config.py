@@ -250,3 +250,17 @@ def test_make_runs_precheck_names_a_target_after_configfile_an_empty_file_and_a_
             check_configfile_arg(value)
         assert "\n" not in str(err.value) and value in str(err.value)
     check_configfile_arg(ROOT / "config" / "archive.yaml")  # a config file passes
+
+
+def test_a_first_offline_run_with_the_archive_in_data_is_told_which_config_reads_it(tmp_path):
+    """`make run` downloads through torchvision by default; with data/cifar-10-python.tar.gz there, its
+    pre-check says first which --configfile files read the archive (not the 413th line of a traceback)."""
+    from initmem.cli import offline_hint
+
+    default = load_config([])
+    assert offline_hint(default, tmp_path) is None  # no archive: nothing to say
+    (tmp_path / "cifar-10-python.tar.gz").write_bytes(b"x")
+    hint = offline_hint(default, tmp_path)
+    assert hint.startswith("NOTE: ") and "\n" not in hint
+    assert 'ARGS="--configfile config/archive.yaml"' in hint and "config/jpeg-copy.yaml" in hint
+    assert offline_hint(load_config([ROOT / "config" / "archive.yaml"]), tmp_path) is None  # it already reads the archive

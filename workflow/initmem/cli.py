@@ -141,6 +141,21 @@ def main(argv: list[str] | None = None) -> None:
         parser.exit(2, f"initmem {args.cmd}: error: {exc}\n")
 
 
+ARCHIVE_NAME = "cifar-10-python.tar.gz"
+
+
+def offline_hint(config: dict, data_dir: Path) -> str | None:
+    """One line before Snakemake starts where a config downloads CIFAR-10 through torchvision while the
+    archive lies in ``data_dir`` (a first offline `make run`: torchvision's failure is the 413th line of
+    455): which config files read it instead. None where nothing suggests it."""
+    data = config.get("data", {})
+    if data.get("source") != "torchvision" or data.get("archive") or not (data_dir / ARCHIVE_NAME).is_file():
+        return None
+    return (f"NOTE: {data_dir / ARCHIVE_NAME} is here, but this config downloads CIFAR-10 through torchvision; to read the "
+            f'archive instead: make run ARGS="--configfile config/archive.yaml" (a re-packed copy, whose md5 is not the '
+            f'official one: ARGS="--configfile config/archive.yaml config/jpeg-copy.yaml")')
+
+
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.cmd == "config":
         import yaml
@@ -152,8 +167,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             from initmem.pipeline.configfiles import check_configfile_arg
             from initmem.pipeline.guards import configfile_args
 
-            for path in configfile_args(args.snakemake_args):
+            files = configfile_args(args.snakemake_args)
+            for path in files:
                 check_configfile_arg(path)
+            if "--profile" not in args.snakemake_args and (hint := offline_hint(load_config(files), Path("data"))):
+                print(hint, file=sys.stderr)
             return
         config = load_config(args.config)
         expand_studies(config)  # what the workflow checks when it parses: every run spec
