@@ -68,11 +68,19 @@ def persistence(history: pd.DataFrame) -> float:
     series (statsmodels' ``acf``); the median over runs (an AR(1) coefficient)."""
     from statsmodels.tsa.stattools import acf
 
+    noise = run_noise(history)
+    lag1 = [acf(x.to_numpy(float), nlags=1, fft=False)[1] for _, x in noise.groupby(noise.index.get_level_values("run_id"))
+            if len(x) > 2 and np.ptp(x) > 0]
+    return float(np.median(lag1))
+
+
+def run_noise(history: pd.DataFrame) -> pd.Series:
+    """Each run's validation accuracy minus the mean over its configuration's seeds at that sigma_w and
+    epoch (the noise about the true curve), after the run's first tenth; indexed by run_id."""
     keys = [k for k in ("study", "optimizer", "batch_size", "lr", "l2", "epochs", "sigma_w") if k in history]
     h = history[history["epoch"] > history["epochs"] / 10]
     noise = h["val_acc"] - h.groupby([*keys, "epoch"], dropna=False)["val_acc"].transform("mean")
-    lag1 = [acf(x.to_numpy(float), nlags=1, fft=False)[1] for _, x in noise.groupby(h["run_id"]) if len(x) > 2 and np.ptp(x) > 0]
-    return float(np.median(lag1))
+    return noise.set_axis(pd.Index(h["run_id"], name="run_id"))
 
 
 def noise_parts(history: pd.DataFrame) -> tuple[float, float]:
@@ -80,10 +88,8 @@ def noise_parts(history: pd.DataFrame) -> tuple[float, float]:
     variance that is one offset per run (the variance of each run's mean noise over the pooled variance),
     and the lag-1 autocorrelation of what is left about that offset (:func:`persistence`: ``acf``
     removes each run's mean)."""
-    keys = [k for k in ("study", "optimizer", "batch_size", "lr", "l2", "epochs", "sigma_w") if k in history]
-    h = history[history["epoch"] > history["epochs"] / 10]
-    noise = h["val_acc"] - h.groupby([*keys, "epoch"], dropna=False)["val_acc"].transform("mean")
-    offsets = noise.groupby(h["run_id"]).transform("mean")
+    noise = run_noise(history)
+    offsets = noise.groupby(level="run_id").transform("mean")
     share = float(offsets.var() / noise.var()) if noise.var() > 0 else 0.0
     return share, persistence(history)
 
