@@ -306,13 +306,13 @@ def contrast_estimate(cells: list[Cell]) -> Estimate:
     return est
 
 
-def share_contrast_estimate(cells: list[Cell], share: float) -> Estimate:
-    """"spread(cells[1]) is below ``share`` x spread(cells[0])": :func:`contrast_estimate` of ``share`` x
-    the first cell's values against the second's (max - min scales with its values, and the seed pairing
-    and every paired test are unchanged): its interval bounds share x spread(a) - spread(b), in pp."""
+def share_cells(cells: list[Cell], share: float) -> list[Cell]:
+    """The two cells with the first one's values times ``share``: read by :func:`contrast_estimate` (or a
+    contrast's power), "spread(cells[1]) is below ``share`` x spread(cells[0])", since max - min scales with
+    its values and the seed pairing and every paired test are unchanged; its interval bounds
+    share x spread(a) - spread(b), in pp."""
     a, b = cells
-    scaled = dataclasses.replace(a, values=share * np.asarray(a.values, float))
-    return contrast_estimate([scaled, b])
+    return [dataclasses.replace(a, values=share * np.asarray(a.values, float)), b]
 
 
 def paired_profiles(cells: list[Cell]) -> tuple[np.ndarray, np.ndarray]:

@@ -9,8 +9,6 @@ training (T_adapt >= :func:`paper_first_epoch_t_adapt`). Its row reads all three
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 
@@ -78,7 +76,7 @@ def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.D
     - direction: SGD's spread minus the adaptive one > 0 (:func:`initmem.stats.spreads.contrast_estimate`;
       the row's number and interval);
     - size: :data:`WASH_OUT_SHARE` x SGD's spread minus the adaptive one > 0 (the same rule on SGD's
-      values scaled: :func:`initmem.stats.spreads.share_contrast_estimate`), read both ways;
+      values scaled: :func:`initmem.stats.spreads.share_cells`), read both ways;
     - clock: the adaptive runs' mean T_adapt at their selected checkpoint at least the paper's after one
       epoch (:func:`paper_first_epoch_t_adapt`), else the row is outside the paper's regime by clock.
 
@@ -92,10 +90,11 @@ def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.D
     cells = [to_cell(sgd), to_cell(adaptive)]
     if any(c is None for c in cells):
         return row(cid, "direction", quantity, paper, scale, Reading(side=greater(0), missing=match), SGD_GT)
-    direction, size = Sp.contrast_estimate(cells), Sp.share_contrast_estimate(cells, WASH_OUT_SHARE)
+    size_cells = Sp.share_cells(cells, WASH_OUT_SHARE)
+    direction, size = Sp.contrast_estimate(cells), Sp.contrast_estimate(size_cells)
     parts = V.side_verdict(direction, greater(0)), V.side_verdict(size, WASHED_OUT)
     word = V.sentence_verdict(*parts)
-    sgd_spread, adaptive_spread = Sp.spread_estimate(cells[0]).effect, Sp.spread_estimate(cells[1]).effect
+    sgd_spread, adaptive_spread = (float(Sp.spread_pp(np.nanmean(c.values, axis=-1))) for c in cells)
     kept = f"{adaptive_spread / sgd_spread:.0%} of SGD's" if sgd_spread > 0 else f"{adaptive_spread:.3g} pp, SGD's spread {sgd_spread:.3g}"
     paper_kept = paper_value(PAPER_MAIN, opt, b) / paper_value(PAPER_MAIN, "sgd", b)
     size_note = (f"size ('largely wash out', read as {LABEL[opt]} keeping less than {WASH_OUT_SHARE:.0%} of SGD's spread"
@@ -114,7 +113,7 @@ def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.D
     def power() -> str:
         undecided = [(name, est, side, cs) for name, est, side, cs, v in (
             ("direction", direction, greater(0), cells, parts[0]),
-            ("size", size, WASHED_OUT, [dataclasses.replace(cells[0], values=WASH_OUT_SHARE * cells[0].values), cells[1]], parts[1]))
+            ("size", size, WASHED_OUT, size_cells, parts[1]))
             if v == V.INCONCLUSIVE]
         if word != V.INCONCLUSIVE or not undecided:
             return ""
