@@ -124,14 +124,6 @@ def curve_cell(history: pd.DataFrame, runs: pd.DataFrame, study: str | None, met
     return cell
 
 
-def clock_at_best(sel: pd.DataFrame, history: pd.DataFrame, clock: str) -> np.ndarray:
-    """Each of ``sel``'s runs' ``clock`` at its selected checkpoint (the history's row at epoch tau_best)."""
-    if history.empty or clock not in history or "tau_best" not in sel:
-        return np.array([])
-    h = history.merge(sel[["study", "run_id", "tau_best"]], on=["study", "run_id"])
-    return h.loc[h["epoch"] == h["tau_best"], clock].to_numpy(float)
-
-
 def matched(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """Both run sets restricted to the sigma_w values and seeds they share, and a note saying what
     was left out (empty when nothing was)."""

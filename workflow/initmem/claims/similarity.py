@@ -121,28 +121,28 @@ def fit_of_selected(runs: pd.DataFrame) -> float | None:
     return float(selected_fits(runs).mean()) if len(runs) else None
 
 
-def clock_at_selected(rows: pd.DataFrame, clock: str) -> float:
-    """The mean over one configuration's runs of ``clock`` at each run's selected checkpoint (tau_best
-    epochs of ceil(n_train / b) steps), summed exactly from the spec as the trainer sums it; NaN where
-    the rows lack what this needs."""
+def clocks_at_selected(rows: pd.DataFrame, clock: str) -> np.ndarray:
+    """Each run's ``clock`` at its selected checkpoint (tau_best epochs of ceil(n_train / b) steps), summed
+    exactly from its spec as the trainer sums it (:func:`initmem.engine.clocks.schedule_clocks`: the
+    number its history holds at that epoch); empty where the rows lack what this needs."""
     from initmem.engine.clocks import schedule_clocks
     from initmem.spec import resolve_weight_decay
 
     need = {"optimizer", "lr", "schedule", "alpha", "epochs", "batch_size", "l2", "n_train", "tau_best"}
     if not need <= set(rows.columns):
-        return math.nan
+        return np.array([])
     values = []
     for r in rows.dropna(subset=["tau_best"]).to_dict("records"):
         steps = math.ceil(int(r["n_train"]) / int(r["batch_size"]))
         wd = resolve_weight_decay(r["optimizer"], None if pd.isna(r.get("weight_decay")) else float(r["weight_decay"]))
         values.append(schedule_clocks(r, int(r["epochs"]) * steps, int(r["tau_best"]) * steps, wd)[clock])
-    return float(np.mean(values)) if values else math.nan
+    return np.asarray(values, float)
 
 
 def tier_numbers(runs: pd.DataFrame) -> pd.DataFrame:
     """Per configuration (:data:`CONFIG_COLUMNS`) of a tier's runs table: its design numbers
     (:func:`design_numbers`), the clock its sentences read (T_SGD, or T_adapt for an adaptive optimizer)
-    at the selected checkpoint (:func:`clock_at_selected`) and at the end of training, whether its
+    at the selected checkpoint (the mean of :func:`clocks_at_selected`) and at the end of training, whether its
     selected predictors were evaluated with precise BatchNorm statistics, the share of selected predictors that fit (:func:`selected_fits`), that were
     read with settled statistics (:func:`settled_statistics`) and that are above chance (validation
     accuracy at tau_best above :data:`CHANCE_ACC`), and the median test accuracy at tau_best."""
@@ -160,7 +160,7 @@ def tier_numbers(runs: pd.DataFrame) -> pd.DataFrame:
         settled = settled_statistics(rows)
         val, test = _column(rows, "val_acc_best"), _column(rows, "test_acc_best")
         out.append({**dict(zip(columns, config, strict=True)), "runs": len(rows), **design, "clock": clock,
-                    "clock_best": clock_at_selected(rows, clock),
+                    "clock_best": float(np.mean(best)) if len(best := clocks_at_selected(rows, clock)) else math.nan,
                     "clock_end": run_clocks(spec)[clock] if {"schedule", "alpha"} <= set(spec) else math.nan,
                     "precise": bool(rows["bn_eval"].eq("precise").all()) if "bn_eval" in rows else False,
                     "fit_of_selected": fit_of_selected(rows),

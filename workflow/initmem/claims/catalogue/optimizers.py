@@ -23,7 +23,6 @@ from initmem.claims.rows import (
     PAPER_MAIN,
     Reading,
     batches,
-    clock_at_best,
     instead,
     matched,
     paper_value,
@@ -32,6 +31,7 @@ from initmem.claims.rows import (
     spread_gap,
     to_cell,
 )
+from initmem.claims.similarity import clocks_at_selected
 from initmem.engine.clocks import schedule_moments
 from initmem.paper import Q_ADAM, Q_MOMENTUM, Q_SGD
 from initmem.stats import multiplicity as M
@@ -69,7 +69,7 @@ def paper_first_epoch_t_adapt(batch_size: int) -> float:
     return schedule_moments(published.MAIN_LR, "cosine", published.MAIN_ALPHA, published.MAIN_EPOCHS * steps, steps)[0]
 
 
-def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.DataFrame, history: pd.DataFrame, scale: str) -> dict:
+def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.DataFrame, scale: str) -> dict:
     """"Adam-family methods largely wash out initialization scale" for one adaptive optimizer at batch
     ``b``, read in its three parts on the runs matched on sigma_w and seeds:
 
@@ -102,10 +102,10 @@ def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.D
                  + f"): {parts[1]}, {WASH_OUT_SHARE:g} x SGD's minus {LABEL[opt]}'s spread {size.effect:.3g} [{size.low:.3g}, {size.high:.3g}] pp "
                  f"({LABEL[opt]} keeps {kept})")
     why = f"direction (SGD's spread above {LABEL[opt]}'s): {parts[0]}; {size_note}"
-    clocks, least = clock_at_best(adaptive, history, "T_adapt"), paper_first_epoch_t_adapt(b)
+    clocks, least = clocks_at_selected(adaptive, "T_adapt"), paper_first_epoch_t_adapt(b)
     outside = ""
     if not len(clocks):
-        why += "; clock at the selected checkpoint not read (no history of these runs)"
+        why += "; clock at the selected checkpoint not read (the runs table lacks their schedule)"
     elif np.nanmean(clocks) < least:
         outside = (f"by clock at the selected checkpoint: {LABEL[opt]}'s selected predictors at T_adapt {np.nanmin(clocks):.2g}-"
                    f"{np.nanmax(clocks):.2g} (mean {np.nanmean(clocks):.2g}), the paper's at least {least:.3g} (one epoch at b={b})")
@@ -148,7 +148,7 @@ def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
                                          f"interval wholly above {GONE_PP:g} pp, not reproduced with it wholly within [0, {GONE_PP:g}) pp"),
                        SGD_KEEPS))
         for opt in [o for o in ADAPTIVE if o in opts]:
-            out.append(washes_out_row(SGD_GT.id(adaptive=opt, b=b), opt, b, opt_runs("sgd", b), opt_runs(opt, b), history, scale))
+            out.append(washes_out_row(SGD_GT.id(adaptive=opt, b=b), opt, b, opt_runs("sgd", b), opt_runs(opt, b), scale))
     bs = sorted(set(batches(opt_runs("sgd"))) & set(batches(opt_runs("sgd_momentum"))))
     if bs:
         b = 16 if 16 in bs else bs[0]
