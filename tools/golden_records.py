@@ -125,12 +125,18 @@ def _watching_sign(seen: list[float]) -> Iterator[None]:
         torch.sign, torch.Tensor.sign = originals
 
 
-def sign_margin(overrides: dict) -> float | None:
-    """The smallest nonzero coordinate over the largest, over every ``sign`` the case's run takes (None: it takes none)."""
+def recorded_with_margin(overrides: dict, threads: int = 1) -> tuple[dict, float | None]:
+    """:func:`record_numbers` of a case and its sign margin: the smallest nonzero coordinate over the
+    largest, over every ``sign`` its run takes (None: it takes none)."""
     seen: list[float] = []
     with _watching_sign(seen):
-        record_numbers(overrides)
-    return min(seen) if seen else None
+        record = record_numbers(overrides, threads)
+    return record, (min(seen) if seen else None)
+
+
+def sign_margin(overrides: dict) -> float | None:
+    """The sign margin of a case's run (:func:`recorded_with_margin`)."""
+    return recorded_with_margin(overrides)[1]
 
 
 def sign_problems(margins: dict[str, float | None]) -> list[str]:
@@ -148,11 +154,10 @@ def current(threads: int = 1, margins: dict[str, float | None] | None = None) ->
 
     records = {}
     for name, overrides in cases().items():
-        seen: list[float] = []
-        with _watching_sign(seen) if margins is not None else contextlib.nullcontext():
+        if margins is None:
             records[name] = record_numbers(overrides, threads)
-        if margins is not None:
-            margins[name] = min(seen) if seen else None
+        else:
+            records[name], margins[name] = recorded_with_margin(overrides, threads)
     return {"trainer_version": trainer_version(), "rtol": RTOL, "records": records}
 
 
