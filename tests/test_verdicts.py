@@ -137,9 +137,27 @@ def test_the_claims_table_reads_a_small_spread_as_gone(spread_pp, word):
     r = claims(runs).set_index("id").loc["sgd_keeps_spread_b16"]
     assert r["verdict"] == word, (r["reproduced"], r["ci_low"], r["ci_high"])
     assert r["paper_side"] == "> 1 (not reproduced within [0, 1): gone)"
-    # the low end is a two-sided event (decides at p < 5%), the high end Bonferroni-shared ends at 2.5%
+    # the low end is a two-sided event (decides at p < 5%), the high end an intersection-union test at 2.5%
     assert r["p_decision"] < {"reproduced": 0.05, "not reproduced": 0.025}.get(word, 1.0)
     assert word != "inconclusive" or r["p_decision"] >= 0.025
+
+
+@pytest.mark.parametrize("rng_seed", range(6))
+def test_a_spread_reads_gone_exactly_where_every_pairs_tost_rejects(rng_seed):
+    """The spread's high end is the intersection-union of per-pair equivalence tests: its interval lies
+    within the gone zone [0, 1 pp) exactly where statsmodels' ``ttost_paired`` rejects "|difference| >=
+    1 pp" at 2.5% for every pair of sigma_w (textbook TOST, one pair at a time; no multiplicity correction)."""
+    from statsmodels.stats.weightstats import ttost_paired
+
+    from initmem.stats.spreads import spread_arrays
+
+    rng = np.random.default_rng(rng_seed)
+    values = 0.30 + rng.normal(0, 0.02, (1, 12)) + rng.normal(0, 0.003 + 0.0015 * rng_seed, (4, 12))  # a seed effect + noise
+    high = float(spread_arrays(values)["high"])
+    tost = [ttost_paired(100 * values[i], 100 * values[j], -1.0, 1.0)[0] for i in range(4) for j in range(i + 1, 4)]
+    assert (high < 1.0) == (max(tost) < 0.025), (high, tost)
+    if rng_seed == 0:
+        assert high < 1.0  # noise of 0.3 pp a run at 12 seeds (a 2 pp seed effect cancels) reads a zero spread as gone
 
 
 def test_claims_give_verdicts_for_every_batch_size_and_count_not_measured_apart():

@@ -143,7 +143,7 @@ def paper_tables(runs: pd.DataFrame, spread_table: pd.DataFrame) -> str:
     out = ["# Paper tables at this config's scale\n",
            "Spreads: max - min over sigma_w of the seed-mean test accuracy at tau_best, with an interval against its noise "
            "in brackets, from seed-paired differences: at least the end sigma_w values' difference less its paired t half-width, "
-           "at most the largest pair's difference plus its Bonferroni t half-width (`spreads.csv`: `spread_ci_method`, the "
+           "at most the largest pair's difference plus its t half-width (intersection-union) (`spreads.csv`: `spread_ci_method`, the "
            "spread noise alone gives on average `spread_null_mean_pp`, the paired t-test's p-value of 'sigma_w does nothing' "
            "`spread_p_null`; none with one seed).\n"]
     out += ["## Table 1: main-grid optimizer settings\n", studies("main"), to_markdown(table1(runs), ".4g")]

@@ -23,7 +23,8 @@ INTERVALS = (
     "the per-seed values, whose coverage is right at any n >= 2 when seed noise is roughly normal. A single spread (max - min "
     "over sigma_w) is positive even when sigma_w does nothing (`null_mean`: its mean then): whether sigma_w matters is "
     "the paired t-test of the grid's end sigma_w values (`p_null`, exact whatever the variance at each sigma_w); its interval "
-    "runs from that pair's |difference| less its t half-width to the largest pair's plus its Bonferroni t half-width. "
+    "runs from that pair's |difference| less its t half-width to the largest pair's plus its t half-width (an intersection-union "
+    "bound: the pair that attains the true spread misses its own bound at most 2.5% of the time). "
     "The clock's exponent: a seed bootstrap of the best-collapsing exponent. Seeds pair "
     "configurations (one seed, the same init draws); compared configurations are matched on sigma_w values and seeds. "
     "No interval with one seed.")

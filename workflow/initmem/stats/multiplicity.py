@@ -11,7 +11,7 @@ The p of a decision is its test's own, against the boundary the decision crosses
 - a single t statistic (the jackknife t-intervals, df seeds - 1): the one-sided t-test;
 - a single spread: "above b" is the two-sided event |d_end| > b, so twice the smaller one-sided p (at
   b = 0 the paired t-test's two-sided p); "below b" needs every seed-paired difference below b, each
-  at alpha over the k (k - 1) pairs, as the interval's high end reads them;
+  at alpha (an intersection-union test over the k (k - 1) pairs: the largest p), as the interval's high end reads them;
 - a spread contrast: an intersection-union test (the largest component p) for "above", and for
   "below" the union over the sign of b's drop of two intersection-union tests (twice the smaller);
 - a margin ``in [lo, hi]``: ``reproduced`` is the equivalence test (TOST: the larger of its two
