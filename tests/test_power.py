@@ -44,6 +44,27 @@ def test_the_simulated_chance_of_a_spread_decision_is_the_claim_functions(seeds)
     assert abs(predicted - direct) <= 0.10 and 0.05 < direct < 0.95  # a case where the rate is informative
 
 
+def test_a_spread_whose_noise_grows_at_the_grid_end_is_planned_from_its_per_seed_covariance():
+    """Noise that grows with sigma_w (0.5 pp a run at the first, 3 pp at the last) and a shared seed
+    effect: the rate simulated from the per-seed covariance (:func:`initmem.stats.power.spread_truth_rate`,
+    what a row's "would decide" and the planner read) is the claim functions' own on runs drawn from that
+    truth; the pooled residual sd (one noise for every sigma_w) misplaces it."""
+    means, sds, seeds, side = 0.4 - np.array([0.0, 0.01, 0.02, 0.03]), np.array([0.005, 0.01, 0.02, 0.03]), 8, V.greater(0)
+
+    def draw(rng, n=seeds):
+        return means[:, None] + rng.normal(0, 0.05, n)[None, :] + sds[:, None] * rng.standard_normal((4, n))
+
+    direct = _direct(lambda rng: V.side_verdict(Sp.spread_estimate(_cell(draw(rng))), side), n_sims=400)
+    C = P.centring(4, 1)
+    covariance = P.spread_truth_rate(C @ means, C @ np.diag(sds ** 2) @ C.T, 4, seeds, side)
+    pooled = P.spread_decision_rate(means, float(np.sqrt(np.mean(sds ** 2))), seeds, side)
+    assert abs(covariance - direct) <= 0.07 and 0.1 < direct < 0.9
+    assert abs(pooled - direct) > abs(covariance - direct)
+    # a row measured on many seeds of that truth plans what the truth gives
+    mean, cov, k = P.cell_truth(_cell(draw(np.random.default_rng(5), 400)))
+    assert abs(P.spread_truth_rate(mean, cov, k, seeds, side) - direct) <= 0.08
+
+
 @pytest.mark.parametrize("seeds", (5, 12))
 def test_the_simulated_chance_of_a_contrast_decision_is_the_claim_functions(seeds):
     ma, mb, sd, side = CONTRAST

@@ -4,8 +4,10 @@ Small pure functions, so the same simulation reads an undecided row ("would deci
 which its rule, fed the row's own fitted means and noise, decides with >= 50% and >= 80% chance) and
 designs a new tier (assumed means per sigma_w, noise, seeds and grid in; P(decision) out):
 
-- :func:`spread_decision_rate`: one configuration's spread against a side (e.g. "sigma_w matters":
-  ``greater(0)``; "below 1 pp": ``less(1)``), through :func:`initmem.stats.spreads.spread_arrays`;
+- :func:`spread_truth_rate` (a row's or a design's per-seed covariance) and :func:`spread_decision_rate`
+  (means and independent noise per sigma_w: the calibrations' form): one configuration's spread against a
+  side (e.g. "sigma_w matters": ``greater(0)``; "below 1 pp": ``less(1)``), through
+  :func:`initmem.stats.spreads.spread_arrays`;
 - :func:`contrast_decision_rate` / :func:`paired_decision_rate`: "a's spread exceeds b's", seed-paired,
   through :func:`initmem.stats.spreads.contrast_arrays` (what the claims
   table's spread contrasts use);
@@ -17,21 +19,20 @@ true effect equals the row's estimate, and :func:`would_decide` says so.
 **Pairing.** One seed gives the same init draws and data order at every sigma_w *and in every
 configuration*, so a seed's runs correlate within a cell and across the two cells of a contrast
 (the committed tiers' per-seed drops D_a, D_b correlate 0.20-0.65). Within one cell a seed effect
-shared by every sigma_w cancels in every statistic (each is built from differences within a seed),
-so :func:`spread_decision_rate` (fitted means plus independent noise of the residual sd of the
-seed-blocked model) is right for within-configuration pairing where the seed's effect is shared by
-every sigma_w; a seed x sigma_w interaction enters only through that residual sd, pooled over the
-sigma_w. Across two cells nothing cancels: the contrast's rate is simulated from the row's own
-per-seed vectors (:func:`paired_truth`): the within-cell differences from the first sigma_w of both
-cells (all the contrast rule reads: every seed-paired difference of sigma_w in each cell), multivariate normal with
-their mean over seeds and their sample covariance across seeds, used as measured where it is full rank
-(seeds - 1 >= 2 (k - 1): the decisive tier's 16 seeds on 4 sigma_w) and, where it is not (3 seeds),
-shrunk towards the independent-noise model (each cell's residual sd, the two cells independent) with
-the Ledoit-Wolf / Schaefer-Strimmer intensity (:func:`shrinkage`, hand-written: the target is a
-structured one no library offers), which makes it positive definite. (Shrinking a full-rank one as
-well would undo the pairing: at 16 seeds the intensity is ~0.9 and the rate falls back to the
-independent one.) Designs pass means and sd with an assumed
-correlation ``corr`` of one seed's runs across the two configurations (:func:`contrast_decision_rate`).
+shared by every sigma_w cancels in every statistic (each is built from differences within a seed), but
+the noise of those differences is not one pooled sd: runs at the grid's ends are noisier, and a seed's
+differences correlate. So every row's rate is simulated from its own per-seed vectors
+(:func:`profile_truth`): the within-cell differences from the first sigma_w of its one cell (a spread:
+:func:`cell_truth`) or of both (a contrast: :func:`paired_truth`: all the rule reads), multivariate
+normal with their mean over seeds and their sample covariance across seeds, used as measured where it is
+full rank (seeds - 1 >= arms (k - 1): 7 seeds on 4 sigma_w for a contrast) and, where it is not, shrunk
+towards the independent-noise model (each cell's residual sd, the cells independent) with the
+Ledoit-Wolf / Schaefer-Strimmer intensity (:func:`shrinkage`, hand-written: the target is a structured
+one no library offers), which makes it positive definite. (Shrinking a full-rank one as well would
+undo the pairing: at 16 seeds the intensity is ~0.9 and the rate falls back to the independent one.)
+The planner passes a measured source's per-seed vectors moved onto its planned grid (:mod:`initmem.design`);
+the calibrations pass means and sd with an assumed correlation ``corr`` of one seed's runs across the two
+configurations (:func:`contrast_decision_rate`).
 Fixed RNG seeds: the same numbers on every re-analysis.
 """
 
@@ -106,13 +107,12 @@ def jackknife_arrays(full: np.ndarray, loo: np.ndarray) -> tuple[np.ndarray, np.
     return full - half, full + half
 
 
-def centring(k: int) -> np.ndarray:
-    """(2 (k - 1), 2 k): the two cells' profiles (a then b, k sigma_w each) to their differences from
-    their first sigma_w (a seed effect shared by a cell's sigma_w cancels; every contrast statistic reads these)."""
+def centring(k: int, arms: int = 2) -> np.ndarray:
+    """(arms (k - 1), arms k): the cells' profiles (k sigma_w each, one cell after the other) to their
+    differences from their first sigma_w (a seed effect shared by a cell's sigma_w cancels; every spread
+    and contrast statistic reads these)."""
     one = np.hstack([-np.ones((k - 1, 1)), np.eye(k - 1)])
-    out = np.zeros((2 * (k - 1), 2 * k))
-    out[: k - 1, :k], out[k - 1:, k:] = one, one
-    return out
+    return np.kron(np.eye(arms), one)
 
 
 def shrinkage(y: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:
@@ -129,27 +129,70 @@ def shrinkage(y: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:
     return (1 - lam) * S + lam * target, lam
 
 
-def paired_truth(cells: Sequence[Cell]) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """A contrast row's fitted truth: (mean, covariance, k) of the per-seed differences from the first
-    sigma_w of both cells (:func:`centring`; the seeds complete in both): the sample covariance where it
-    is full rank (seeds - 1 >= 2 (k - 1)), shrunk towards the independent-noise model where it is not
-    (:func:`shrinkage`). None below 2 complete seeds or 2 sigma_w."""
-    va, vb = paired_profiles(list(cells))
-    if va.shape[0] != vb.shape[0] or va.shape[0] < 2:
-        return None
-    x = np.vstack([va, vb])
+def profile_truth(x: np.ndarray, arms: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The fitted truth of ``arms`` cells' seed-paired profiles ``x`` (arms k, seeds; a cell's k sigma_w
+    after the other's): (mean, covariance, k) of each seed's differences from the first sigma_w of each
+    cell (:func:`centring`; the seeds complete in every cell), the sample covariance where it is full rank
+    (seeds - 1 >= arms (k - 1)), shrunk towards the independent-noise model (each cell's residual sd) where
+    it is not (:func:`shrinkage`). None below 2 complete seeds or 2 sigma_w."""
+    k = x.shape[0] // arms
     x = x[:, np.isfinite(x).all(0)]
-    k, n = va.shape[0], x.shape[1]
-    if n < 2:
+    n = x.shape[1]
+    if k < 2 or n < 2:
         return None
-    C = centring(k)
+    C = centring(k, arms)
     y = (C @ x).T
-    sd = [float(residual_sd(x[:k])), float(residual_sd(x[k:]))]
     if n - 1 >= y.shape[1]:   # the sample covariance is full rank: used as measured
         return y.mean(0), np.cov(y, rowvar=False), k
+    sd = [float(residual_sd(x[i * k:(i + 1) * k])) for i in range(arms)]
     target = C @ np.diag(np.repeat(np.square(sd), k)) @ C.T
     cov, _ = shrinkage(y, target)
     return y.mean(0), cov, k
+
+
+def paired_truth(cells: Sequence[Cell]) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """A contrast row's fitted truth (:func:`profile_truth` of both cells' values on the seeds both have)."""
+    va, vb = paired_profiles(list(cells))
+    if va.shape[0] != vb.shape[0]:
+        return None
+    return profile_truth(np.vstack([va, vb]), 2)
+
+
+def cell_truth(cell: Cell) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """A single spread's fitted truth: :func:`profile_truth` of one cell (the last epoch of a curve cell),
+    its noise per sigma_w and across sigma_w as its seeds measured it, not one pooled sd."""
+    values = cell.values if cell.values.ndim == 2 else cell.values[-1]
+    return profile_truth(np.asarray(values, float), 1)
+
+
+def spread_truth_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, side: Side, n_sims: int = POWER_SIMS,
+                      rng_seed: int = POWER_RNG_SEED) -> float:
+    """P(decision) of one configuration's spread against ``side`` at ``seeds`` seeds, each seed's
+    differences from the first sigma_w drawn from N(``mean``, ``cov``) (:func:`cell_truth`; a seed
+    effect shared by every sigma_w cancels in the rule, so only these are drawn)."""
+    return float(np.mean(spread_truth_codes(mean, cov, k, seeds, side, n_sims, rng_seed) != 0))
+
+
+def spread_truth_codes(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, side: Side, n_sims: int = POWER_SIMS,
+                       rng_seed: int = POWER_RNG_SEED) -> np.ndarray:
+    """The simulated verdict codes (:func:`side_codes`) of :func:`spread_truth_rate`."""
+    if seeds < 2:
+        return np.zeros(n_sims, int)
+    rng, root = np.random.default_rng(rng_seed), _sym_root(cov)
+    embed = _embedding(k, 1)
+    out = []
+    for m in _blocks(n_sims, k * k * int(seeds)):
+        y = np.asarray(mean, float)[None, :, None] + root @ rng.standard_normal((m, k - 1, int(seeds)))
+        s = spread_arrays(embed @ y)
+        out.append(side_codes(s["low"], s["high"], side))
+    return np.concatenate(out)
+
+
+def _sym_root(cov: np.ndarray) -> np.ndarray:
+    """The symmetric square root of ``cov``: unique, so the draws are the same on every machine (an
+    eigenvector basis of near-equal eigenvalues is not: LAPACK builds differ, and so would the simulated rates)."""
+    vals, vecs = np.linalg.eigh(np.asarray(cov, float))
+    return (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
 
 
 def _seed_moments(mean: np.ndarray, root: np.ndarray, seeds: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -178,10 +221,7 @@ def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, 
     if seeds < 2:
         return 0.0
     rng = np.random.default_rng(rng_seed)
-    # the symmetric square root: unique, so the draws are the same on every machine (an eigenvector basis of
-    # near-equal eigenvalues is not: LAPACK builds differ, and so would the simulated rates)
-    vals, vecs = np.linalg.eigh(np.asarray(cov, float))
-    root, embed = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T, _embedding(k)
+    root, embed = _sym_root(cov), _embedding(k)
     out = []
     for m in _blocks(n_sims, 8 * (2 * k) ** 2):
         mu, S = _seed_moments(mean, root, seeds, m, rng)
@@ -190,13 +230,11 @@ def paired_decision_rate(mean: np.ndarray, cov: np.ndarray, k: int, seeds: int, 
     return float(np.mean(np.concatenate(out) != 0))
 
 
-def _embedding(k: int) -> np.ndarray:
-    """(2 k, 2 (k - 1)): the differences from each cell's first sigma_w (:func:`centring`) back to the two
-    cells' profiles with that first value at 0 (the contrast rule reads only differences within a cell)."""
-    out = np.zeros((2 * k, 2 * (k - 1)))
-    out[1:k, : k - 1] = np.eye(k - 1)
-    out[k + 1:, k - 1:] = np.eye(k - 1)
-    return out
+def _embedding(k: int, arms: int = 2) -> np.ndarray:
+    """(arms k, arms (k - 1)): the differences from each cell's first sigma_w (:func:`centring`) back to the
+    cells' profiles with that first value at 0 (the spread and contrast rules read only differences within a cell)."""
+    one = np.vstack([np.zeros((1, k - 1)), np.eye(k - 1)])
+    return np.kron(np.eye(arms), one)
 
 
 def contrast_decision_rate(means_a: Sequence[float], means_b: Sequence[float], sd_a: float | Sequence[float],
@@ -241,14 +279,6 @@ def seeds_to_reach(rate: Callable[[int], float], start: int, target: float, max_
     return float(n)
 
 
-def fitted_truth(cell: Cell) -> tuple[np.ndarray, float]:
-    """A configuration's fitted means per sigma_w (seed means, fractions) and its noise (the residual
-    standard deviation of the seed-blocked model: :func:`initmem.stats.spreads.residual_sd`)."""
-    values = cell.values if cell.values.ndim == 2 else cell.values[-1]
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(values, axis=-1), float(residual_sd(values))
-
-
 def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = False) -> Callable[[int], float] | None:
     """The decision rate (a function of seeds) of a row's rule from its own fitted truth: a single
     spread, a spread contrast (``contrast``: :func:`initmem.stats.spreads.contrast_estimate`, simulated from
@@ -259,8 +289,11 @@ def rate_for(est: Estimate, side: Side, cells: Sequence[Cell], contrast: bool = 
         return None
     family = est.test.family
     if family == SPREAD_TEST and cells:
-        means, sd = fitted_truth(cells[0])
-        return (lambda n: spread_decision_rate(means, sd, n, side)) if np.isfinite(sd) else None
+        truth = cell_truth(cells[0])
+        if truth is None or not np.isfinite(truth[1]).all():
+            return None
+        mean, cov, k = truth
+        return lambda n: spread_truth_rate(mean, cov, k, n, side)
     if (contrast or family == CONTRAST_TEST) and len(cells) == 2:
         truth = paired_truth(cells)
         if truth is None or not np.isfinite(truth[1]).all():
