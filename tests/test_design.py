@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -17,11 +18,16 @@ from initmem.stats.verdicts import greater
 
 def _measured(source: str, optimizer: str = "sgd", b: int = 16, spread_pp: float = 10.0, sd: float = 0.02, n_test: int = 500,
               steps_to_fit: float = np.nan, steps: int = 1000, n_train: int = 1000, resolution: int = 16, lr: float = 1e-3,
-              drops: dict | None = None) -> D.Measured:
+              deviations: np.ndarray | None = None) -> D.Measured:
+    """A measured configuration: 8 seeds of independent noise ``sd`` about a linear fall of ``spread_pp``
+    (or the given per-seed ``deviations``, sigma_w x seeds)."""
     sigmas = np.array([0.1, 0.5, 1.2, 2.5])
     means = 0.5 - spread_pp / 100 * (sigmas - 0.1) / 2.4
     spec = {"optimizer": optimizer, "lr": lr, "batch_size": b, "epochs": 10, "l2": 0.0, "n_train": n_train, "n_test": n_test}
-    return D.Measured(source, spec, resolution, sigmas, means, sd, 8, steps, np.full(4, steps_to_fit), drops or {})
+    if deviations is None:
+        deviations = sd * np.random.default_rng(len(source) + b).standard_normal((4, 8))
+    values = pd.DataFrame(means[:, None] + deviations, index=sigmas)
+    return D.Measured(source, spec, resolution, sigmas, means, sd, values.shape[1], steps, np.full(4, steps_to_fit), values)
 
 
 def _config(seeds: int = 4, lr_l2_seeds: int = 4, **data) -> dict:
@@ -68,20 +74,28 @@ def test_a_contrast_assumes_the_smallest_difference_of_a_source_that_measured_bo
 
 
 def test_a_contrast_assumes_the_seed_pairing_its_source_measured():
-    """The two arms' per-seed end drops correlate in the source that measured both: the truth carries
-    that correlation (Pearson over the seeds both ran); the paper's numbers pair nothing."""
-    ps = [p for p in D.planned(_config()) if p.study == "main"]
+    """The two arms' runs correlate by seed in the source that measured both: the truth carries that
+    source's seed-paired deviations, so the plan at the source's own design is the rate simulated from its
+    per-seed covariance (what the row's "would decide" reads); too few shared seeds pair nothing."""
+    from initmem.stats import power as P
+    from initmem.stats import verdicts as V
+
+    ps = [p for p in D.planned(_config(seeds=12)) if p.study == "main"]
     sgd, adam = sorted(ps, key=lambda p: p.spec["optimizer"] != "sgd")
-    shared = np.random.default_rng(0).standard_normal(12)
-    own = np.random.default_rng(1).standard_normal((2, 12))
-    da, db = 0.1 + 0.02 * (shared + 0.5 * own[0]), 0.02 + 0.02 * (shared + 0.5 * own[1])
-    sources = [_measured("tier", spread_pp=10, drops=dict(enumerate(da))), _measured("tier", optimizer="adam", spread_pp=2,
-                                                                                       drops=dict(enumerate(db)))]
+    rng = np.random.default_rng(0)
+    shared, own = rng.standard_normal((1, 12)), rng.standard_normal((2, 4, 12))
+    noise = [0.02 * (shared + 0.5 * own[0]) * np.linspace(0.5, 1.5, 4)[:, None], 0.02 * (shared + 0.5 * own[1])]
+    sources = [_measured("tier", spread_pp=10, deviations=noise[0]), _measured("tier", optimizer="adam", spread_pp=2, deviations=noise[1])]
     t = D.contrast_truth(sgd, adam, sources)
-    assert t.corr == pytest.approx(np.corrcoef(da, db)[0, 1]) and t.corr > 0.5 and "arms correlating" in t.source
-    few = [_measured("tier", spread_pp=10, drops=dict(enumerate(da[:3]))), _measured("tier", optimizer="adam", spread_pp=2,
-                                                                                       drops=dict(enumerate(db[:3])))]
-    assert D.contrast_truth(sgd, adam, few).corr == 0.0  # too few seeds to measure a pairing: independent arms
+    assert t.deviations is not None and "12 seed-paired seeds" in t.source
+    cells = [V.Cell(m.label(), m.sigmas, np.arange(12), m.values.to_numpy(float)) for m in sources]
+    mean, cov, k = P.paired_truth(cells)
+    own_rate = P.paired_decision_rate(mean, cov, k, 12, greater(0))
+    planned = D.contrast_rate(t, sgd.sigmas, greater(0))(12, sgd.sigmas)
+    assert planned == pytest.approx(own_rate, abs=0.02)
+    few = [_measured("tier", spread_pp=10, deviations=noise[0][:, :3]), _measured("tier", optimizer="adam", spread_pp=2, deviations=noise[1][:, :3])]
+    t_few = D.contrast_truth(sgd, adam, few)
+    assert t_few.deviations is None and "independent arms" in t_few.source  # too few seeds to measure a pairing
 
 
 def test_the_planned_contrast_power_is_the_rate_of_the_rule_on_seed_paired_runs():
@@ -176,10 +190,11 @@ CONTRASTS = ("| `sgd_gt_", "| `lr_reduces_")
 
 def test_the_regime_tiers_committed_plan_is_what_the_planner_prints_without_the_tier(capsys, monkeypatch):
     """evidence/jpeg-cifar10-regime/design_plan.md was made before the tier existed and stays as it was:
-    `design --leave-out` it regenerates its plan's claims, configurations, seeds, grids, noise, regime and
+    `design --leave-out` it regenerates its plan's claims, configurations, seeds, grids, regime and
     compute, row by row, and the whole config's compute. Since then the single-spread rule's words became
-    two-way (the ``rule`` cell), and the assumed effects come only from readings the regime rule accepts
-    (every one the plan was made from is now outside the paper's regime), so the assumed truth and
+    two-way (the ``rule`` cell), the assumed effects and noise come only from readings the regime rule accepts
+    (every one the plan was made from is now outside the paper's regime), and the noise is a source's per-seed
+    covariance (the cell prints its largest sd per sigma_w, not a pooled one), so the assumed truth, noise and
     P(decision) cells moved, and the --cheapest section with them: those are compared by the tests of their own rules."""
     from initmem.cli import main
 
@@ -189,9 +204,9 @@ def test_the_regime_tiers_committed_plan_is_what_the_planner_prints_without_the_
     committed = (ROOT / "evidence" / "jpeg-cifar10-regime" / "design_plan.md").read_text().split("\n## The least compute", 1)[0]
 
     def as_made(text: str) -> list[str]:
-        """The plan's rows without their rule, truth and P(decision) cells, and the whole config's line."""
+        """The plan's rows without their rule, truth, noise and P(decision) cells, and the whole config's line."""
         rows = [line for line in text.splitlines() if line.startswith(("| `", "The whole config"))]
-        return ["|".join(c for i, c in enumerate(line.split("|")) if i not in {2, 6, 8}) for line in rows]
+        return ["|".join(c for i, c in enumerate(re.split(r"(?<!\\)\|", line)) if i not in {2, 6, 7, 8}) for line in rows]
     assert len(as_made(plan)) == 6 and as_made(plan) == as_made(committed)
     assert "## Readings left out of the assumed effects" in plan and "jpeg-cifar10-decisive SGD lr 0.001 b=16" in plan
     assert "| main: SGD lr 0.001 b=16 | 16 | 28.6 | moving | 4,800 | T_SGD 0.000113 | the first 29 |" in similarity
@@ -268,8 +283,10 @@ def test_cheapest_says_each_claims_search_and_writes_the_config_that_runs_its_de
     assert "## The least compute" in out
     written = load_config(["c.yaml", "cheap.yaml"])
     runs = {s: {r.run_id: r for r in rs} for s, rs in expand_studies(written).items()}
-    before = {s: {r.run_id for r in rs} for s, rs in expand_studies(config).items()}
-    assert all(set(ids) <= before[s] for s, ids in runs.items())  # every run keeps its id: nothing retrains
+    key = lambda r: (r.config_id, float(r.spec["sigma_w"]), r.spec["seed"])
+    before = {s: {key(r): r.run_id for r in rs} for s, rs in expand_studies(config).items()}
+    kept = [(r.run_id, before[s].get(key(r))) for s, rs in runs.items() for r in rs.values() if key(r) in before[s]]
+    assert kept and all(new == old for new, old in kept)  # every run the config had keeps its id: nothing retrains
     for p, found in zip(ps, D.cheapest_designs(config, ps), strict=True):
         for r in p.reads if found else ():
             mine = [x for x in runs[r.study].values() if x.config_id == r.config_id]
@@ -287,3 +304,20 @@ def test_every_claim_the_planner_plans_for_a_tier_is_a_row_of_its_claims_table(t
     planned = {p.cid for p in D.plans(load_config([ROOT / TIERS[tier]]), D.measured(leave_out=(tier,)))}
     table = set(pd.read_csv(ROOT / "evidence" / tier / "tables" / "claims.csv")["id"])
     assert planned and planned <= table, sorted(planned - table)
+
+
+def test_at_the_selected_tiers_own_truth_the_plan_is_its_per_seed_covariance_rate():
+    """Planned from the selected tier alone, claim b's P(decision) at the tier's design is the rate simulated
+    from the tier's own per-seed covariance (the row's "would decide" arithmetic), within 5 points: the
+    planner reads the same seeds' noise per sigma_w and across arms, not a pooled sd."""
+    from initmem import design_check as DC
+    from initmem.pipeline.configfiles import load_config
+    from initmem.stats import power as P
+
+    folder = ROOT / "evidence" / "jpeg-cifar10-selected"
+    sources = tuple(m for m in D.measured() if m.source == folder.name)
+    plan = next(p for p in D.plans(load_config([folder / "config.resolved.yaml"]), sources) if p.cid == "sgd_gt_adam_b16")
+    cells = DC.cells_of(plan, pd.read_csv(folder / "tables" / "runs.csv"))
+    mean, cov, k = P.paired_truth(cells)
+    own = P.paired_decision_rate(mean, cov, k, 7, plan.side)
+    assert plan.seeds == 7 and abs(plan.rate(7, plan.sigmas) - own) <= 0.05, (plan.rate(7, plan.sigmas), own)

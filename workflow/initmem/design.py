@@ -17,14 +17,21 @@ something other than the paper's quantity, so it informs the noise and the regim
   size (a linear profile over its sigma_w range); each is interpolated onto the planned grid and the smallest
   spread is assumed. The pilot's one-seed cells inform the regime only.
 - **a contrast** (a's spread minus b's, seed-paired): every source that measured both arms, and the
-  paper's two numbers; the smallest contrast is assumed (with that source's two profiles). One seed's
-  runs in the two arms correlate (the same init draws and data order): the correlation of the two
-  arms' per-seed end drops (first minus last sigma_w) over the seeds that source ran in both
-  (:func:`arm_correlation`, Pearson; >= MIN_PAIRED_SEEDS seeds) is assumed with it; the paper's
-  numbers, or fewer seeds, pair nothing (correlation 0, the arms independent).
-- **the run noise** at the planned test-set size: each source's residual sd (seed-blocked) split into
-  its test-sampling part p(1 - p) / n_test and the rest (the seeds'), the rest kept and the sampling
-  part recomputed at the planned n_test; the largest over the sources is assumed.
+  paper's two numbers; the smallest contrast is assumed (with that source's two profiles).
+- **the noise of a spread or a contrast**, only from readings the regime rule accepts, as a source's
+  seeds measured it (:func:`seed_deviations`): each seed's deviations from the seed means per sigma_w
+  (both arms on the seeds one source ran in both: one seed's runs in two arms correlate, the same init
+  draws and data order), moved onto the planned grid (an interpolated sigma_w keeps its neighbours'
+  noise, not the smaller noise of their average) and to the planned test-set size (the test-sampling
+  part p(1 - p) / n_test recomputed, the rest kept); the rules' rates are then simulated from those
+  per-seed vectors (:func:`initmem.stats.power.profile_truth`: their covariance per sigma_w and
+  across sigma_w and arms, not one pooled sd). Of several sources, the one whose end drop (a contrast:
+  the drops' difference) varies most is assumed. Where no accepted source measured both arms on
+  >= MIN_PAIRED_SEEDS seeds, the arms are independent, each with its own accepted source's noise per
+  sigma_w; where no accepted reading has seeds at all, the calibration's paper noise
+  (:data:`initmem.claims.collapse_calibration.PAPER_NOISE`), said so.
+- **the run noise of a curve rule** (|beta| falls, stays flat): the largest residual sd (seed-blocked)
+  of the accepted direct sources, moved to the planned test-set size as above.
 - **|beta| falls** (an adaptive optimizer): a fall of 1 order (the paper's lower end, "1-2 orders")
   from the smallest peak the committed tiers measured; the epoch noise as the run noise above.
 - **SGD's |beta| stays flat**: flat at the lowest last-tenth level the committed tiers measured for
@@ -53,7 +60,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from initmem import paper as published
 from initmem import paths
@@ -84,7 +90,7 @@ PILOT = "jpeg-cifar10-pilot"
 PILOT_CONFIG = "config/evidence-pilot.yaml"  # what the pilot trained (its sizes/ files change n_train, resolution, epochs)
 TARGET = 0.8
 MAX_SEEDS = 200
-MIN_PAIRED_SEEDS = 4  # a contrast's arm correlation needs this many seeds run in both arms (else the arms are taken as independent)
+MIN_PAIRED_SEEDS = 4  # a contrast's paired noise needs this many seeds run in both arms (else the arms are taken as independent)
 INTERP = published.INTERP_TRAIN_ACC / 100
 SHAPE_SIMS, COLLAPSE_SIMS, COLLAPSE_DRAWS = 100, 100, 100
 CURVE_MAX_SEEDS = 64
@@ -135,7 +141,7 @@ class Measured:
     seeds: int
     steps: int                              # optimizer steps of the run
     steps_to_fit: np.ndarray = field(hash=False)  # per sigma_w: the median over fitted runs (nan: none fitted)
-    drops: dict = field(default_factory=dict, hash=False)  # seed -> its end drop, first minus last sigma_w (fractions)
+    values: pd.DataFrame | None = field(default=None, hash=False, compare=False)  # sigma_w x seed test accuracy (fractions)
     outside: tuple[str, ...] = ()           # why its selected predictors are not the paper's (none: an accepted reading)
 
     def label(self) -> str:
@@ -146,10 +152,22 @@ class Measured:
 
 @dataclass(frozen=True)
 class Truth:
+    """An assumed truth on the planned grid: the means per arm and the noise, either a source's per-seed
+    deviations (``deviations``: arms k x seeds, seed-paired across arms) or independent normal noise of
+    ``sd`` (per arm: one value or one per sigma_w), one seed's runs correlating ``corr`` across arms."""
+
     means: tuple[np.ndarray, ...]   # per arm, on the planned grid
-    sd: float
-    source: str
+    sd: float | tuple = 0.0         # the independent noise (the report prints its largest value)
+    source: str = ""
     corr: float = 0.0               # a contrast's: the correlation of one seed's runs across its two arms
+    deviations: np.ndarray | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def noise(self) -> float:
+        """The largest run noise per sigma_w (fractions): what the report prints."""
+        if self.deviations is not None:
+            return float(np.sqrt(np.max(np.var(self.deviations, axis=1, ddof=1))))
+        return float(max(np.max(np.asarray(v, float)) for v in (self.sd if isinstance(self.sd, tuple) else (self.sd,))))
 
 
 @dataclass
@@ -227,7 +245,7 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
             fit = g.groupby("sigma_w")["tau_interp"].median() * steps_per_epoch
             m = Measured(folder.name, spec, res, grid.index.to_numpy(float), grid.mean(axis=1).to_numpy(float),
                          float(residual_sd(grid.to_numpy(float))) if grid.shape[1] > 1 else math.nan, grid.shape[1],
-                         int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float), end_drops(grid))
+                         int(spec["epochs"]) * steps_per_epoch, fit.reindex(grid.index).to_numpy(float), grid)
             out.append(replace(m, outside=tuple(selected_outside(selected_counts(g), spec["optimizer"], "the configuration"))))
     pilot = evidence / PILOT / "tables" / "steps_to_fit.csv"
     if pilot.exists():
@@ -244,34 +262,11 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
     return tuple(out)
 
 
-def end_drops(grid: pd.DataFrame) -> dict:
-    """Per seed (a column of ``grid``, sigma_w x seed), the first sigma_w's value minus the last's, where it has both."""
-    d = grid.iloc[0] - grid.iloc[-1]
-    return {s: float(v) for s, v in d.items() if np.isfinite(v)}
-
-
-def arm_correlation(a: Measured, b: Measured) -> float:
-    """The Pearson correlation of ``a``'s and ``b``'s per-seed end drops over the seeds both ran (their
-    seed pairing, as :func:`initmem.stats.power.contrast_decision_rate` reads it: a seed's runs at one
-    sigma_w correlate by as much); 0 (independent arms) below MIN_PAIRED_SEEDS such seeds or with no spread in either."""
-    shared = sorted(set(a.drops) & set(b.drops))
-    return drop_correlation(np.array([a.drops[s] for s in shared]), np.array([b.drops[s] for s in shared]))
-
-
-def drop_correlation(x: np.ndarray, y: np.ndarray) -> float:
-    """The Pearson correlation of two arms' per-seed end drops (seed-paired vectors), clipped to +-0.99;
-    0 (independent arms) below MIN_PAIRED_SEEDS seeds or where either does not vary."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < MIN_PAIRED_SEEDS or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return 0.0
-    return float(np.clip(stats.pearsonr(x, y).statistic, -0.99, 0.99))
-
-
 def noise_at(m: Measured, n_test: int) -> float:
-    """``m``'s run noise moved to ``n_test`` test images: the test-sampling variance p(1 - p) / n recomputed, the rest kept."""
-    p = float(np.clip(np.mean(m.means), 0.01, 0.99))
-    rest = max(m.sd ** 2 - p * (1 - p) / m.spec["n_test"], 0.0)
-    return math.sqrt(rest + p * (1 - p) / n_test)
+    """``m``'s run noise moved to ``n_test`` test images (:func:`sampling_moved`)."""
+    if int(m.spec["n_test"]) == int(n_test):
+        return float(m.sd)
+    return float(np.sqrt(sampling_moved(np.array([m.sd ** 2]), np.array([np.mean(m.means)]), int(m.spec["n_test"]), int(n_test))[0]))
 
 
 def _profile(m: Measured, sigmas: Sequence[float]) -> np.ndarray:
@@ -321,10 +316,76 @@ def candidates(p: Planned, sources: Sequence[Measured]) -> list[tuple[str, np.nd
 
 
 def run_noise(reads: Sequence[Planned], sources: Sequence[Measured]) -> float:
-    """The largest noise of the direct sources of ``reads`` (:func:`_direct`), moved to the planned test size."""
+    """The largest noise of the accepted direct sources of ``reads`` (:func:`_direct`), moved to the planned
+    test size; the calibration's paper noise where none has seeds."""
     n_test = int(reads[0].spec["n_test"])
-    sds = [noise_at(m, n_test) for p in reads for m in _direct(p, sources, accepted=False) if np.isfinite(m.sd)]
+    sds = [noise_at(m, n_test) for p in reads for m in _direct(p, sources) if np.isfinite(m.sd)]
     return max(sds) if sds else CC.PAPER_NOISE
+
+
+def interpolation(grid: Sequence[float], to: Sequence[float]) -> np.ndarray:
+    """(len(to), len(grid)): linear interpolation from values on ``grid`` to ``to`` (held flat past the ends)."""
+    grid, eye = np.asarray(grid, float), np.eye(len(grid))
+    return np.stack([np.interp(np.asarray(to, float), grid, eye[:, j]) for j in range(len(grid))], axis=1)
+
+
+def move_deviations(dev: np.ndarray, means: np.ndarray, grid: Sequence[float], to: Sequence[float], n_test: int | None = None,
+                    n_test_to: int | None = None) -> np.ndarray:
+    """Per-seed deviations ``dev`` (k x seeds, zero-mean rows, on ``grid``) moved onto ``to``: interpolated
+    seed by seed (their correlations kept), each row rescaled to the interpolation of its neighbours'
+    variances (an interpolated sigma_w is as noisy as the runs beside it, not as their average) and, with
+    both test sizes, to that variance less the test-sampling part p(1 - p) / ``n_test`` plus p(1 - p) / ``n_test_to``."""
+    L = interpolation(grid, to)
+    moved, var = L @ dev, L @ np.var(dev, axis=1, ddof=1)
+    if n_test and n_test_to and n_test != n_test_to:
+        var = sampling_moved(var, L @ means, n_test, n_test_to)
+    have = np.var(moved, axis=1, ddof=1)
+    return moved * np.where(have > 0, np.sqrt(var / np.where(have > 0, have, 1.0)), 0.0)[:, None]
+
+
+def sampling_moved(var: np.ndarray, means: np.ndarray, n_test: int, n_test_to: int) -> np.ndarray:
+    """Run variances ``var`` at ``n_test`` test images moved to ``n_test_to``: the test-sampling part p (1 - p) / n
+    recomputed, the rest kept (the binomial part can exceed a measured variance, as the same test images serve every
+    run: then the variance never grows with more test images, nor shrinks with fewer)."""
+    p = np.clip(means, 0.01, 0.99)
+    moved = np.maximum(var - p * (1 - p) / n_test, 0.0) + p * (1 - p) / n_test_to
+    return np.minimum(moved, var) if n_test_to > n_test else np.maximum(moved, var)
+
+
+def seed_deviations(ms: Sequence[Measured], grids: Sequence[Sequence[float]], n_test: int) -> np.ndarray | None:
+    """The per-seed deviations of the arms ``ms`` (one source each, one folder) on the seeds all of them ran at
+    every sigma_w, each moved onto its planned grid and test size (:func:`move_deviations`), stacked arm after
+    arm; None below 2 such seeds (below MIN_PAIRED_SEEDS for two arms: too few to measure a pairing)."""
+    if any(m.values is None for m in ms):
+        return None
+    seeds = sorted(set.intersection(*(set(m.values.columns[m.values.notna().all()]) for m in ms)))
+    if len(seeds) < (MIN_PAIRED_SEEDS if len(ms) > 1 else 2):
+        return None
+    parts = []
+    for m, grid in zip(ms, grids, strict=True):
+        v = m.values[seeds].to_numpy(float)
+        parts.append(move_deviations(v - v.mean(1, keepdims=True), v.mean(1), m.values.index.to_numpy(float), grid,
+                                     int(m.spec["n_test"]), n_test))
+    return np.vstack(parts)
+
+
+def _drop_var(dev: np.ndarray, arms: int) -> float:
+    """The variance of the end drop (first minus last sigma_w) of ``dev``; of the drops' difference for two arms."""
+    k = dev.shape[0] // arms
+    drops = [dev[i * k] - dev[(i + 1) * k - 1] for i in range(arms)]
+    return float(np.var(drops[0] - (drops[1] if arms == 2 else 0.0), ddof=1))
+
+
+def noisiest(candidates: Sequence[tuple[str, np.ndarray]], arms: int) -> tuple[str, np.ndarray] | None:
+    """The (source, deviations) whose end drop varies most (the cautious noise), or None."""
+    return max(candidates, key=lambda c: _drop_var(c[1], arms), default=None)
+
+
+def _own_sds(p: Planned, sources: Sequence[Measured]) -> tuple[str, np.ndarray] | None:
+    """An arm's own noise per sigma_w on its planned grid (its noisiest accepted source), for independent arms."""
+    n_test = int(p.spec["n_test"])
+    found = noisiest([(m.label(), d) for m in _direct(p, sources) if (d := seed_deviations([m], [p.sigmas], n_test)) is not None], 1)
+    return None if found is None else (found[0], np.std(found[1], axis=1, ddof=1))
 
 
 def spread_truth(p: Planned, sources: Sequence[Measured]) -> Truth | None:
@@ -332,26 +393,44 @@ def spread_truth(p: Planned, sources: Sequence[Measured]) -> Truth | None:
     if not c:
         return None
     name, means = min(c, key=lambda x: np.ptp(x[1]))
-    return Truth((means,), run_noise([p], sources), f"{name}: {100 * np.ptp(means):.1f} pp (the smallest of {len(c)})")
+    what = f"{name}: {100 * np.ptp(means):.1f} pp (the smallest of {len(c)})"
+    n_test = int(p.spec["n_test"])
+    noise = noisiest([(m.label(), d) for m in _direct(p, sources) if (d := seed_deviations([m], [p.sigmas], n_test)) is not None], 1)
+    if noise is None:
+        return Truth((means,), CC.PAPER_NOISE, f"{what}; noise: no accepted reading with seeds, the calibration's paper noise")
+    whose = "its" if noise[0] == name else f"{noise[0]}'s"
+    return Truth((means,), 0.0, f"{what}; noise: {whose} {noise[1].shape[1]} seeds", deviations=noise[1])
 
 
 def contrast_truth(a: Planned, b: Planned, sources: Sequence[Measured]) -> Truth | None:
-    """The smallest contrast of a's and b's spreads among the sources that measured both (and the paper's)."""
+    """The smallest contrast of a's and b's spreads among the sources that measured both (and the paper's),
+    with the noisiest seed-paired noise of an accepted source that measured both arms (else independent arms)."""
     ca, cb = dict(candidates(a, sources)), dict(candidates(b, sources))
-    both = []
+    both, paired = [], []
+    n_test = int(a.spec["n_test"])
     for m in _direct(a, sources):
-        both += [(f"{m.label()} vs {n.label()}", _profile(m, a.sigmas), _profile(n, b.sigmas), arm_correlation(m, n))
-                 for n in _direct(b, sources)
-                 if n.source == m.source and n is not m and _same(n.spec, [k for k in ("batch_size", "n_train", "lr", "optimizer")
-                                                                          if _same(a.spec, (k,), **b.spec)], **m.spec)]
+        for n in _direct(b, sources):
+            if n.source == m.source and n is not m and _same(n.spec, [k for k in ("batch_size", "n_train", "lr", "optimizer")
+                                                                      if _same(a.spec, (k,), **b.spec)], **m.spec):
+                both.append((f"{m.label()} vs {n.label()}", _profile(m, a.sigmas), _profile(n, b.sigmas)))
+                dev = seed_deviations([m, n], [a.sigmas, b.sigmas], n_test)
+                if dev is not None:
+                    paired.append((f"{m.label()} vs {n.label()}", dev))
     pa, pb = [k for k in ca if k.startswith("the paper")], [k for k in cb if k.startswith("the paper")]
     if pa and pb:
-        both.append((f"{pa[0]} vs {pb[0]}", ca[pa[0]], cb[pb[0]], 0.0))
+        both.append((f"{pa[0]} vs {pb[0]}", ca[pa[0]], cb[pb[0]]))
     if not both:
         return None
-    name, ma, mb, corr = min(both, key=lambda x: np.ptp(x[1]) - np.ptp(x[2]))
-    return Truth((ma, mb), run_noise([a, b], sources),
-                 f"{name}: {100 * (np.ptp(ma) - np.ptp(mb)):.1f} pp (the smallest of {len(both)}), arms correlating {corr:.2f}", corr)
+    name, ma, mb = min(both, key=lambda x: np.ptp(x[1]) - np.ptp(x[2]))
+    what = f"{name}: {100 * (np.ptp(ma) - np.ptp(mb)):.1f} pp (the smallest of {len(both)})"
+    noise = noisiest(paired, 2)
+    if noise is not None:
+        whose = "its" if noise[0] == name else f"{noise[0]}'s"
+        return Truth((ma, mb), 0.0, f"{what}; noise: {whose} {noise[1].shape[1]} seed-paired seeds", deviations=noise[1])
+    own = [_own_sds(a, sources), _own_sds(b, sources)]
+    if all(o is not None for o in own):
+        return Truth((ma, mb), (own[0][1], own[1][1]), f"{what}; noise: independent arms, {own[0][0]} and {own[1][0]}")
+    return Truth((ma, mb), CC.PAPER_NOISE, f"{what}; noise: no accepted reading with seeds in both arms, the calibration's paper noise")
 
 
 def fit_expected(p: Planned, sources: Sequence[Measured]) -> str:
@@ -392,13 +471,21 @@ def regime(claim: Claim, reads: Sequence[Planned], sources: Sequence[Measured]) 
 # Each rate is cached by its truth, seeds and grid: claims that share a truth (and --cheapest's search) simulate once.
 
 @cache
-def _spread_p(means: tuple[float, ...], sd: float, n: int, side: Side) -> float:
+def _spread_p(means: tuple[float, ...], sd: tuple[float, ...], n: int, side: Side) -> float:
     return P.spread_decision_rate(means, sd, n, side)
 
 
 @cache
-def _contrast_p(a: tuple[float, ...], b: tuple[float, ...], sd: float, corr: float, n: int, side: Side) -> float:
-    return P.contrast_decision_rate(a, b, sd, sd, n, side, corr=corr)
+def _contrast_p(a: tuple[float, ...], b: tuple[float, ...], sd_a: tuple[float, ...], sd_b: tuple[float, ...], corr: float, n: int,
+                side: Side) -> float:
+    return P.contrast_decision_rate(a, b, sd_a, sd_b, n, side, corr=corr)
+
+
+@cache
+def _profile_p(x: tuple[tuple[float, ...], ...], arms: int, n: int, side: Side) -> float:
+    """P(decision) from per-seed profiles ``x`` (arms k rows, seeds columns): :func:`initmem.stats.power.profile_truth`."""
+    mean, cov, k = P.profile_truth(np.array(x), arms)
+    return P.spread_truth_rate(mean, cov, k, n, side) if arms == 1 else P.paired_decision_rate(mean, cov, k, n, side)
 
 
 @cache
@@ -432,16 +519,47 @@ def _on(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> tu
     return tuple(float(v) for v in np.interp(np.asarray(sigmas, float), np.asarray(full, float), means))
 
 
+def _sd_on(sd, arm: int, full: Sequence[float], sigmas: Sequence[float]) -> tuple[float, ...]:
+    """An arm's independent noise per sigma_w of ``sigmas`` (its variance interpolated from ``full``)."""
+    v = np.asarray(sd[arm] if isinstance(sd, tuple) else sd, float)
+    v = np.broadcast_to(v, (len(full),)) ** 2
+    return tuple(float(x) for x in np.sqrt(np.interp(np.asarray(sigmas, float), np.asarray(full, float), v)))
+
+
+def _profiles_on(truth: Truth, full: Sequence[float], sigmas: Sequence[float]) -> tuple[tuple[float, ...], ...]:
+    """The truth's per-seed profiles on ``sigmas``: its means plus its deviations moved there (:func:`move_deviations`)."""
+    arms, k = len(truth.means), len(full)
+    rows = []
+    for i in range(arms):
+        dev = move_deviations(truth.deviations[i * k:(i + 1) * k], truth.means[i], full, sigmas)
+        rows += list(np.asarray(_on(truth.means[i], full, sigmas))[:, None] + dev)
+    return tuple(tuple(float(v) for v in r) for r in rows)
+
+
 def spread_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
-    """P(decision) of the single-spread rule (:func:`initmem.stats.power.spread_decision_rate`) at n seeds on a grid."""
-    return lambda n, s: 0.0 if n < 2 else _spread_p(_on(truth.means[0], full, s), truth.sd, n, side)
+    """P(decision) of the single-spread rule at n seeds on a grid: from the truth's per-seed deviations
+    (:func:`initmem.stats.power.spread_truth_rate`) or its independent noise (:func:`initmem.stats.power.spread_decision_rate`)."""
+    def rate(n: int, s: tuple[float, ...]) -> float:
+        if n < 2:
+            return 0.0
+        if truth.deviations is not None:
+            return _profile_p(_profiles_on(truth, full, s), 1, n, side)
+        return _spread_p(_on(truth.means[0], full, s), _sd_on(truth.sd, 0, full, s), n, side)
+    return rate
 
 
 def contrast_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[int, tuple[float, ...]], float]:
-    """P(decision) of the seed-paired contrast rule (:func:`initmem.stats.power.contrast_decision_rate`), one seed's
-    runs in the two arms correlating by ``truth.corr``."""
-    return lambda n, s: 0.0 if n < 2 else _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), truth.sd, truth.corr,
-                                                          n, side)
+    """P(decision) of the seed-paired contrast rule at n seeds on a grid: from the truth's seed-paired deviations
+    (:func:`initmem.stats.power.paired_decision_rate`) or its independent noise, one seed's runs in the two arms
+    correlating by ``truth.corr`` (:func:`initmem.stats.power.contrast_decision_rate`)."""
+    def rate(n: int, s: tuple[float, ...]) -> float:
+        if n < 2:
+            return 0.0
+        if truth.deviations is not None:
+            return _profile_p(_profiles_on(truth, full, s), 2, n, side)
+        return _contrast_p(_on(truth.means[0], full, s), _on(truth.means[1], full, s), _sd_on(truth.sd, 0, full, s),
+                           _sd_on(truth.sd, 1, full, s), truth.corr, n, side)
+    return rate
 
 
 def decay_rate(peak: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
@@ -719,7 +837,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         chance = "not testable with one seed" if p.seeds < 2 else ("no truth to simulate" if math.isnan(rate) else f"{rate:.0%}")
         if p.partly and p.seeds >= 2 and not math.isnan(rate):
             chance += f" (and {p.partly(p.seeds, p.sigmas):.0%} partly tested, no decision)"
-        truth, noise = (p.truth.source, f"{p.truth.sd:.4f}") if p.truth else ("none accepted" if left_out_of(p, sources) else "none measured", "")
+        truth, noise = (p.truth.source, f"{p.truth.noise:.4f}") if p.truth else ("none accepted" if left_out_of(p, sources) else "none measured", "")
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
     lines += ["", whole_config_line(config, name)]

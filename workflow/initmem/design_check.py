@@ -4,11 +4,10 @@ planned P(decision) set beside the rate its claim's own rule reaches on that tie
 For a spread or a contrast plan (:mod:`initmem.design`) at a design (seeds, sigma_w grid):
 
 - **planned**: the planner's P(decision), from the truth it assumes without the tier (``--leave-out``);
-- **planned at the tier's truth**: the same arithmetic (:mod:`initmem.stats.power`: independent run
-  noise within a configuration, the arms of a contrast paired by seed) fed the tier's own seed
-  means, residual sd and, for a contrast, the correlation of its arms' per-seed end drops: what the
-  planner would have said had it known the tier's truth (it separates the truth it assumed from its
-  arithmetic);
+- **planned at the tier's truth**: the same arithmetic (:mod:`initmem.stats.power`) fed the tier's own
+  seeds' profiles at the design (their means and their covariance per sigma_w and across the arms of a
+  contrast: :func:`initmem.stats.power.profile_truth`): what the planner would have said had it known
+  the tier's truth (it separates the truth it assumed from its arithmetic);
 - **realised**: the share of resamples of the tier's own runs at the design, each read by the claims
   table's own functions (:func:`initmem.stats.spreads.spread_estimate` /
   :func:`~initmem.stats.spreads.contrast_estimate` and :func:`initmem.stats.verdicts.side_verdict`
@@ -164,16 +163,16 @@ def realised_rate(cells: Sequence[V.Cell], side: V.Side, n: int, sigmas: Sequenc
 
 
 def own_truth_rate(cells: Sequence[V.Cell], side: V.Side, n: int, sigmas: Sequence[float]) -> float:
-    """The planner's arithmetic (:mod:`initmem.stats.power`) fed the tier's own truth at the design: its seed
-    means, its residual sd per arm and (a contrast) the Pearson correlation of its arms' per-seed end drops."""
+    """The planner's arithmetic (:mod:`initmem.stats.power`) fed the tier's own truth at the design: its seeds'
+    profiles on the design's sigma_w (their means and their covariance per sigma_w and across arms:
+    :func:`initmem.stats.power.profile_truth`)."""
     seeds = shared_seeds(cells, sigmas)
-    parts = [restrict(c, sigmas, seeds).values for c in cells]
-    means = [v.mean(-1) for v in parts]
-    sds = [float(S.residual_sd(v)) for v in parts]
-    if len(cells) == 1:
-        return P.spread_decision_rate(means[0], sds[0], n, side)
-    corr = D.drop_correlation(*(v[0] - v[-1] for v in parts))
-    return P.contrast_decision_rate(means[0], means[1], sds[0], sds[1], n, side, corr=corr)
+    x = np.vstack([restrict(c, sigmas, seeds).values for c in cells])
+    truth = P.profile_truth(x, len(cells))
+    if truth is None:
+        return math.nan
+    mean, cov, k = truth
+    return P.spread_truth_rate(mean, cov, k, n, side) if len(cells) == 1 else P.paired_decision_rate(mean, cov, k, n, side)
 
 
 def miss_p(planned: float, sims: int, realised: float, draws: int, n: int, pool: int) -> float:

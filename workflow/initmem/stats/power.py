@@ -143,7 +143,7 @@ def profile_truth(x: np.ndarray, arms: int) -> tuple[np.ndarray, np.ndarray, int
     C = centring(k, arms)
     y = (C @ x).T
     if n - 1 >= y.shape[1]:   # the sample covariance is full rank: used as measured
-        return y.mean(0), np.cov(y, rowvar=False), k
+        return y.mean(0), np.atleast_2d(np.cov(y, rowvar=False)), k
     sd = [float(residual_sd(x[i * k:(i + 1) * k])) for i in range(arms)]
     target = C @ np.diag(np.repeat(np.square(sd), k)) @ C.T
     cov, _ = shrinkage(y, target)
