@@ -160,6 +160,21 @@ def test_a_spread_reads_gone_exactly_where_every_pairs_tost_rejects(rng_seed):
         assert high < 1.0  # noise of 0.3 pp a run at 12 seeds (a 2 pp seed effect cancels) reads a zero spread as gone
 
 
+@pytest.mark.parametrize("noise, word", [(0.02, "undecidable at this size"), (0.01, "inconclusive"), (0.003, "not reproduced")])
+def test_a_spread_read_inside_the_gone_zone_says_whether_any_feasible_design_could_call_it_gone(noise, word):
+    """A 0.3 pp SGD spread at 7 seeds: at 2 pp of run noise a truly gone spread would not read gone 80% of the
+    time even at 64 seeds, so the row is ``undecidable at this size`` (never ``inconclusive``, as if seeds would
+    help) and says why; at 1 pp it is ``inconclusive`` with the seeds that would decide it; at 0.3 pp it reads
+    gone (``not reproduced`` of "still has a spread") already."""
+    runs = synthetic_runs({("sgd", 16): -0.003 / (SIGMAS[-1] - SIGMAS[0])}, noise=noise, seeds=range(7), rng_seed=3)
+    r = claims(runs).set_index("id").loc["sgd_keeps_spread_b16"]
+    assert r["verdict"] == word, (r["ci_low"], r["ci_high"], r["note"])
+    if word == "undecidable at this size":
+        assert "out of this size's reach" in r["note"] and "at 64 seeds" in r["note"]
+    if word == "inconclusive":
+        assert "~57 seeds per configuration for a 50% chance" in r["would_decide"]
+
+
 def test_claims_give_verdicts_for_every_batch_size_and_count_not_measured_apart():
     runs = synthetic_runs({("sgd", 16): -0.10, ("sgd", 128): -0.10, ("adam", 16): -0.005, ("adam", 128): -0.12})
     table = claims(runs)

@@ -9,15 +9,18 @@ history's T_* columns at its last epoch.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from initmem import paper as published
 from initmem.claims.analysis import CONFIG_KEYS, carry_forward
 from initmem.claims.cells import cell_from_history, regime_counts
 from initmem.claims.rows import label_of, to_cell
+from initmem.stats import power as P
 from initmem.stats import verdicts as V
 
 CLOCK_STUDIES = ("main", "lr_l2", "clock", "long")
@@ -31,6 +34,11 @@ T_DROPS = published.clock("T_sgd", lr=1e-2, batch_size=16)
 # 23.8 (b=256) to 379 (b=16) exact: the decay is read for adaptive configurations that end inside that range or past it.
 T_ADAPT_LARGE = published.ADAM_T_ADAPT_RANGE[0]
 GONE_PP = 1.0  # "collapses the spread below 1 pp" (Q_L2): a spread below it is gone
+# The most seeds one configuration can be given on one machine: 64 seeds x 4 sigma_w of the selected tier's runs (~200 s
+# each on one core) is ~14 CPU-hours. A gone side a truly gone spread reaches less than GONE_POWER of the time there is
+# out of reach of any feasible design at that noise.
+FEASIBLE_SEEDS = 64
+GONE_POWER = 0.8
 RETAINED = V.greater(0, gone=GONE_PP)  # "still leaves a spread": above GONE_PP; not reproduced within [0, GONE_PP), where it is gone
 COLLAPSES = (("adam", "T_adapt", ("epoch", "steps", "T_sgd")), ("sgd", "T_sgd", ("epoch", "steps", "T_adapt")))
 CLOCK_NAMES = {"T_sgd": "T_SGD", "T_l2": "T_L2", "T_adapt": "T_adapt", "T_wd": "T_wd"}
@@ -97,13 +105,56 @@ def plain(c: ClockCell, optimizers: tuple[str, ...]) -> bool:
     return c.settings.get("optimizer") in optimizers and not c.settings.get("l2") and (wd is None or not wd or pd.isna(wd))
 
 
-def retained_verdict(est: V.Estimate) -> tuple[str, str]:
-    """"Still leaves a spread": :data:`RETAINED` read by :func:`initmem.stats.verdicts.margin_verdict`
-    both ways against the zone [0, :data:`GONE_PP`) the paper's words call gone ("collapses the spread
-    below 1 pp"): ``reproduced`` where the spread's interval lies wholly above it, ``not reproduced``
-    where it lies wholly inside it, else ``inconclusive`` (calibrated: ``spread_gone`` in
-    ``benchmarks/verdict_calibration.py``)."""
-    word, why = V.margin_verdict(est.low, est.high, RETAINED)
-    if word == V.NOT_REPRODUCED:
+def gone_reach(cell, side: V.Side, seeds: int = FEASIBLE_SEEDS) -> float:
+    """The chance that a truly gone spread (every sigma_w alike) reads gone against ``side`` at ``seeds`` seeds,
+    at ``cell``'s own noise (its seeds' per-seed covariance: :func:`initmem.stats.power.cell_truth`); nan without one."""
+    truth = P.cell_truth(cell) if cell is not None else None
+    if truth is None or not np.isfinite(truth[1]).all():
+        return math.nan
+    _, cov, k = truth
+    gone = -1 if side.gone is not None else 1   # the code of the gone side: a gone zone's "not reproduced", "< b"'s "reproduced"
+    return float(np.mean(P.spread_truth_codes(np.zeros(k - 1), cov, k, seeds, side) == gone))
+
+
+def gone_verdict(est: V.Estimate, cell, side: V.Side) -> tuple[str, str]:
+    """A spread read against a side that names a gone zone (:data:`RETAINED`: "> 1 pp, not reproduced within
+    [0, 1)") or says it is gone ("< 1 pp"), by :func:`initmem.stats.verdicts.margin_verdict`; an undecided
+    reading (its interval holds spreads inside the zone) reads ``undecidable at this size`` where a truly gone
+    spread would read gone less than :data:`GONE_POWER` of the time even at :data:`FEASIBLE_SEEDS` seeds of
+    this cell's noise: were the truth inside the zone, no feasible design would decide the row (calibrated:
+    ``spread_gone``)."""
+    word, why = V.margin_verdict(est.low, est.high, side)
+    if word == V.NOT_REPRODUCED and side.gone is not None:
         why = f"the spread's interval lies within [0, {GONE_PP:g}) pp: gone (the paper's 'collapses the spread below 1 pp')"
+    if word == V.INCONCLUSIVE:
+        reach = gone_reach(cell, side)
+        if reach < GONE_POWER:
+            word, why = V.UNDECIDABLE, (f"{why}; a spread inside the zone the paper calls gone is out of this size's reach: a truly "
+                                        f"gone spread would read gone {reach:.0%} of the time at {FEASIBLE_SEEDS} seeds of this cell's "
+                                        "noise (its per-seed covariance); only a spread above the zone could be decided with more seeds")
     return word, why
+
+
+def retained_verdict(est: V.Estimate, cell=None) -> tuple[str, str]:
+    """"Still leaves a spread": :data:`RETAINED` read both ways against the zone [0, :data:`GONE_PP`) the
+    paper's words call gone ("collapses the spread below 1 pp") by :func:`gone_verdict`: ``reproduced`` where
+    the spread's interval lies wholly above it, ``not reproduced`` where it lies wholly inside it,
+    ``undecidable at this size`` where it is read inside it out of the gone side's reach, else ``inconclusive``
+    (calibrated: ``spread_gone`` in ``benchmarks/verdict_calibration.py``)."""
+    return gone_verdict(est, cell, RETAINED)
+
+
+def below_decided(est: V.Estimate | None, cell) -> tuple[str, str] | None:
+    """A "the spread collapses below :data:`GONE_PP`" row's verdict (:func:`gone_verdict` against ``< GONE_PP``),
+    or None where there is no interval to read (no estimate, one seed)."""
+    if est is None or est.one_seed or not (math.isfinite(est.low) and math.isfinite(est.high)):
+        return None
+    return gone_verdict(est, cell, V.less(GONE_PP))
+
+
+def undecided_power(est: V.Estimate | None, cell, side: V.Side, decided: tuple[str, str] | None):
+    """The seeds that would decide an undecided gone-reading row if its true spread were its estimate (a function
+    the claims table calls after every row is decided: :class:`initmem.claims.rows.WouldDecide`); "" for a decided one."""
+    if decided is None or decided[0] not in (V.INCONCLUSIVE, V.UNDECIDABLE):
+        return ""
+    return lambda: P.would_decide(P.rate_for(est, side, [cell]), est.n_seeds)

@@ -267,7 +267,7 @@ def what_size_decides(table: pd.DataFrame) -> str:
     undecided ones the seeds (or seeds x sigma_w grid) the power column says would decide them."""
     measured = directions(table)[0]
     decided = measured[measured["statistic_verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED])]
-    open_ = measured[measured["statistic_verdict"].isin([V.INCONCLUSIVE, V.BELOW_FLOOR])]
+    open_ = measured[measured["statistic_verdict"].isin([V.INCONCLUSIVE, V.UNDECIDABLE, V.BELOW_FLOOR])]
     seeds = pd.to_numeric(open_["would_decide"].astype(str).str.extract(r"~(\d+) seeds")[0], errors="coerce").dropna()
     nums = measured["n_seeds"][measured["n_seeds"] > 0]
     few, many = (int(nums.min()), int(nums.max())) if len(nums) else (0, 0)

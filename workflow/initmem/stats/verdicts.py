@@ -26,7 +26,8 @@ margin, ``not reproduced`` only with it wholly outside; for a side whose words n
 effect is gone ("a spread below 1 pp is gone": :attr:`Side.gone`) also both ways, ``reproduced`` only
 with the interval wholly above the zone, ``not reproduced`` only with it wholly inside; ``direction
 only`` (a sentence stating a direction and a size: the direction reproduced, the size not,
-:func:`sentence_verdict`), ``partly tested`` (a claim with parts whose
+:func:`sentence_verdict`), ``undecidable at this size`` (an undecided reading inside a gone zone whose gone
+side the row's noise keeps out of reach at any feasible number of seeds), ``partly tested`` (a claim with parts whose
 design identifies only some, which agree with the paper: :data:`PARTLY_TESTED`), ``cannot be decided above the noise floor`` (a |beta| shape
 the OLS noise hides), ``outside the paper's regime`` (read outside the regime the paper's sentence
 states: :func:`initmem.claims.claim.regime_check`), ``not testable with one seed`` and ``not
@@ -55,7 +56,10 @@ PARTLY_TESTED = "partly tested"
 # A sentence that states a direction and a size ("largely wash out"): the direction is reproduced, the size is not (its
 # interval lies wholly on the other side of the size's margin). Never a bare ``reproduced``: the sentence says more.
 DIRECTION_ONLY = "direction only"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PARTLY_TESTED, DIRECTION_ONLY, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_IDENTIFIABLE, NOT_MEASURED)
+# A sentence that says a spread is gone ("below 1 pp"), read inside the gone zone, whose gone side no feasible design can
+# reach at the row's noise (initmem.claims.clock.gone_verdict): more seeds would not decide it, so it is not "inconclusive".
+UNDECIDABLE = "undecidable at this size"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNDECIDABLE, PARTLY_TESTED, DIRECTION_ONLY, BELOW_FLOOR, OUTSIDE_REGIME, ONE_SEED, NOT_IDENTIFIABLE, NOT_MEASURED)
 
 # --- the reading of the paper's words ----------------------------------------------------------
 NULL_RNG_SEED = 20260  # the fixed RNG seed of resampling rules: the same draws on every re-analysis

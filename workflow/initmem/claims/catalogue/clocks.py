@@ -43,6 +43,7 @@ from initmem.claims.clock import (
     plain,
     retained_verdict,
     slug,
+    undecided_power,
 )
 from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, Reading, decay_row, row, spread_gap, to_cell
 from initmem.engine.clocks import paper_constant_lr_clocks
@@ -238,9 +239,8 @@ def _side_rows(claim: Claim, c: ClockCell, ref: ClockCell, what: str, clock: str
         est = Sp.spread_estimate(cell) if cell is not None else None
         decided, power = None, ""
         if est is not None and not est.one_seed:
-            decided = retained_verdict(est)
-            if decided[0] == V.INCONCLUSIVE:
-                power = lambda: P.would_decide(P.rate_for(est, RETAINED, [cell]), est.n_seeds)
+            decided = retained_verdict(est, cell)
+            power = undecided_power(est, cell, RETAINED, decided)
         return [row(claim.id(0, configuration=slug(c.label)), "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)",
                     math.nan, scale, Reading(est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power), claim)]
     return []

@@ -15,7 +15,7 @@ import pandas as pd
 from initmem import paper as published
 from initmem.claims.analysis import scale_label
 from initmem.claims.claim import Claim
-from initmem.claims.clock import GONE_PP, RETAINED, retained_verdict
+from initmem.claims.clock import GONE_PP, RETAINED, retained_verdict, undecided_power
 from initmem.claims.rows import (
     ADAPTIVE,
     LABEL,
@@ -139,9 +139,8 @@ def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
     for b in batches(opt_runs("sgd")):
         cell = to_cell(opt_runs("sgd", b))
         est = Sp.spread_estimate(cell)
-        decided = retained_verdict(est) if not est.one_seed else None
-        power = (lambda est=est, cell=cell: P.would_decide(P.rate_for(est, RETAINED, [cell]), est.n_seeds)) \
-            if decided and decided[0] == V.INCONCLUSIVE else ""
+        decided = retained_verdict(est, cell) if not est.one_seed else None
+        power = undecided_power(est, cell, RETAINED, decided)
         out.append(row(SGD_KEEPS.id(b=b), "direction", f"SGD b={b}: sigma_w spread of the selected predictor (pp): SGD remembers "
                        "where it started", paper_value(PAPER_MAIN, "sgd", b), scale, Reading(est, side=RETAINED, decided=decided, cells=[cell],
                        power=power, note=f"read both ways against the zone the paper's words call gone: reproduced with the spread's "

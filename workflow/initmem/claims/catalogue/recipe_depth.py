@@ -10,6 +10,7 @@ import pandas as pd
 
 from initmem.claims.analysis import scale_label
 from initmem.claims.claim import NO_FIT, Claim
+from initmem.claims.clock import below_decided, undecided_power
 from initmem.claims.rows import BELOW_PP, MAIN, Reading, batches, difference, instead, matched, row, run_cell, select, to_cell
 from initmem.paper import Q_RECIPE
 from initmem.stats import spreads as Sp
@@ -36,7 +37,8 @@ def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
         cell = run_cell(runs, "best_recipe", variant="sgd_standard", batch_size=b)
         est = Sp.spread_estimate(cell) if cell is not None else None
         out.append(row(RECIPE_DEPTH.id(0, b=b), "direction", f"standard SGD recipe b={b} |Delta| (pp): the spread collapses",
-                       0.0, scale, Reading(est, side=less(BELOW_PP), cells=[cell] if cell else [],
+                       0.0, scale, Reading(est, side=less(BELOW_PP), decided=(d := below_decided(est, cell)), cells=[cell] if cell else [],
+                       power=undecided_power(est, cell, less(BELOW_PP), d),
                        note="; ".join(n for n in (f"'collapses to zero' read as below {BELOW_PP:g} pp", other_b) if n)), RECIPE_DEPTH))
         sgd_r, adam_r, match = matched(select(best, None, variant="sgd_standard", batch_size=b), select(best, None, variant="adam", batch_size=b))
         cells = [to_cell(sgd_r), to_cell(adam_r)]

@@ -10,6 +10,7 @@ import pandas as pd
 
 from initmem.claims.analysis import scale_label
 from initmem.claims.claim import Claim
+from initmem.claims.clock import below_decided, undecided_power
 from initmem.claims.rows import BELOW_PP, PAPER_LR_L2, Reading, batches, paper_value, row, run_cell, select, spread_gap
 from initmem.paper import Q_L2, Q_LR
 from initmem.stats import spreads as Sp
@@ -53,6 +54,7 @@ def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
     cell = run_cell(runs, "lr_l2", lr=1e-2, l2=5e-3, batch_size=128)
     est = Sp.spread_estimate(cell) if cell is not None else None
     out.append(row(L2_BELOW.id(), "direction", "SGD eta=1e-2 L2=5e-3 b=128 spread (pp): collapses below 1 pp",
-                   math.nan, scale, Reading(est, side=less(BELOW_PP), cells=[cell] if cell else [],
+                   math.nan, scale, Reading(est, side=less(BELOW_PP), decided=(d := below_decided(est, cell)), cells=[cell] if cell else [],
+                       power=undecided_power(est, cell, less(BELOW_PP), d),
                    missing="lr_l2 has no lr 1e-2, L2 5e-3, b=128 cell"), L2_BELOW))
     return out
