@@ -20,21 +20,21 @@ TIER = "jpeg-cifar10-regime"
 @pytest.mark.parametrize("tier", [TIER, "jpeg-cifar10-selected"])
 def test_the_committed_check_of_a_tier_is_what_the_check_computes(tier):
     """benchmarks/planner_check.csv's rows of the regime tier regenerate (every number at its 6 printed digits),
-    among them the committed --cheapest design of sgd_gt_adam_b16: planned ~100% when it was committed, ~25% now that the
-    planner assumes only accepted readings (the selected-fit tier's 3.7 pp contrast), realised ~30% of 1,000 resamples:
-    no miss once the resamples are read as the overlapping subsets of 16 seeds they are (design_check.miss_p).
-    The selected tier's too: its design_plan.md's committed designs (read since the tier registry) are today's
-    --cheapest, so they add no row."""
+    among them the committed --cheapest design of sgd_gt_adam_b16: planned ~100% when it was committed, ~37% now that the
+    planner assumes only accepted readings (the selected-fit tier's 3.7 pp contrast, with its seeds' per-seed covariance),
+    realised ~30% of 1,000 resamples: no miss once the resamples are read as the overlapping subsets of 16 seeds they are
+    (design_check.miss_p). The selected tier's too: planned without itself no accepted reading measured SGD's noise at
+    its size, so it plans no spread or contrast and has no row (never an assumed noise)."""
     committed = pd.read_csv(ROOT / "benchmarks" / "planner_check.csv")
     committed = committed[committed["tier"] == tier].reset_index(drop=True)
     fresh = K.as_frame(K.tier_checks(tier, K.TIERS[tier]))
     assert list(fresh["claim"] + fresh["design"]) == list(committed["claim"] + committed["design"])
     for col in ("planned", "own_truth", "realised", "draws"):
-        assert np.allclose(fresh[col], committed[col], rtol=1e-5, equal_nan=True), col
+        assert np.allclose(fresh[col].astype(float), committed[col].astype(float), rtol=1e-5, equal_nan=True), col
     if tier != TIER:
         return
     row = committed[(committed["claim"] == "sgd_gt_adam_b16") & (committed["design"] == "--cheapest as committed")].iloc[0]
-    assert 0.2 < row["planned"] < 0.3 and 0.27 < row["realised"] < 0.33 and row["draws"] == K.DRAWS and not row["missed"]
+    assert 0.3 < row["planned"] < 0.45 and 0.27 < row["realised"] < 0.33 and row["draws"] == K.DRAWS and not row["missed"]
 
 
 def test_a_resample_is_whole_seeds_at_the_designs_sigma_w_and_every_subset_where_few():

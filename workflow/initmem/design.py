@@ -28,8 +28,9 @@ something other than the paper's quantity, so it informs the noise and the regim
   across sigma_w and arms, not one pooled sd). Of several sources, the one whose end drop (a contrast:
   the drops' difference) varies most is assumed. Where no accepted source measured both arms on
   >= MIN_PAIRED_SEEDS seeds, the arms are independent, each with its own accepted source's noise per
-  sigma_w; where no accepted reading has seeds at all, the calibration's paper noise
-  (:data:`initmem.claims.collapse_calibration.PAPER_NOISE`), said so.
+  sigma_w. A configuration no accepted reading measured takes the noise of the accepted readings of the
+  same optimizer at the same training-set size and resolution (the nearest measured noise, said so);
+  with none, the plan has no noise to simulate ("no truth to simulate"), never an assumed one.
 - **the run noise of a curve rule** (|beta| falls, stays flat): the largest residual sd (seed-blocked)
   of the accepted direct sources, moved to the planned test-set size as above.
 - **|beta| falls** (an adaptive optimizer): a fall of 1 order (the paper's lower end, "1-2 orders")
@@ -381,11 +382,33 @@ def noisiest(candidates: Sequence[tuple[str, np.ndarray]], arms: int) -> tuple[s
     return max(candidates, key=lambda c: _drop_var(c[1], arms), default=None)
 
 
-def _own_sds(p: Planned, sources: Sequence[Measured]) -> tuple[str, np.ndarray] | None:
-    """An arm's own noise per sigma_w on its planned grid (its noisiest accepted source), for independent arms."""
+def _nearest(p: Planned, sources: Sequence[Measured]) -> list[Measured]:
+    """The accepted readings of p's optimizer at its training-set size and resolution, at any lr, L2 or batch size
+    (the nearest measured noise for a configuration no accepted reading measured)."""
+    return [m for m in sources if m.seeds >= 2 and not m.outside and m.spec["optimizer"] == p.spec["optimizer"]
+            and int(m.spec["n_train"]) == int(p.spec["n_train"]) and m.resolution == p.resolution]
+
+
+def _noise_of(p: Planned, sources: Sequence[Measured]) -> tuple[str, np.ndarray] | None:
+    """(whose, per-seed deviations on p's grid and test size) of p's noisiest accepted direct source, else of the
+    noisiest accepted reading nearest to it (:func:`_nearest`, said so); None without either."""
     n_test = int(p.spec["n_test"])
-    found = noisiest([(m.label(), d) for m in _direct(p, sources) if (d := seed_deviations([m], [p.sigmas], n_test)) is not None], 1)
+    for group, how in ((_direct(p, sources), "{}"), (_nearest(p, sources), "the nearest accepted reading, {}")):
+        found = noisiest([(how.format(m.label()), d) for m in group if (d := seed_deviations([m], [p.sigmas], n_test)) is not None], 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _own_sds(p: Planned, sources: Sequence[Measured]) -> tuple[str, np.ndarray] | None:
+    """An arm's own noise per sigma_w on its planned grid (:func:`_noise_of`), for independent arms."""
+    found = _noise_of(p, sources)
     return None if found is None else (found[0], np.std(found[1], axis=1, ddof=1))
+
+
+def simulable(t: Truth | None) -> bool:
+    """A truth with a noise to simulate (a source's seeds, or an independent noise measured by one)."""
+    return t is not None and (t.deviations is not None or math.isfinite(t.noise))
 
 
 def spread_truth(p: Planned, sources: Sequence[Measured]) -> Truth | None:
@@ -394,10 +417,9 @@ def spread_truth(p: Planned, sources: Sequence[Measured]) -> Truth | None:
         return None
     name, means = min(c, key=lambda x: np.ptp(x[1]))
     what = f"{name}: {100 * np.ptp(means):.1f} pp (the smallest of {len(c)})"
-    n_test = int(p.spec["n_test"])
-    noise = noisiest([(m.label(), d) for m in _direct(p, sources) if (d := seed_deviations([m], [p.sigmas], n_test)) is not None], 1)
+    noise = _noise_of(p, sources)
     if noise is None:
-        return Truth((means,), CC.PAPER_NOISE, f"{what}; noise: no accepted reading with seeds, the calibration's paper noise")
+        return Truth((means,), math.nan, f"{what}; noise: no accepted reading with seeds")
     whose = "its" if noise[0] == name else f"{noise[0]}'s"
     return Truth((means,), 0.0, f"{what}; noise: {whose} {noise[1].shape[1]} seeds", deviations=noise[1])
 
@@ -430,7 +452,7 @@ def contrast_truth(a: Planned, b: Planned, sources: Sequence[Measured]) -> Truth
     own = [_own_sds(a, sources), _own_sds(b, sources)]
     if all(o is not None for o in own):
         return Truth((ma, mb), (own[0][1], own[1][1]), f"{what}; noise: independent arms, {own[0][0]} and {own[1][0]}")
-    return Truth((ma, mb), CC.PAPER_NOISE, f"{what}; noise: no accepted reading with seeds in both arms, the calibration's paper noise")
+    return Truth((ma, mb), math.nan, f"{what}; noise: no accepted reading with seeds for {'either arm' if own == [None, None] else 'one arm'}")
 
 
 def fit_expected(p: Planned, sources: Sequence[Measured]) -> str:
@@ -630,7 +652,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         if opt == "sgd":
             t = spread_truth(p, sources)
             out.append(Plan(SGD_KEEPS.id(b=b), f"spread (pp) {RETAINED.text()}", [p], t,
-                            spread_rate(t, p.sigmas, RETAINED) if t else None, regime(SGD_KEEPS, [p], sources),
+                            spread_rate(t, p.sigmas, RETAINED) if simulable(t) else None, regime(SGD_KEEPS, [p], sources),
                             side=RETAINED))
             level = levels.get((opt, float(p.spec["lr"])))
             if level:
@@ -642,7 +664,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
                 q = main[(ad, b)]
                 t = contrast_truth(p, q, sources)
                 out.append(Plan(SGD_GT.id(adaptive=ad, b=b), f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
-                                contrast_rate(t, p.sigmas, greater(0)) if t else None, regime(SGD_GT, [p, q], sources),
+                                contrast_rate(t, p.sigmas, greater(0)) if simulable(t) else None, regime(SGD_GT, [p, q], sources),
                                 side=greater(0)))
         elif opt in ADAPTIVE:
             peak = peaks.get(opt)
@@ -656,7 +678,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
         for lo, hi in zip(at, at[1:], strict=False):
             t, cid = contrast_truth(lo, hi, sources), LR_REDUCES.id(b=b, lo=f"{lo.spec['lr']:g}", hi=f"{hi.spec['lr']:g}")
             out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
-                            contrast_rate(t, lo.sigmas, greater(0)) if t else None, regime(LR_REDUCES, [lo, hi], sources), side=greater(0)))
+                            contrast_rate(t, lo.sigmas, greater(0)) if simulable(t) else None, regime(LR_REDUCES, [lo, hi], sources), side=greater(0)))
     for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
         if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and peaks.get(p.spec["optimizer"]):
             t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
@@ -837,7 +859,10 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         chance = "not testable with one seed" if p.seeds < 2 else ("no truth to simulate" if math.isnan(rate) else f"{rate:.0%}")
         if p.partly and p.seeds >= 2 and not math.isnan(rate):
             chance += f" (and {p.partly(p.seeds, p.sigmas):.0%} partly tested, no decision)"
-        truth, noise = (p.truth.source, f"{p.truth.noise:.4f}") if p.truth else ("none accepted" if left_out_of(p, sources) else "none measured", "")
+        if p.truth:
+            truth, noise = p.truth.source, f"{p.truth.noise:.4f}" if simulable(p.truth) else ""
+        else:
+            truth, noise = "none accepted" if left_out_of(p, sources) else "none measured", ""
         lines.append(f"| `{p.cid}` | {p.rule} | {'; '.join(r.label() for r in p.reads)} | {p.seeds} | {_grid_text(p.sigmas)} | {truth} | "
                      f"{noise} | {chance} | {p.regime} | {cost(p.reads, p.seeds, len(p.sigmas), price):,.1f} |")
     lines += ["", whole_config_line(config, name)]

@@ -236,11 +236,14 @@ def tier_checks(tier: str, config: str, draws: int = DRAWS, rng_seed: int = RNG_
 
 
 def as_frame(checks: Sequence[Check]) -> pd.DataFrame:
-    """The checks as a table (the committed CSV the planner reads its warnings from)."""
+    """The checks as a table (the committed CSV the planner reads its warnings from; its columns also without a check)."""
+    columns = ("tier", "claim", "family", "design", "seeds", "sigmas", "planned", "planned_sims", "own_truth", "realised", "draws",
+               "p_planned", "p_own", "missed", "arithmetic_missed")
     return pd.DataFrame([{"tier": c.tier, "claim": c.cid, "family": c.family, "design": c.design, "seeds": c.seeds,
                           "sigmas": " ".join(f"{s:g}" for s in c.sigmas), "planned": c.planned, "planned_sims": c.planned_sims,
                           "own_truth": c.own_truth, "realised": c.realised, "draws": c.draws, "p_planned": c.p_planned,
-                          "p_own": c.p_own, "missed": c.missed, "arithmetic_missed": c.arithmetic_missed} for c in checks])
+                          "p_own": c.p_own, "missed": c.missed, "arithmetic_missed": c.arithmetic_missed} for c in checks],
+                        columns=list(columns))
 
 
 def realised_text(c: Check) -> str:
