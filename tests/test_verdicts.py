@@ -729,3 +729,17 @@ def test_a_one_seed_wash_out_row_has_no_p_and_no_crash():
     runs = synthetic_runs({("sgd", 16): -0.10, ("adam", 16): -0.005}, seeds=(0,))
     row = _optimizer_rows(runs).loc["sgd_gt_adam_b16"]
     assert row["verdict"] == "not testable with one seed" and math.isnan(row["p_decision"])
+
+
+def test_the_claims_and_spreads_read_the_final_test_where_every_run_has_it():
+    """Runs evaluated once at tau_best on the final test images (``test_acc_final``) are read by the claims and the
+    spreads table in place of the epoch's ``test_acc_best``; a configuration where one run lacks it reads ``test_acc_best``."""
+    from initmem.claims.analysis import spreads
+
+    runs = synthetic_runs({("sgd", 16): -0.10}, noise=0.01, seeds=range(4))
+    final = runs.assign(test_acc_final=0.5 + 0.02 * (runs["sigma_w"] == SIGMAS[0]))   # a 2 pp spread
+    assert claims(final).set_index("id").loc["sgd_keeps_spread_b16", "reproduced"] == pytest.approx(2.0)
+    assert spreads(final)["spread_pp"].iloc[0] == pytest.approx(2.0)
+    partial = final.assign(test_acc_final=final["test_acc_final"].where(final.index > 0))
+    assert claims(partial).set_index("id").loc["sgd_keeps_spread_b16", "reproduced"] == pytest.approx(
+        claims(runs).set_index("id").loc["sgd_keeps_spread_b16", "reproduced"])

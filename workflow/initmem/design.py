@@ -68,14 +68,15 @@ from initmem.claims import calibration as Cal
 from initmem.claims import catalogue
 from initmem.claims import collapse_calibration as CC
 from initmem.claims.catalogue.beta_shapes import BETA_DECAY, BETA_FLAT
-from initmem.claims.catalogue.clocks import COLLAPSE
+from initmem.claims.catalogue.clocks import COLLAPSE, L2_THRESHOLD
 from initmem.claims.catalogue.optimizers import SGD_GT, SGD_KEEPS
 from initmem.claims.catalogue.repair import LR_REDUCES
+from initmem.claims.cells import selected_test
 from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, SPREAD_READ, Claim, selected_outside
-from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, slug
+from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, T_DROPS, T_RETAINS, slug
 from initmem.claims.rows import ADAPTIVE, LABEL, label_of
 from initmem.claims.similarity import design_markdown, selected_counts
-from initmem.engine.clocks import run_clocks
+from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
 from initmem.pipeline.grid import expand_studies
@@ -241,7 +242,10 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
         for values, g in runs[runs["variant"].isna() & ~runs["augment"].astype(bool) & (runs["norm"] == "batchnorm")
                               & (runs["arch"] == "resnet9")].groupby(keys):
             spec = dict(zip(keys, values, strict=True))
-            grid = g.pivot_table(index="sigma_w", columns="seed", values="test_acc_best")
+            metric = selected_test(g)
+            grid = g.pivot_table(index="sigma_w", columns="seed", values=metric)
+            if metric == "test_acc_final":
+                spec["final_test"] = int(g["final_test"].iloc[0])
             steps_per_epoch = math.ceil(spec["n_train"] / spec["batch_size"])
             fit = g.groupby("sigma_w")["tau_interp"].median() * steps_per_epoch
             m = Measured(folder.name, spec, res, grid.index.to_numpy(float), grid.mean(axis=1).to_numpy(float),
@@ -263,11 +267,17 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
     return tuple(out)
 
 
+def test_images(spec: dict) -> int:
+    """The test images behind a configuration's selected test accuracy: its ``final_test`` where set (the kept best
+    weights evaluated once: :func:`initmem.claims.cells.selected_test`), else its per-epoch ``n_test``."""
+    return int(spec.get("final_test") or 0) or int(spec["n_test"])
+
+
 def noise_at(m: Measured, n_test: int) -> float:
     """``m``'s run noise moved to ``n_test`` test images (:func:`sampling_moved`)."""
-    if int(m.spec["n_test"]) == int(n_test):
+    if test_images(m.spec) == int(n_test):
         return float(m.sd)
-    return float(np.sqrt(sampling_moved(np.array([m.sd ** 2]), np.array([np.mean(m.means)]), int(m.spec["n_test"]), int(n_test))[0]))
+    return float(np.sqrt(sampling_moved(np.array([m.sd ** 2]), np.array([np.mean(m.means)]), test_images(m.spec), int(n_test))[0]))
 
 
 def _profile(m: Measured, sigmas: Sequence[float]) -> np.ndarray:
@@ -281,11 +291,21 @@ def _paper_profile(spread_pp: float, level: float, sigmas: Sequence[float]) -> n
 
 
 def _paper_spread(spec: dict) -> float | None:
+    """The paper's spread (pp) of ``spec``'s recipe; for SGD with an L2 the paper did not run, its spread on the same
+    side of its T_L2 threshold (its constant-lr arithmetic): 17.4 pp at T_L2 <= T_RETAINS, its "< 1 pp" read as 1 pp at
+    >= T_DROPS (the larger, the cautious truth of a contrast "without minus with"), none between."""
+    recipe = {**({} if spec["optimizer"] == "sgd" else {"optimizer": spec["optimizer"]}), "batch_size": int(spec["batch_size"]),
+              **({} if spec["lr"] == published.MAIN_LR else {"lr": spec["lr"]}), **({"l2": spec["l2"]} if spec.get("l2") else {})}
     try:
-        return published.spread(**({} if spec["optimizer"] == "sgd" else {"optimizer": spec["optimizer"]}),
-                                batch_size=int(spec["batch_size"]), **({} if spec["lr"] == published.MAIN_LR else {"lr": spec["lr"]}))
+        return published.spread(**recipe)
     except KeyError:
+        pass
+    if spec["optimizer"] != "sgd" or not spec.get("l2"):
         return None
+    t_l2 = paper_constant_lr_clocks({**spec, "l2": float(spec["l2"])})["T_l2"]
+    if t_l2 <= T_RETAINS:
+        return published.spread(lr=1e-2, batch_size=128, l2=1e-3)
+    return 1.0 if t_l2 >= T_DROPS else None
 
 
 def _direct(p: Planned, sources: Sequence[Measured], accepted: bool = True) -> list[Measured]:
@@ -319,7 +339,7 @@ def candidates(p: Planned, sources: Sequence[Measured]) -> list[tuple[str, np.nd
 def run_noise(reads: Sequence[Planned], sources: Sequence[Measured]) -> float:
     """The largest noise of the accepted direct sources of ``reads`` (:func:`_direct`), moved to the planned
     test size; the calibration's paper noise where none has seeds."""
-    n_test = int(reads[0].spec["n_test"])
+    n_test = test_images(reads[0].spec)
     sds = [noise_at(m, n_test) for p in reads for m in _direct(p, sources) if np.isfinite(m.sd)]
     return max(sds) if sds else CC.PAPER_NOISE
 
@@ -366,7 +386,7 @@ def seed_deviations(ms: Sequence[Measured], grids: Sequence[Sequence[float]], n_
     for m, grid in zip(ms, grids, strict=True):
         v = m.values[seeds].to_numpy(float)
         parts.append(move_deviations(v - v.mean(1, keepdims=True), v.mean(1), m.values.index.to_numpy(float), grid,
-                                     int(m.spec["n_test"]), n_test))
+                                     test_images(m.spec), n_test))
     return np.vstack(parts)
 
 
@@ -392,7 +412,7 @@ def _nearest(p: Planned, sources: Sequence[Measured]) -> list[Measured]:
 def _noise_of(p: Planned, sources: Sequence[Measured]) -> tuple[str, np.ndarray] | None:
     """(whose, per-seed deviations on p's grid and test size) of p's noisiest accepted direct source, else of the
     noisiest accepted reading nearest to it (:func:`_nearest`, said so); None without either."""
-    n_test = int(p.spec["n_test"])
+    n_test = test_images(p.spec)
     for group, how in ((_direct(p, sources), "{}"), (_nearest(p, sources), "the nearest accepted reading, {}")):
         found = noisiest([(how.format(m.label()), d) for m in group if (d := seed_deviations([m], [p.sigmas], n_test)) is not None], 1)
         if found is not None:
@@ -429,7 +449,7 @@ def contrast_truth(a: Planned, b: Planned, sources: Sequence[Measured]) -> Truth
     with the noisiest seed-paired noise of an accepted source that measured both arms (else independent arms)."""
     ca, cb = dict(candidates(a, sources)), dict(candidates(b, sources))
     both, paired = [], []
-    n_test = int(a.spec["n_test"])
+    n_test = test_images(a.spec)
     for m in _direct(a, sources):
         for n in _direct(b, sources):
             if n.source == m.source and n is not m and _same(n.spec, [k for k in ("batch_size", "n_train", "lr", "optimizer")
@@ -679,6 +699,7 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
             t, cid = contrast_truth(lo, hi, sources), LR_REDUCES.id(b=b, lo=f"{lo.spec['lr']:g}", hi=f"{hi.spec['lr']:g}")
             out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
                             contrast_rate(t, lo.sigmas, greater(0)) if simulable(t) else None, regime(LR_REDUCES, [lo, hi], sources), side=greater(0)))
+    out += l2_threshold_plans(conf, sources)
     for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
         if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and peaks.get(p.spec["optimizer"]):
             t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
@@ -699,6 +720,28 @@ def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]
     return out
 
 
+def l2_threshold_plans(conf: Sequence[Planned], sources: Sequence[Measured]) -> list[Plan]:
+    """The L2 threshold rows (:func:`initmem.claims.catalogue.clocks.l2_threshold_rows`) of every SGD + L2 configuration of
+    the clock studies beside the same one without L2: at T_L2 <= T_RETAINS (the paper's constant-lr arithmetic) its spread
+    still above the gone zone, at >= T_DROPS the spread without L2 minus this one's > 0, seed-paired."""
+    out = []
+    same = ("lr", "batch_size", "epochs", "n_train")
+    sgd = [p for p in conf if p.study in CLOCK_STUDIES and p.spec["optimizer"] == "sgd"]
+    for p in (p for p in sgd if p.spec["l2"]):
+        ref = next((q for q in sgd if not q.spec["l2"] and all(q.spec[k] == p.spec[k] for k in same)), None)
+        t_l2, name = paper_constant_lr_clocks({**p.spec, "l2": float(p.spec["l2"])})["T_l2"], slug(label_of(pd.DataFrame([p.spec])))
+        if t_l2 <= T_RETAINS and ref is not None:
+            t = spread_truth(p, sources)
+            out.append(Plan(L2_THRESHOLD.id(0, configuration=name), f"spread (pp) {RETAINED.text()}", [p], t,
+                            spread_rate(t, p.sigmas, RETAINED) if simulable(t) else None, regime(L2_THRESHOLD, [p], sources), side=RETAINED))
+        elif t_l2 >= T_DROPS and ref is not None:
+            t = contrast_truth(ref, p, sources)
+            out.append(Plan(L2_THRESHOLD.id(1, configuration=name), "spread without L2 minus with L2 > 0, paired seeds", [ref, p], t,
+                            contrast_rate(t, ref.sigmas, greater(0)) if simulable(t) else None, regime(L2_THRESHOLD, [ref, p], sources),
+                            side=greater(0)))
+    return out
+
+
 # --- compute --------------------------------------------------------------------------------------
 
 def cpu_seconds(p: Planned) -> float:
@@ -708,7 +751,8 @@ def cpu_seconds(p: Planned) -> float:
     # every epoch evaluates the validation and test sets, and with bn_eval precise / train_eval a pass over the
     # training set each (counted as evaluated images: an assumption, the pilot's 32x32 precise cell measured it)
     extra = int(s["n_train"]) * ((s.get("bn_eval", "moving") == "precise") + bool(s.get("train_eval", False)))
-    evals = int(s["epochs"]) * (int(s["n_val"]) + int(s["n_test"]) + extra) * CPU_EVAL_S * (CPU_RES32 if p.resolution == 32 else 1)
+    once = int(s.get("final_test") or 0) + (int(s["n_train"]) if s.get("final_test") and s.get("bn_eval") == "precise" else 0)
+    evals = (int(s["epochs"]) * (int(s["n_val"]) + int(s["n_test"]) + extra) + once) * CPU_EVAL_S * (CPU_RES32 if p.resolution == 32 else 1)
     return p.steps * step + evals
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from initmem.claims.cells import cell_from_runs
+from initmem.claims.cells import cell_from_runs, selected_test
 from initmem.pipeline.records import load_record
 from initmem.spec import OPTIONAL_SPEC_KEYS, SPEC_KEYS
 from initmem.stats.spreads import spread_estimate
@@ -75,15 +75,17 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
     if runs.empty:
         return pd.DataFrame()
     keys = group_keys(runs)
-    runs = runs.assign(diverged=_diverged(runs))
+    runs = runs.assign(diverged=_diverged(runs), selected_acc=runs["test_acc_best"])
+    for _, g in runs.groupby(keys, dropna=False, sort=False):   # each configuration's selected test accuracy (cells.selected_test)
+        runs.loc[g.index, "selected_acc"] = g[selected_test(g)]
     per_sigma = (runs.groupby(keys + ["sigma_w"], dropna=False)
-                 .agg(test_acc=("test_acc_best", "mean"), test_acc_seed_std=("test_acc_best", "std"),
-                      train_acc=("train_acc_best", "mean"), n_seeds=("test_acc_best", "count"),
+                 .agg(test_acc=("selected_acc", "mean"), test_acc_seed_std=("selected_acc", "std"),
+                      train_acc=("train_acc_best", "mean"), n_seeds=("selected_acc", "count"),
                       n_runs=("seed", "size"), n_diverged=("diverged", "sum"))
                  .reset_index())
     stats = []
     for group, g in runs.groupby(keys, dropna=False, sort=False):
-        means = per_sigma_means(g)
+        means = per_sigma_means(g, "selected_acc")
         if means.empty:
             continue
         hi, lo = means.idxmax(), means.idxmin()
@@ -92,7 +94,7 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
                       "spread_ci_low": est.low, "spread_ci_high": est.high, "spread_ci_method": est.method,
                       "spread_null_mean_pp": est.null_mean, "spread_p_null": est.p_null,
                       "argmax_sigma_w": hi, "argmin_sigma_w": lo,
-                      "seed_std_pp": 100 * g.groupby("sigma_w")["test_acc_best"].std().mean(),
+                      "seed_std_pp": 100 * g.groupby("sigma_w")["selected_acc"].std().mean(),
                       "n_diverged_config": int(g["diverged"].sum())})
     if not stats:
         return per_sigma

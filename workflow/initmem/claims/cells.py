@@ -24,9 +24,19 @@ def regime_counts(runs: pd.DataFrame) -> SelectedCounts:
     return selected_counts(runs)
 
 
+def selected_test(runs: pd.DataFrame) -> str:
+    """The column that holds the selected predictor's test accuracy for these runs: ``test_acc_final`` (its weights at
+    tau_best evaluated once on the config's ``final_test`` images) where every run has it, else ``test_acc_best`` (the
+    epoch's evaluation on ``n_test`` images). The same quantity; the final one with less test-sampling noise."""
+    has_final = "test_acc_final" in runs and len(runs) and runs["test_acc_final"].notna().all()
+    return "test_acc_final" if has_final else "test_acc_best"
+
+
 def cell_from_runs(runs: pd.DataFrame, metric: str = "test_acc_best") -> Cell:
     """A (sigma_w x seed) cell of ``metric`` from one configuration's rows of runs.csv (a seed
-    without any value, e.g. diverged at every sigma_w in its first epoch, is not a replicate)."""
+    without any value, e.g. diverged at every sigma_w in its first epoch, is not a replicate); the
+    selected predictor's test accuracy from :func:`selected_test`'s column."""
+    metric = selected_test(runs) if metric == "test_acc_best" else metric
     grid = runs.pivot_table(index="sigma_w", columns="seed", values=metric, aggfunc="mean", dropna=False)
     grid = grid.reindex(index=sorted(set(runs["sigma_w"])), columns=sorted(set(runs["seed"]))).dropna(axis=1, how="all")
     return Cell(cell_key(runs), grid.index.to_numpy(float), grid.columns.to_numpy(), grid.to_numpy(float),
