@@ -24,6 +24,8 @@ class Tensors:
     x_test: torch.Tensor
     y_test: torch.Tensor
     classes: int = 10  # the data source's label count: the size of the model's last layer
+    x_final: torch.Tensor | None = None  # the test split's first data.final_test images, where more than x_test (the job's)
+    y_final: torch.Tensor | None = None
 
     @classmethod
     def from_splits(cls, s: Splits, device: torch.device) -> Tensors:

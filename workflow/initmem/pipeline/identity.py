@@ -165,6 +165,10 @@ SAME_NUMBERS_AS = {
                                              "with the same values and defaults, and train_loop's resume, epoch, "
                                              "end-of-epoch and stop/checkpoint code moved into named helpers in the "
                                              "same order: the same steps, draws, evaluations, records and checkpoints"),
+    "5a9eb84a07d70cd9": ("a6a2e72afa3b8440", "the optional spec key final_test (the network at tau_best kept, in the "
+                                             "checkpoints too, and evaluated once after training on the first final_test "
+                                             "test images): a spec without it keeps nothing, evaluates nothing more and "
+                                             "records the same history and summary"),
 }
 
 
