@@ -7,15 +7,19 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
-from conftest import tiny_spec
+from conftest import tiny_config, tiny_spec
 
 from initmem.engine.loop import final_test_set
 from initmem.engine.packed import train_packed
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
+from initmem.pipeline.grid import expand_studies, final_test_size
 from initmem.pipeline.identity import run_key
+from initmem.pipeline.jobs import final_test_splits
+from initmem.pipeline.planning import FINAL_TEST_ENV
 from initmem.spec import ConfigError, resolve_spec, validate_spec
 
 N_TEST = 48  # the tiny data's test images (conftest.tiny_splits)
@@ -113,3 +117,59 @@ def test_the_final_set_is_the_test_splits_first_images(tiny_tensors):
     assert len(final_test_set(larger, 2 * N_TEST)[0]) == 2 * N_TEST
     with pytest.raises(ValueError, match=f"final_test = {N_TEST + 1} but this job has {N_TEST} test images"):
         final_test_set(tiny_tensors, N_TEST + 1)
+
+
+# --- the pipeline: final test images beyond the prepared data's ----------------------------------
+
+def _fake_archive(monkeypatch) -> None:
+    """The archive source reading a small made-up split: a pool of 10,040 blank images (its 10,000-image
+    validation holdout leaves 40 to train on) and 30 test images numbered by their pixels."""
+    from initmem.engine.registry import load_entry
+
+    x_test = np.arange(30, dtype=np.uint8)[:, None, None, None] * np.ones((1, 3, 32, 32), dtype=np.uint8)
+    split = (np.zeros((10_040, 3, 32, 32), np.uint8), np.arange(10_040) % 10, x_test, np.arange(30) % 10)
+    monkeypatch.setattr(load_entry("source", "archive"), "load", lambda cfg, root: split)
+
+
+def test_the_final_test_file_holds_the_first_images_of_the_same_test_split(tmp_path, monkeypatch):
+    from initmem.cli import prepare_data, prepare_final_test
+    from initmem.engine.data import load_prepared
+
+    _fake_archive(monkeypatch)
+    cfg = {"source": "archive", "archive": "x.tar.gz", "verify_md5": False, "n_train": 40, "n_val": 10_000, "n_test": 10}
+    prepare_data(cfg, tmp_path / "data" / "cifar10.npz")
+    prepare_final_test(cfg, 25, tmp_path / "final" / "test.npz")
+    data, final = load_prepared(tmp_path / "data" / "cifar10.npz"), load_prepared(tmp_path / "final" / "test.npz")
+    assert len(final.x_test) == 25 and len(final.x_train) == len(final.x_val) == 0
+    assert (final.x_test[:10] == data.x_test).all() and (final.y_test[:10] == data.y_test).all()  # the epochs' test images come first
+    runs = [{"run_id": "r", "spec": {"final_test": 25}}]
+    assert final_test_splits([{"run_id": "r", "spec": {"final_test": 10}}], data, {}) is None  # the prepared test images serve
+    with pytest.raises(ValueError, match="final_test = 25 but the prepared data has 10 test images and no file"):
+        final_test_splits(runs, data, {})
+    got = final_test_splits(runs, data, {FINAL_TEST_ENV: str(tmp_path / "final" / "test.npz")})
+    assert (got.x_test == final.x_test).all()
+    with pytest.raises(ValueError, match="final_test = 26 but .* holds 25 test images"):
+        final_test_splits([{"run_id": "r", "spec": {"final_test": 26}}], data, {FINAL_TEST_ENV: str(tmp_path / "final" / "test.npz")})
+
+
+def test_the_config_asks_final_test_images_beyond_n_test_only_of_a_fixed_split():
+    config = tiny_config({"main": {"grid": {"sigma_w": [0.5, 1.0], "seed": [0]}}}, final_test=32)
+    assert final_test_size(expand_studies(config), config["data"]) == 0  # n_test 32: the prepared test images serve
+    config["defaults"]["final_test"] = 33
+    with pytest.raises(ConfigError, match="final_test = 33 exceeds data.n_test = 32, and data.source synthetic draws"):
+        expand_studies(config)
+    config["data"] |= {"source": "archive", "archive": "x.tar.gz"}
+    assert final_test_size(expand_studies(config), config["data"]) == 33
+
+
+def test_runs_csv_reads_final_test_where_a_run_has_it(tmp_path, tiny_tensors):
+    from initmem.claims.analysis import collect
+    from initmem.io import write_json
+
+    for name, spec in (("on", tiny_spec(epochs=1, final_test=N_TEST)), ("off", tiny_spec(epochs=1, seed=1))):
+        record = train_run(spec, tiny_tensors, name, log=None)
+        write_json(tmp_path / f"{name}.json", record)
+    runs, _ = collect([tmp_path / "on.json", tmp_path / "off.json"], "main")
+    on, off = runs.set_index("run_id").loc["on"], runs.set_index("run_id").loc["off"]
+    assert on["test_acc_final"] == on["test_acc_best"] and on["final_test"] == N_TEST
+    assert math.isnan(off["test_acc_final"]) and math.isnan(off["test_loss_final"]) and off["final_test"] == 0
