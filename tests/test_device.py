@@ -274,7 +274,7 @@ def test_a_training_job_on_the_cpu_keeps_freed_memory(monkeypatch, picked, kept)
     calls = []
     monkeypatch.setattr(jobs, "keep_freed_host_memory", lambda: calls.append(True) or True)
     monkeypatch.setattr(jobs, "pick_device", lambda name, log: torch.device(picked))
-    monkeypatch.setattr(jobs.Tensors, "from_splits", lambda splits, dev: (_ for _ in ()).throw(RuntimeError("stop here")))
+    monkeypatch.setattr(jobs.Tensors, "from_splits", lambda splits, dev, final=None: (_ for _ in ()).throw(RuntimeError("stop here")))
     with pytest.raises(RuntimeError, match="stop here"):
         jobs.train_pack([], None, TrainSettings(device="auto"))
     assert calls == ([True] if kept else [])

@@ -36,6 +36,24 @@ def prepare_data(data_cfg: dict, out: str | Path) -> None:
           f"from {splits.meta['source']} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
 
 
+def prepare_final_test(data_cfg: dict, n: int, out: str | Path) -> None:
+    """Write the first ``n`` images of the configured source's test split (the runs' ``final_test`` set,
+    where it is larger than ``data.n_test``) as a prepared file with no training or validation images."""
+    import dataclasses
+
+    from initmem.engine.data import build_splits, save_prepared
+
+    cfg = {**data_cfg, "n_test": int(n)}
+    if cfg["source"] == "torchvision" and cfg.get("archive"):
+        cfg["source"] = "archive"
+    start = time.perf_counter()
+    splits = build_splits(cfg, download_root=Path(out).parent.parent / "download")
+    none = {k: getattr(splits, k)[:0] for k in ("x_train", "y_train", "x_val", "y_val")}
+    save_prepared(dataclasses.replace(splits, **none), out)
+    print(f"prepared {out}: the first {len(splits.x_test)} test images from {splits.meta['source']} in "
+          f"{time.perf_counter() - start:.1f}s", file=sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block): ``initmem CMD: error: ...``, exit status 2."""
 
@@ -82,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n-val", type=int, default=10000)
     p.add_argument("--n-test", type=int, default=10000)
     p.add_argument("--config-json", help="the config's whole data section as JSON (what the workflow passes)")
+    p.add_argument("--final-test", type=int, metavar="N",
+                   help="write only the test split's first N images (the runs' final_test set)")
     p.add_argument("--log", help="also write the output to this log")
     t = sub.add_parser("train", help="train runs (a pack) from a JSON list of {run_id, spec}")
     t.add_argument("data")
@@ -222,7 +242,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         from initmem.scriptjobs import log_to
 
         with log_to(args.log) if args.log else contextlib.nullcontext():
-            prepare_data(cfg, args.out)
+            if args.final_test:
+                prepare_final_test(cfg, args.final_test, args.out)
+            else:
+                prepare_data(cfg, args.out)
     elif args.cmd == "train-plan":
         from initmem.engine.settings import TrainSettings
         from initmem.pipeline.interrupted import stoppable_start

@@ -97,7 +97,7 @@ SPEC_KEYS = ("arch", "width", "norm", "pool", "optimizer", "lr", "schedule", "al
              "batch_size", "l2", "weight_decay", "momentum", "augment", "patience", "sigma_w", "seed")
 # Keys a config may leave out, with the value that applies then. A spec holds them only where they
 # differ from it, so adding one changes no existing run's spec (nor, hence, its id or its reruns).
-OPTIONAL_SPEC_KEYS = {"weight_decay_mode": "decoupled", "bn_eval": "moving", "train_eval": False}
+OPTIONAL_SPEC_KEYS = {"weight_decay_mode": "decoupled", "bn_eval": "moving", "train_eval": False, "final_test": 0}
 KNOWN_KEYS = SPEC_KEYS + tuple(OPTIONAL_SPEC_KEYS)
 # decoupled: Keras' p <- p - eta_k wd p before the update; coupled: g <- g + wd p (PyTorch's
 # ``weight_decay``), which momentum and Adam's moments then carry
@@ -157,6 +157,10 @@ def validate_spec(spec: dict[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: bn_eval = {spec['bn_eval']!r} is unknown; choose one of {list(BN_EVALS)}")
     if not isinstance(spec.get("train_eval", False), bool):
         raise ConfigError(f"{where}: train_eval = {spec['train_eval']!r} must be true or false")
+    final_test = spec.get("final_test", 0)
+    if isinstance(final_test, bool) or not isinstance(final_test, int) or final_test < 0:
+        raise ConfigError(f"{where}: final_test = {final_test!r} must be an integer >= 0 (test images the selected "
+                          "network is evaluated on once after training; 0: off)")
     positive = {"width": int, "epochs": int, "batch_size": int, "lr": float, "sigma_w": float}
     for key, kind in positive.items():
         value = spec[key]

@@ -17,21 +17,21 @@ from initmem.pipeline.invocation import shell_python  # noqa: E402
 # envs/*.yaml environment, which Snakemake activates before the command (first `python` on PATH).
 PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.executable)
 
-from initmem.pipeline.grid import check_two_sigmas, expand_studies  # noqa: E402
+from initmem.pipeline.grid import check_two_sigmas, expand_studies, final_test_size  # noqa: E402
 from initmem.pipeline.compilecache import compile_cache_environment  # noqa: E402
 from initmem.pipeline.timelimit import SUBMITTED_RULE, capped_compute, partition_time_limit, submitted_resources  # noqa: E402
 from initmem.pipeline.guards import (INVOCATION_ENV, InvocationError, check_data_archive, invocation, read_only_folder,  # noqa: E402
                                     snakemake_command)
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
 from initmem.pipeline.identity import (ANALYSIS_SCRIPTS, analysis_version, code_version_before_moves, data_code_version, data_folder,  # noqa: E402
-                                       data_identity, run_code_version, run_key, source_of)
+                                       data_identity, final_test_file, run_code_version, run_key, source_of)
 from initmem.pipeline.interrupted import logs_since  # noqa: E402
 from initmem.pipeline.stops import lost_summary, what_jobs_lost  # noqa: E402
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
                                          record_provenance, restore_file, write_failures, wrote_into)
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
 from initmem.pipeline.packlock import live_packs, live_packs_line  # noqa: E402
-from initmem.pipeline.planning import DATA_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
+from initmem.pipeline.planning import DATA_ENV, FINAL_TEST_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.pipeline.targets import (FIGURES, buildable_figures, figure_studies, job_mem_mb, job_runtime_minutes, needs_analysis,  # noqa: E402
                                      unused_studies_warning)
@@ -102,6 +102,11 @@ try:
     PLANNED = plan_studies(config, RUNS, PLANS_DIR, PACKS_DIR, DATA_ID)
 except (ConfigError, ValueError) as exc:
     raise WorkflowError(f"invalid config: {exc}")
+# The runs' final evaluation (final_test) on more of the test split's first images than the prepared data
+# holds: one more prepared file, FINAL_DATA (rule prepare_final_test), an input only of the packs that need
+# it (final_test_input), named to their jobs through the environment (initmem.pipeline.jobs.FINAL_TEST_ENV).
+FINAL_TEST = final_test_size(RUNS, config["data"])
+FINAL_DATA = final_test_file(DATA_ID, DATA_CODE, FINAL_TEST) if FINAL_TEST else None
 PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
 
@@ -127,7 +132,8 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
 # bookkeeping settings) reaches them through the environment: Snakemake neither compares it nor
 # takes it for an undeclared input. A job on a cluster node re-parses this file and sets it there.
 os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
-                  INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)})
+                  INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)},
+                  **({FINAL_TEST_ENV: FINAL_DATA} if FINAL_DATA else {}))
 # torch.compile's caches on shared storage (results/compile_cache/ or $INITMEM_COMPILE_CACHE), not
 # the node's /tmp: a job compiles what no earlier job of the same shapes compiled (initmem.pipeline.compilecache).
 os.environ.update(compile_cache_environment(os.environ, Path.cwd()))
@@ -277,6 +283,13 @@ def pack_members(study, pack_name):
 def plan_members(wildcards):
     """A pack's members with their identity keys now (:func:`pack_members`)."""
     return list(pack_members(wildcards.study, wildcards.pack).values())
+
+
+def final_test_input(wildcards):
+    """The final test images (FINAL_DATA) where a pack's runs evaluate on more than the prepared data's
+    test images; nothing otherwise, so every other pack's inputs are what they were."""
+    need = max(int(m["spec"].get("final_test", 0)) for m in plan_members(wildcards))
+    return [ancient(FINAL_DATA)] if FINAL_DATA and need > int(config["data"]["n_test"]) else []
 
 
 def pack_of_run(wildcards):

@@ -20,6 +20,30 @@ rule prepare_data:
         'PYTHONPATH="$INITMEM_LIBRARY" "$INITMEM_PYTHON" -m initmem prepare {output:q} --config-json "$INITMEM_DATA_CONFIG" --log {log:q}'
 
 
+if FINAL_DATA:
+
+    localrules:
+        prepare_final_test,
+
+    rule prepare_final_test:
+        """The test split's first final_test images, where the config's runs evaluate their selected network
+        on more of them than data.n_test (initmem.pipeline.grid.final_test_size): a prepared file of those
+        test images alone, results/data/<identity with n_test = final_test>/test.npz, written once like the
+        prepared data (initmem.pipeline.identity.final_test_file); an input only of the packs that need it."""
+        output:
+            FINAL_DATA,
+        params:
+            n=FINAL_TEST,
+        priority: 100
+        log:
+            f"results/logs/prepare_data/{Path(FINAL_DATA).parent.name}-test.log",
+        conda:
+            "../../envs/train.yaml"
+        shell:
+            'PYTHONPATH="$INITMEM_LIBRARY" "$INITMEM_PYTHON" -m initmem prepare {output:q} --config-json "$INITMEM_DATA_CONFIG" '
+            "--final-test {params.n} --log {log:q}"
+
+
 localrules:
     resolved_config,
 

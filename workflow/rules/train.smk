@@ -33,6 +33,8 @@ rule train:
         # pack; the data's mtime is no reason (a content change changes every key, hence the plans)
         plan="results/plans/{study}/{pack}.json",
         data=ancient(DATA),
+        # the test split's first final_test images where the pack's runs need more than DATA's (none otherwise)
+        final=final_test_input,
     output:
         pack="results/packs/{study}/{pack}.json",
     priority: 10  # training before the jobs that can fill the gaps (Figure 9, the clock table)

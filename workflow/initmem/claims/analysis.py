@@ -22,7 +22,7 @@ from initmem.stats.spreads import spread_estimate
 PACKED = ("sigma_w", "seed")
 CONFIG_KEYS = [k for k in SPEC_KEYS if k not in PACKED] + list(OPTIONAL_SPEC_KEYS) + ["variant"]
 SUMMARY_KEYS = ("tau_best", "tau_interp", "val_loss_best", "val_acc_best", "test_acc_best", "train_acc_best",
-                "kernel_norm_init", "kernel_norm_best", "repair_gap", "train_acc_eval_best")
+                "kernel_norm_init", "kernel_norm_best", "repair_gap", "train_acc_eval_best", "test_acc_final", "test_loss_final")
 CLOCKS = ("T_sgd", "T_l2", "T_wd", "T_adapt")
 
 

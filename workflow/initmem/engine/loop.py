@@ -17,6 +17,12 @@ or pack that finished is never trained again, whatever happens before its metric
 Resuming is bit-identical, also in the middle of an epoch, on whichever device: every restored
 tensor goes to the device its consumer needs (generator states are bytes, the CPU's; model,
 optimizer, draws and running sums go to the training device).
+
+The selected network, evaluated once (``final_test: N`` in the spec, 0 = off): each member's weights and
+BatchNorm buffers at its least validation loss so far are kept (:func:`_keep_best`, in every
+checkpoint), and after training they are evaluated once on the first N test images
+(:func:`_evaluate_final`), as the epochs' test evaluation evaluates: the summary's ``test_acc_final``
+and ``test_loss_final`` (NaN for a member without a finished epoch).
 """
 
 from __future__ import annotations
@@ -103,6 +109,7 @@ class RunState:
     stopped_early: bool = False
     status: str = "ok"
     kernel_norm_init: float = 0.0
+    final: list[float] | None = None  # test loss and accuracy of the kept best network (final_test > 0)
 
     def record_epoch(self, row: dict, patience: int | None) -> None:
         """Append a finished epoch's row and apply Keras EarlyStopping(monitor="val_loss", min_delta=0)."""
@@ -160,6 +167,14 @@ class Trainee(Protocol):
     def load_state_dict(self, sd: dict) -> None:
         """Restore :meth:`state_dict` output onto the trainee's device."""
 
+    def keep(self, kept: dict | None, members: list[int]) -> dict:
+        """``kept`` (None: nothing kept yet) with the ``members``' current weights and BatchNorm buffers
+        copied in (a copy of every member's the first time); the trainee's own tensors are untouched."""
+
+    def evaluate_kept(self, kept: dict, data: Tensors, x: torch.Tensor, y: torch.Tensor) -> list[list[float]]:
+        """Per member row, eval-mode loss and accuracy on ``x``, ``y`` of the network ``kept`` holds, loaded
+        into the trainee (training is over) and evaluated as :meth:`end_epoch` evaluates (BatchNorm statistics included)."""
+
 
 def history_keys(spec: dict) -> tuple[str, ...]:
     """The per-epoch columns a run's history records: :data:`HISTORY_KEYS`, and
@@ -167,12 +182,16 @@ def history_keys(spec: dict) -> tuple[str, ...]:
     return HISTORY_KEYS + (TRAIN_EVAL_KEYS if spec.get("train_eval", False) else ())
 
 
-def summarize(history: dict, kernel_norm_init: float) -> dict:
+def summarize(history: dict, kernel_norm_init: float, final: list[float] | None = None) -> dict:
     """tau_best (first epoch of minimal val loss), metrics there, tau_interp and the repair gap (and,
-    where the history has it, the selected network's own eval-mode training accuracy)."""
+    where the history has it, the selected network's own eval-mode training accuracy; where ``final`` is
+    given (``final_test`` > 0), the selected network's one evaluation on the final test images, NaN
+    without one)."""
     out = {"tau_best": None, "tau_interp": None, "val_loss_best": None, "val_acc_best": None,
            "test_acc_best": None, "train_acc_best": None, "kernel_norm_init": kernel_norm_init,
            "kernel_norm_best": None, "repair_gap": None}
+    if final is not None:
+        out.update(test_loss_final=final[0], test_acc_final=final[1])
     if not history["epoch"]:
         return out
     i = int(np.argmin(history["val_loss"]))  # argmin returns the first minimum
@@ -220,6 +239,7 @@ def train_loop(runs: list[dict], data: Tensors, make_trainee: Callable[[list[tor
     while run.state.epoch < plan.epochs and run.state.active:
         _train_epoch(run, data, plan, device, name, say)
         _close_epoch(run, data, plan, say)
+    _evaluate_final(run, data, plan, say)
     if checkpoint is not None:
         run.saves.save(run.state, {"finished": True})  # the records only: nothing here trains again
     _say_diverged(runs, run.state, say)
@@ -246,12 +266,14 @@ class _Plan:
     patience: int | None
     augment: bool
     spec: dict
+    final_test: int = 0               # test images the kept best network is evaluated on after training (0: none kept)
 
     @classmethod
     def of(cls, spec: dict, n: int) -> _Plan:
         b, epochs = int(spec["batch_size"]), int(spec["epochs"])
         steps = math.ceil(n / b)
-        return cls(n, b, epochs, steps, lr_schedule(spec, epochs * steps), spec.get("patience"), bool(spec["augment"]), spec)
+        return cls(n, b, epochs, steps, lr_schedule(spec, epochs * steps), spec.get("patience"), bool(spec["augment"]), spec,
+                   int(spec.get("final_test", 0)))
 
 
 @dataclass
@@ -279,12 +301,14 @@ class _Run:
     aug_gens: list[torch.Generator]
     state: LoopState
     saves: _Saves | None = None
+    kept: dict | None = None          # each member's network at its least validation loss so far (final_test > 0)
 
     def save_training(self) -> None:
-        """A checkpoint to resume from: the state, the trainee and the streams."""
+        """A checkpoint to resume from: the state, the trainee, the streams and the kept networks."""
         self.saves.save(self.state, {"trainee": self.trainee.state_dict(),
                                      "order_rngs": [r.bit_generator.state for r in self.order_rngs],
-                                     "aug_gens": [generator_state(g) for g in self.aug_gens]})
+                                     "aug_gens": [generator_state(g) for g in self.aug_gens],
+                                     **({"kept": self.kept} if self.kept is not None else {})})
 
 
 def _start(runs: list[dict], make_trainee: Callable[[list[torch.Generator]], Trainee], resumed: dict | None,
@@ -309,6 +333,7 @@ def _restore(run: _Run, resumed: dict, device: torch.device) -> None:
     running sums (in the middle of an epoch) and the masks of the members that stopped."""
     run.state = state = resumed["state"]
     run.trainee.load_state_dict(resumed["trainee"])
+    run.kept = resumed.get("kept")  # saved from the training device, loaded onto it (map_location)
     for rng, saved in zip(run.order_rngs, resumed["order_rngs"], strict=True):
         rng.bit_generator.state = saved
     for gen, saved in zip(run.aug_gens, resumed["aug_gens"], strict=True):
@@ -367,6 +392,7 @@ def _close_epoch(run: _Run, data: Tensors, plan: _Plan, say: Callable[[str], Non
     last_lr = plan.lr_at(state.epoch * plan.steps + plan.steps - 1)  # the rate of the epoch's last step
     state.clocks = schedule_clocks(plan.spec, total, (state.epoch + 1) * plan.steps, trainee.weight_decay)  # closed form, as the calculator
     recorded = _end_epoch(state, trainee.end_epoch(data, state.seen), last_lr, plan.patience, run.saves.started)
+    _keep_best(run, recorded, plan)
     state.epoch += 1
     EpochsFinished.count += 1
     state.draws = state.sums = None
@@ -380,6 +406,40 @@ def _close_epoch(run: _Run, data: Tensors, plan: _Plan, say: Callable[[str], Non
         run.saves.schedule.saved()
 
 
+def _keep_best(run: _Run, recorded: list[int], plan: _Plan) -> None:
+    """With ``final_test`` > 0: keep the network of every member whose validation loss fell below its
+    least so far this epoch (strictly, as tau_best takes the first minimum; such a member's patience
+    count is back at 0), i.e. its network at tau_best once training ends."""
+    improved = [m for m in recorded if run.state.members[m].wait == 0]
+    if plan.final_test and improved:
+        run.kept = run.trainee.keep(run.kept, improved)
+
+
+def final_test_set(data: Tensors, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``n`` images of the data's test split: the per-epoch test images where they are enough
+    (they are the split's first ``n_test``), else the job's larger final set (``data.x_final``)."""
+    for x, y in ((data.x_test, data.y_test), (data.x_final, data.y_final)):
+        if x is not None and n <= len(x):
+            return x[:n], y[:n]
+    have = max(len(data.x_test), 0 if data.x_final is None else len(data.x_final))
+    raise ValueError(f"final_test = {n} but this job has {have} test images; prepare the final test images "
+                     "(data.source torchvision or archive) or lower final_test")
+
+
+def _evaluate_final(run: _Run, data: Tensors, plan: _Plan, say: Callable[[str], None]) -> None:
+    """With ``final_test`` > 0: each member's kept network evaluated once on the first ``final_test``
+    test images, recorded for every member with a finished epoch (the others keep None: NaN)."""
+    if not plan.final_test or run.kept is None:
+        return
+    took = time.perf_counter()
+    x, y = final_test_set(data, plan.final_test)
+    rows = run.trainee.evaluate_kept(run.kept, data, x, y)
+    for member, st in enumerate(run.state.members):
+        if st.history["epoch"]:
+            st.final = rows[member]
+    say(f"the selected networks evaluated on {len(x)} test images ({time.perf_counter() - took:.1f} s)")
+
+
 def _say_diverged(runs: list[dict], state: LoopState, say: Callable[[str], None]) -> None:
     """One line per member that diverged."""
     for member, r in enumerate(runs):
@@ -390,9 +450,18 @@ def _say_diverged(runs: list[dict], state: LoopState, say: Callable[[str], None]
 def _records(runs: list[dict], state: LoopState, wall: float, env: dict) -> list[dict]:
     """The metrics record of every member (docs/outputs.md), in order."""
     return [{"format": METRICS_FORMAT, "run_id": r["run_id"], "spec": dict(r["spec"]), "status": st.status,
-             "stopped_early": st.stopped_early, "history": st.history, "summary": summarize(st.history, st.kernel_norm_init),
+             "stopped_early": st.stopped_early, "history": st.history,
+             "summary": summarize(st.history, st.kernel_norm_init, _final_of(r["spec"], st)),
              "env": env, "wall_seconds": state.finished_at.get(member, wall)}
             for member, (r, st) in enumerate(zip(runs, state.members, strict=True))]
+
+
+def _final_of(spec: dict, st: RunState) -> list[float] | None:
+    """What the summary records of the final evaluation: None where the spec asks none (no keys), NaN
+    where the member has none (no finished epoch)."""
+    if not int(spec.get("final_test", 0)):
+        return None
+    return list(st.final) if st.final is not None else [math.nan, math.nan]
 
 
 def _resume(checkpoint: Path | None, key: dict, say: Callable[[str], None], device: torch.device) -> dict | None:

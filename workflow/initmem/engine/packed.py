@@ -277,6 +277,27 @@ class Pack:
         self.model.load_state_dict(sd["model"])  # in place, onto the pack's device
         self.opt.load_state_dict(sd["optimizer"])
 
+    @torch.no_grad()
+    def keep(self, kept: dict | None, members: list[int]) -> dict:
+        """``kept`` with the rows of ``members`` of every stacked parameter and buffer copied in (every
+        row the first time: :meth:`PackedModel.state_dict`)."""
+        if kept is None:
+            return self.model.state_dict()
+        rows = torch.tensor(members, device=self.device)
+        for part, live in (("params", self.model.params), ("buffers", self.model.buffers)):
+            for k, v in live.items():
+                kept[part][k].index_copy_(0, rows, v.index_select(0, rows))
+        return kept
+
+    def evaluate_kept(self, kept: dict, data: Tensors, x: torch.Tensor, y: torch.Tensor) -> list[list[float]]:
+        """Per member [loss, accuracy] on ``x``, ``y`` of its kept network, loaded into the stacked model
+        and evaluated as :meth:`end_epoch` evaluates the test images (the same BatchNorm statistics)."""
+        self.model.load_state_dict(kept)
+        precise = self.bn_eval == "precise"
+        with self.model.precise_statistics(data.x_train, self.batch, self.autocast) if precise else contextlib.nullcontext():
+            loss, acc = evaluate_packed(self.model, x, y, self.l2, self.eval_chunk, self.autocast())
+        return torch.stack([loss, acc], 1).tolist()
+
 
 def train_packed(runs: list[dict], data: Tensors, *, settings: TrainSettings = DEFAULTS, device: torch.device | None = None,
                  checkpoint: Path | None = None, log: TextIO | None = sys.stderr) -> list[dict]:

@@ -24,12 +24,17 @@ class Tensors:
     x_test: torch.Tensor
     y_test: torch.Tensor
     classes: int = 10  # the data source's label count: the size of the model's last layer
+    x_final: torch.Tensor | None = None  # the test split's first data.final_test images, where more than x_test (the job's)
+    y_final: torch.Tensor | None = None
 
     @classmethod
-    def from_splits(cls, s: Splits, device: torch.device) -> Tensors:
+    def from_splits(cls, s: Splits, device: torch.device, final: Splits | None = None) -> Tensors:
+        """``s`` on ``device``; with ``final`` (a prepared file of the test split's first ``final_test``
+        images) its test images as ``x_final``/``y_final``."""
         f = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32) / 255.0).to(device)
         i = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64)).to(device)
-        return cls(f(s.x_train), i(s.y_train), f(s.x_val), i(s.y_val), f(s.x_test), i(s.y_test), int(s.meta.get("classes", 10)))
+        extra = {} if final is None else {"x_final": f(final.x_test), "y_final": i(final.y_test)}
+        return cls(f(s.x_train), i(s.y_train), f(s.x_val), i(s.y_val), f(s.x_test), i(s.y_test), int(s.meta.get("classes", 10)), **extra)
 
 
 def seed_streams(seed: int) -> tuple[torch.Generator, np.random.Generator, torch.Generator]:

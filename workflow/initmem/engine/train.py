@@ -152,6 +152,17 @@ class SingleRun:
         self.model.load_state_dict(sd["model"])  # copies onto the model's device
         self.opt.load_state_dict(sd["optimizer"])  # onto each parameter's device
 
+    def keep(self, kept: dict | None, members: list[int]) -> dict:
+        """A copy of the model's weights and BatchNorm buffers (the one member improved)."""
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def evaluate_kept(self, kept: dict, data: Tensors, x: torch.Tensor, y: torch.Tensor) -> list[list[float]]:
+        """[[loss, accuracy]] on ``x``, ``y`` of the kept network, loaded into the model and evaluated as
+        :meth:`end_epoch` evaluates the test images (the same BatchNorm statistics)."""
+        self.model.load_state_dict(kept)
+        with self._statistics(data):
+            return [list(evaluate(self.model, x, y, self.l2, self.autocast(), self.net))]
+
 
 def train_run(spec: dict, data: Tensors, run_id: str = "run", *, settings: TrainSettings = DEFAULTS,
               device: torch.device | None = None, checkpoint: Path | None = None, log: TextIO | None = sys.stderr) -> dict:

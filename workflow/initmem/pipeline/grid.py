@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from initmem.pipeline.guards import NAME
-from initmem.spec import KNOWN_KEYS, ConfigError, resolve_spec, validate_spec
+from initmem.spec import KNOWN_KEYS, ConfigError, entry_info, resolve_spec, validate_spec
 
 PACKED_AXES = ("sigma_w", "seed")
 _ABBREV = {"batch_size": "b", "sigma_w": "sw", "seed": "s", "weight_decay": "wd", "momentum": "mom",
@@ -116,9 +116,21 @@ def _run_spec(name: str, study: dict, variant: str, point: dict, index: int, def
         raise OversizedBatch(f"{'.'.join(map(str, set_by))}: {spec['batch_size']} (in {where}) exceeds data.n_train = "
                              f"{data['n_train']} (every step would see the whole training set); lower it or raise "
                              "n_train", set_by)
+    source = data.get("source", "torchvision")
+    if spec.get("final_test", 0) > data["n_test"] and entry_info("source", source).get("ORIGIN") is None:
+        raise ConfigError(f"{where}: final_test = {spec['final_test']} exceeds data.n_test = {data['n_test']}, and data.source "
+                          f"{source} draws its test images anew for each size (no fixed split to take the first of); "
+                          "keep final_test <= n_test")
     spec = resolve_spec(spec)
     spec.update(variant=variant or None, n_train=data["n_train"], n_val=data["n_val"], n_test=data["n_test"])
     return spec
+
+
+def final_test_size(runs: dict[str, list[Run]], data: dict) -> int:
+    """How many of the test split's first images the config's runs evaluate their selected network on
+    beyond the prepared data's ``n_test`` (the largest ``final_test``; 0 when none exceeds ``n_test``)."""
+    most = max((int(r.spec.get("final_test", 0)) for study in runs.values() for r in study), default=0)
+    return most if most > int(data["n_test"]) else 0
 
 
 def _named_run(name: str, variant: str, point: dict, spec: dict) -> Run:

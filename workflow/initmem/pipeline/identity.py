@@ -165,6 +165,10 @@ SAME_NUMBERS_AS = {
                                              "with the same values and defaults, and train_loop's resume, epoch, "
                                              "end-of-epoch and stop/checkpoint code moved into named helpers in the "
                                              "same order: the same steps, draws, evaluations, records and checkpoints"),
+    "77176b513701050e": ("a6a2e72afa3b8440", "the optional spec key final_test (the network at tau_best kept, in the "
+                                             "checkpoints too, and evaluated once after training on the first final_test "
+                                             "test images): a spec without it keeps nothing, evaluates nothing more and "
+                                             "records the same history and summary"),
 }
 
 
@@ -395,6 +399,13 @@ def data_folder(data_id: dict, data_code: str) -> str:
     digest = _digest({"data": data_id, "code": data_code}, 10)
     size = f"-{data_id['resolution']}px" if "resolution" in data_id else ""
     return f"{origin}-{data_id['n_train']}-{data_id['n_val']}-{data_id['n_test']}{size}-{digest}"
+
+
+def final_test_file(data_id: dict, data_code: str, n: int) -> str:
+    """The prepared file of a data identity's first ``n`` test images (the runs' ``final_test`` set where
+    it exceeds ``n_test``): ``test.npz`` in the folder of the same identity with ``n_test`` = ``n``, whose
+    test images they are (a config of that size prepares ``cifar10.npz`` beside it)."""
+    return f"results/data/{data_folder({**data_id, 'n_test': int(n)}, data_code)}/test.npz"
 
 
 def run_key(spec: dict, data_id: dict, trainer: str, precision: str) -> str:

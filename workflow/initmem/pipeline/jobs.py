@@ -27,15 +27,31 @@ from initmem.pipeline.continuation import continue_after_stop, job_end_time
 from initmem.pipeline.finished import declare, keep_written, place, same_runs
 from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
 from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack
-from initmem.pipeline.planning import finished_path, read_plan, started_path
+from initmem.pipeline.planning import FINAL_TEST_ENV, finished_path, read_plan, started_path
 from initmem.pipeline.records import write_pack
 from initmem.pipeline.stops import KEPT, kept_line, training_line
 
 ENGINES = ("vmap", "loop")
 
 
+def final_test_splits(runs: list[dict], splits: Splits, environ: dict | None = None) -> Splits | None:
+    """The final test images the runs need beyond the prepared data's test images (their ``final_test``
+    larger than ``n_test``), read from the file :data:`FINAL_TEST_ENV` names; None when they need none."""
+    need = max(int(r["spec"].get("final_test", 0)) for r in runs)
+    if need <= len(splits.x_test):
+        return None
+    path = (os.environ if environ is None else environ).get(FINAL_TEST_ENV)
+    if not path:
+        raise ValueError(f"final_test = {need} but the prepared data has {len(splits.x_test)} test images and no file of "
+                         f"final test images is named ({FINAL_TEST_ENV}); the workflow prepares it (prepare_final_test)")
+    final = load_prepared(path)
+    if len(final.x_test) < need:
+        raise ValueError(f"final_test = {need} but {path} holds {len(final.x_test)} test images")
+    return final
+
+
 def train_pack(runs: list[dict], splits: Splits, settings: TrainSettings = DEFAULTS, *, checkpoint_dir: Path | None = None,
-               log: TextIO | None = sys.stderr) -> list[dict]:
+               log: TextIO | None = sys.stderr, final: Splits | None = None) -> list[dict]:
     """Train runs that differ only in sigma_w and seed; ``runs`` are dicts with ``run_id`` and ``spec``.
 
     Returns one metrics record per run, in order. ``settings.engine`` "vmap" trains a pack of two or more as
@@ -44,13 +60,14 @@ def train_pack(runs: list[dict], splits: Splits, settings: TrainSettings = DEFAU
     ``settings.device`` goes through :func:`initmem.engine.device.pick_device` (no silent CPU, one GPU per job) and
     every record's ``env`` gets :func:`initmem.engine.device.device_environment`. ``settings.memory_format``
     (``compute.memory_format``) changes the layout, not the values: it is no part of a run's key.
+    ``final``: the test images of the runs' final evaluation beyond ``splits``' (:func:`final_test_splits`).
     """
     if settings.engine not in ENGINES:
         raise ValueError(f"unknown pack engine {settings.engine!r}; choose one of {ENGINES}")
     dev = pick_device(settings.device, log)
     if dev.type == "cpu":  # the steps' tensors live in host memory
         keep_freed_host_memory()
-    data = Tensors.from_splits(splits, dev)
+    data = Tensors.from_splits(splits, dev, final)
     for r in runs:
         if r["spec"]["n_train"] != len(splits.x_train):
             raise ValueError(f"{r['run_id']}: spec n_train {r['spec']['n_train']} but prepared data has {len(splits.x_train)}")
@@ -152,9 +169,10 @@ def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path,
     install_stop_handlers()
     end_time = job_end_time(os.environ) if os.environ.get("SLURM_JOB_ID") else None  # once, not at the signal
     splits = load_prepared(data)
+    final = final_test_splits(members, splits)  # the runs' final test images beyond the prepared data's, if any
     print(training_line([m["run_id"] for m in members]), file=sys.stderr, flush=True)
     try:
-        records = train_pack(members, splits, settings, checkpoint_dir=ckpt_dir, log=sys.stderr)  # read now: the job's log may have replaced it
+        records = train_pack(members, splits, settings, checkpoint_dir=ckpt_dir, log=sys.stderr, final=final)  # read now: the job's log may have replaced it
     except Preempted as exc:  # one line (the last of the log), and on Slurm what became of the job
         print(stop_line(str(exc)), file=sys.stderr, flush=True)
         if os.environ.get("SLURM_JOB_ID"):

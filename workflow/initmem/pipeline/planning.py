@@ -52,6 +52,9 @@ class Pack:
 # writes plans must not change (its code is a rerun trigger), and the identity is no trigger of its
 # own (it is already part of every member's key).
 DATA_ENV = "INITMEM_DATA_IDENTITY"
+# The prepared file of the config's final test images, where its runs' final_test exceeds data.n_test
+# (workflow/rules/common.smk sets it; initmem.pipeline.jobs.final_test_splits reads it)
+FINAL_TEST_ENV = "INITMEM_FINAL_TEST"
 
 
 def pack_name(config_id: str, members: list[tuple[str, dict]], data_id: dict | None = None) -> str:

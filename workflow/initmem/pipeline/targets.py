@@ -83,7 +83,7 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minute
     SIGTERM, checkpoints, requeues itself and resumes: :mod:`initmem.pipeline.continuation`).
 
     Per epoch a run processes n_train training images and evaluates n_val + n_test images (about a
-    third of the cost of a training image each).
+    third of the cost of a training image each), and after training its ``final_test`` images once.
     """
     images = sum(run_images(s) for s in specs)
     minutes = int(math.ceil(1.5 * images / images_per_second / 60)) + 5
@@ -119,7 +119,8 @@ def pack_mem_mb(specs: list[dict], device: str = "cpu") -> int:
     if device == "auto":
         return max(pack_mem_mb(specs, "cpu"), pack_mem_mb(specs, "cuda"))
     s = specs[0]
-    n_images = s["n_train"] + s["n_val"] + s["n_test"]
+    final = int(s.get("final_test", 0))  # beyond n_test: the test split's first final_test images, a file of their own
+    n_images = s["n_train"] + s["n_val"] + s["n_test"] + (final if final > s["n_test"] else 0)
     uint8_mb, train_f32_mb = n_images * 3072 / 2**20, s["n_train"] * 3072 * 4 / 2**20
     total = HOST_BASE_MB + uint8_mb + CHECKPOINT_PEAK * pack_state_mb(specs)
     if device == "cpu":
@@ -131,8 +132,9 @@ def pack_mem_mb(specs: list[dict], device: str = "cpu") -> int:
 
 
 def run_images(spec: dict) -> float:
-    """Training-image equivalents one run processes (an evaluated image counts a third)."""
-    return spec["epochs"] * (spec["n_train"] + (spec["n_val"] + spec["n_test"]) / 3)
+    """Training-image equivalents one run processes (an evaluated image counts a third; the final
+    evaluation of the selected network, ``final_test`` images, once)."""
+    return spec["epochs"] * (spec["n_train"] + (spec["n_val"] + spec["n_test"]) / 3) + int(spec.get("final_test", 0)) / 3
 
 
 def pack_rate(specs: list[dict], compute: dict):
