@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from initmem.claims import calibration as C
+from initmem.planner import calibration as C
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,7 @@ def _benchmark():
 @pytest.fixture(scope="module")
 def quick_table() -> pd.DataFrame:
     b = _benchmark()
-    mine = {k: v for k, v in b.RULES.items() if k.startswith("initmem.claims.calibration:")}
+    mine = {k: v for k, v in b.RULES.items() if k.startswith("initmem.planner.calibration:")}
     return b.collect(quick=True, modules=mine)
 
 

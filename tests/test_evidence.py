@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initmem.claims import report as R
 from initmem.evidence import CHANGED, evidence_folders, main, readme_pages, update_readme
+from initmem.reports import verdict_tables as R
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = evidence_folders(ROOT)

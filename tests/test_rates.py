@@ -235,9 +235,9 @@ def test_design_estimate_and_a_figures_dry_run_give_one_cost():
     row, its claim rows' configurations (priced as packed) add up to it, and the dry run of Figure 6
     (studies main and lr_l2: a part of the config) prices exactly those studies' rows and names the
     whole config's number beside its own."""
-    from initmem import design as D
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.estimate import cluster_config, estimate_table, pack_gpu_hours, planned_estimate
+    from initmem.planner import design as D
 
     config = cluster_config(load_config([ROOT / "config" / "paper.yaml"]))
     rows = {cells[0]: cells for line in estimate_table(config).splitlines() if line.startswith("| ")
