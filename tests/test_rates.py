@@ -13,9 +13,9 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from initmem.costs.rates import RateModel, load_rates
 from initmem.pipeline.grid import expand_studies
 from initmem.pipeline.planning import plan_studies, write_plan
-from initmem.pipeline.rates import RateModel, load_rates
 from initmem.pipeline.targets import job_runtime_minutes, pack_mem_mb, pack_rate, pack_runtime_minutes, pack_state_mb
 
 
@@ -104,7 +104,7 @@ def test_a_slower_larger_pack_caps_every_pack_between_and_beyond_it():
 def test_bf16_defaults_follow_the_public_resnet50_anchor():
     """bf16 over tf32 on one GPU: 2.6x r_gpu for ResNet-9 (NVIDIA's ResNet-50 A100 TF32 938 vs AMP
     2,470 images/s), 2x for the memory-bound ResNet-56/110."""
-    from initmem.pipeline.rates import default_curve
+    from initmem.costs.rates import default_curve
 
     for arch, ratio in (("resnet9", 2.6), ("resnet56", 2.0), ("resnet110", 2.0)):
         (h32, g32), (h16, g16) = (default_curve(arch, 64, 128, "adam", p, 8) for p in ("tf32", "bf16"))

@@ -253,7 +253,7 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
 @pytest.mark.parametrize("limit, minutes", [(1440, 1440), ("1-00:00:00", 1440), ("'4:00:00'", 240), ("90", 90),
                                             ("90:59", 90), ("2-12", 3600), ("infinite", None), ("UNLIMITED", None)])
 def test_the_partition_time_limit_reads_as_sinfo_prints_it(limit, minutes):
-    from initmem.pipeline.timelimit import partition_time_limit
+    from initmem.costs.timelimit import partition_time_limit
 
     assert partition_time_limit(["slurm_partition=gpu", f"partition_time_limit={limit}"]) == minutes
 
@@ -261,7 +261,7 @@ def test_the_partition_time_limit_reads_as_sinfo_prints_it(limit, minutes):
 def test_estimate_reads_the_time_limit_where_the_profile_states_it_for_train():
     """``estimate`` and ``design`` read a profile file, not Snakemake: train's set-resources (a mapping
     or ``rule:name=value`` strings) win over default-resources, and another rule's limit is not train's."""
-    from initmem.pipeline.timelimit import profile_time_limit
+    from initmem.costs.timelimit import profile_time_limit
 
     assert profile_time_limit({"set-resources": {"train": {"partition_time_limit": "4:00:00"}},
                                "default-resources": {"partition_time_limit": 1440}}) == 240
@@ -271,7 +271,7 @@ def test_estimate_reads_the_time_limit_where_the_profile_states_it_for_train():
 
 
 def test_the_partition_time_limit_lowers_the_configs_cap_and_never_raises_it():
-    from initmem.pipeline.timelimit import capped_compute
+    from initmem.costs.timelimit import capped_compute
 
     assert capped_compute({"max_runtime_minutes": 1440}, 240)["max_runtime_minutes"] == 240
     assert capped_compute({"max_runtime_minutes": 60}, 240)["max_runtime_minutes"] == 60
@@ -316,10 +316,10 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
 @pytest.mark.workflow
 def test_a_compiled_train_job_asks_for_its_compile_minutes_and_workers_memory(tmp_path):
     """The same ~27-minute pack with compute.compile: step asks for 15 minutes more (3 x 5 graphs: the
-    training batch, three evaluation shapes, the update) and 2,048 MiB more (initmem.pipeline.compilecost)."""
+    training batch, three evaluation shapes, the update) and 2,048 MiB more (initmem.costs.compilecost)."""
     from test_workflow import workdir_copy
 
-    from initmem.pipeline.compilecost import COMPILE_WORKERS_MB
+    from initmem.costs.compilecost import COMPILE_WORKERS_MB
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
