@@ -2,11 +2,11 @@
 design (false ``reproduced`` <= 5% under every null, coverage >= 93% where 95% is stated), and the
 bar check itself catches a rule that does not."""
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import script
 
 from initmem.planner import calibration as C
 
@@ -14,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location("verdict_calibration", ROOT / "benchmarks" / "verdict_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("benchmarks/verdict_calibration.py")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, script
 
 from initmem.pipeline.configfiles import load_config
 from initmem.pipeline.estimate import planned_shapes
@@ -171,12 +171,7 @@ def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note_but_the_correct
 
 
 def _script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("device_check", ROOT / SCRIPT)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    return check
+    return script(SCRIPT)
 
 
 def test_the_resume_row_names_every_op_that_refuses_determinism():

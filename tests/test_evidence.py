@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import script
 
 from initmem.evidence import CHANGED, evidence_folders, main, readme_pages, update_readme
 from initmem.reports import verdict_tables as R
@@ -304,12 +305,8 @@ def test_the_front_page_shows_a_split_claims_halves_together():
 def test_the_decisive_tiers_design_outcome_is_what_its_tables_give():
     """design_outcome.md (the designed claims beside their verdicts, quoted in the tier's README) is
     the script's output on the committed tables: a re-analysis that changes a verdict shows here."""
-    import importlib.util
-
     folder = ROOT / "evidence" / "jpeg-cifar10-decisive"
-    spec = importlib.util.spec_from_file_location("design_outcome", folder / "design_outcome.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = script("evidence/jpeg-cifar10-decisive/design_outcome.py")
     text = module.outcome(folder)
     assert (folder / "design_outcome.md").read_text() == text
     assert text in (folder / "README.md").read_text()

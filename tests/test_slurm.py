@@ -48,7 +48,7 @@ SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch
 
 @pytest.mark.workflow
 def test_profile_dry_run_without_slurm(tmp_path):
-    from test_workflow import job_counts, workdir_copy
+    from conftest import job_counts, workdir_copy
 
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.invocation import record_provenance
@@ -85,7 +85,7 @@ def test_profile_dry_run_without_slurm(tmp_path):
 
 @pytest.mark.workflow
 def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
@@ -97,7 +97,7 @@ def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
 
 @pytest.mark.workflow
 def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
@@ -129,7 +129,7 @@ def test_only_the_submitted_rule_carries_slurm_resources(tmp_path):
     """A dry run under the profile: no local rule (data, plans, run files, tables, figures) shows a
     Slurm key among its resources, so none reads as submitted; ``train`` still asks for the profile's
     partition, account, time limit, GPU and signal."""
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
@@ -178,7 +178,7 @@ def test_cluster_never_overwrites_a_slurm_config_it_did_not_write(tmp_path):
 
 @pytest.mark.slurm
 def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     without_account(shipped_slurm_profile(work))
@@ -218,7 +218,7 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
     allowed no retry at all."""
     import time
 
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     without_account(shipped_slurm_profile(work))
@@ -302,7 +302,7 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
     """A pack the rate model says needs ~27 minutes, under a config cap of 1440: with the profile's
     partition limit at 15 minutes its job asks for 15 (it resumes across attempts), and for its own
     estimate where the profile states no limit."""
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     assert "\n    partition_time_limit: 1440 " in (shipped_slurm_profile(work) / "config.yaml").read_text()  # the line a user edits
@@ -317,7 +317,7 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
 def test_a_compiled_train_job_asks_for_its_compile_minutes_and_workers_memory(tmp_path):
     """The same ~27-minute pack with compute.compile: step asks for 15 minutes more (3 x 5 graphs: the
     training batch, three evaluation shapes, the update) and 2,048 MiB more (initmem.costs.compilecost)."""
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     from initmem.costs.compilecost import COMPILE_WORKERS_MB
 

@@ -4,14 +4,13 @@ and a new tier folder joins every list without an edit."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, script
 
 from initmem import tiers
 from initmem.planner import calibration as Cal
@@ -23,10 +22,7 @@ EVIDENCE = ROOT / "evidence"
 
 
 def _verdict_calibration():
-    spec = importlib.util.spec_from_file_location("verdict_calibration", ROOT / "benchmarks" / "verdict_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("benchmarks/verdict_calibration.py")
 
 
 def test_the_registry_yields_exactly_the_lists_that_were_written_by_hand():
