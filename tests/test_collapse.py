@@ -17,7 +17,8 @@ FIG6F = K.designs("paper")[0]  # Adam, lr 1e-3, b 16..256, 300 epochs, 25 sigma_
 
 def verdict_of(design: S.SimDesign, truth, what: str = "beta", seed: int = 0, draws: int = 40) -> tuple[str, str, C.ClockEstimate]:
     est = S.judge(design, S.simulate(design, truth, np.random.default_rng(seed)), what, draws)
-    return (*C.collapse_verdict(est), est)
+    decision = C.collapse_decision(est)
+    return decision.verdict, decision.why, est
 
 
 @pytest.mark.parametrize("what", ("beta", "spread"))
@@ -74,8 +75,7 @@ def test_no_seed_percentile_interval_from_few_seeds():
     """Below MIN_SEEDS_PERCENTILE seeds the interval is model-based; from that many, a seed bootstrap."""
     few = verdict_of(FIG6F, C.CLOCKS["T_adapt"], draws=20)[2]
     assert few.n_seeds == 10 < C.MIN_SEEDS_PERCENTILE and few.method.startswith("model-based bootstrap")
-    many = S.with_seeds(S.SimDesign("b", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 32, 40)), (0.1, 2.5), 1, 0.01, 1000),
-                        C.MIN_SEEDS_PERCENTILE)
+    many = S.SimDesign("b", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 32, 40)), (0.1, 2.5), C.MIN_SEEDS_PERCENTILE, 0.01, 1000)
     est = verdict_of(many, C.CLOCKS["T_adapt"], draws=20)[2]
     assert est.method.startswith("seed bootstrap")
 

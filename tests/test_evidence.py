@@ -119,24 +119,6 @@ def test_reanalyse_names_a_folder_without_runs(tmp_path, capsys):
     assert "runs.csv" in capsys.readouterr().err
 
 
-def test_the_tiers_table_puts_each_folder_in_its_own_column():
-    def rows(*items):
-        return pd.DataFrame([dict(id=i, kind="direction", quantity=f"claim {i}", verdict=v, statistic_verdict=s) for i, v, s in items])
-
-    small = rows(("a", "outside the paper's regime", "reproduced"), ("b", "not measured", "not measured"))
-    clocks = rows(("a", "reproduced", "reproduced"), ("b", "not reproduced", "not reproduced"), ("c", "not measured", "not measured"))
-    text = R.tiers_table({"small": small, "clocks": clocks})
-    assert "| claim a | **outside the paper's regime** (reproduced) | **reproduced** |" in text
-    assert "| claim b | - | **not reproduced** |" in text
-    assert "claim c" not in text  # measured in no folder: only in the counts
-    assert "`clocks`: **1 directional" not in text and "`clocks`: **2 directional claims measured" in text
-    other = rows(("a", "outside the paper's regime", "reproduced"))
-    other["quantity"] = "claim a at another setting"
-    text = R.tiers_table({"small": other, "clocks": clocks})
-    assert "| claim a at another setting | **outside the paper's regime** (reproduced) | - |" in text
-    assert "| claim a | - | **reproduced** |" in text
-
-
 @pytest.mark.slow
 def test_a_second_reanalysis_changes_nothing_and_says_so(reanalysed, capsys):
     copy = reanalysed[ROOT / "evidence" / "jpeg-cifar10-small"]   # re-analysed once already

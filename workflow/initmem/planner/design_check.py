@@ -290,9 +290,3 @@ def markdown(checks: Sequence[Check], command: str, seconds: float, draws: int =
             f"{sum(c.arithmetic_missed for c in checks)} rows miss (the arithmetic's)."]
     return "\n".join(out) + "\n"
 
-
-def misses(table: pd.DataFrame | None, family: str) -> pd.DataFrame:
-    """The rows of a committed check table where a plan of ``family`` missed."""
-    if table is None or table.empty:
-        return pd.DataFrame()
-    return table[(table["family"] == family) & table["missed"].astype(bool)]

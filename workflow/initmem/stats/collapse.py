@@ -607,11 +607,6 @@ def collapse_decision(est: ClockEstimate) -> CollapseDecision:
     return CollapseDecision(tested, tested, join(why, split, only))
 
 
-def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
-    """(verdict, reason) of :func:`collapse_decision`."""
-    d = collapse_decision(est)
-    return d.verdict, d.why
-
 
 def _grid_edges(grid: np.ndarray, mask: np.ndarray) -> tuple:
     """(lowest, highest) searched coordinate along each axis (the limits the overlap sets)."""

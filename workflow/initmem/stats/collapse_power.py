@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -157,6 +157,3 @@ def row_rate(cells: Sequence[Cell], what: str, clock: str, theta: Sequence[float
     return lambda n: power(configs, n, noise, optimizer, ROW_POWER_SIMS, tuple(cells[0].sigmas), n_train, what, truth,
                            draws=ROW_POWER_DRAWS)
 
-
-def with_seeds(design: SimDesign, seeds: int) -> SimDesign:
-    return replace(design, seeds=seeds)
