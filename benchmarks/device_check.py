@@ -43,7 +43,7 @@ skipped with a note.
 Writes into ``--out`` (default benchmarks/device_check/), after EVERY row and atomically (a timeout
 leaves everything measured so far): ``device_check.md`` (the table) and ``rates.csv`` (images/s per
 arch, width, batch size, optimizer family, pack, precision and compile; the slowest optimizer of a
-family counts): what ``compute.rate_table`` reads (``initmem/pipeline/rates.py``).
+family counts): what ``compute.rate_table`` reads (``initmem/costs/rates.py``).
 
 usage: python benchmarks/device_check.py [--plan] [--quick] [--out DIR] [--budget SECONDS] [--only GROUPS]
   --plan    print the rows, in order, with their expected seconds on an H200 (no torch needed)
@@ -120,7 +120,7 @@ def job_rate(row: dict, quick: bool) -> float:
     """Expected images/s of a training row's job: the rate model's stated defaults (quick: a flat CPU rate)."""
     if quick:
         return QUICK["rate"]
-    from initmem.pipeline.rates import RateModel
+    from initmem.costs.rates import RateModel
 
     spec = {"arch": row["arch"], "width": row["width"], "batch_size": row["b"], "optimizer": row["opt"]}
     return RateModel().rate(spec, row["pack"], row["precision"]).central
@@ -176,7 +176,7 @@ def expected_seconds(row: dict, quick: bool) -> float:
 
 def rate_kind(shape: dict) -> tuple:
     """What a rate is kept per, pack sizes aside (``rates.csv``): architecture, batch size, optimizer family, precision."""
-    from initmem.pipeline.rates import family
+    from initmem.costs.rates import family
 
     return shape["arch"], shape["batch_size"], family(shape["optimizer"]), shape["precision"]
 
@@ -633,7 +633,7 @@ def table_text(rows: list[dict], header: str, quick: bool) -> str:
 def rates_text(rows: list[dict], device_name: str) -> str:
     """rates.csv: per key the slowest optimizer of a family; the trainer's default settings only
     (deterministic cuDNN, NCHW)."""
-    from initmem.pipeline.rates import COLUMNS, COMPILE_LABELS, family
+    from initmem.costs.rates import COLUMNS, COMPILE_LABELS, family
 
     slowest: dict[tuple, float] = {}
     for r in rows:

@@ -1,6 +1,6 @@
 """The familywise error of the regime tier's directional rows after Holm, measured with every row at the
 boundary of its side (where either decision is false), under run noise independent from epoch to epoch
-and under noise that persists along a run (:mod:`initmem.claims.familywise`).
+and under noise that persists along a run (:mod:`initmem.planner.familywise`).
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/familywise_error.py > benchmarks/familywise_error.md
     PYTHONPATH=workflow .venv/bin/python benchmarks/familywise_error.py --sims 100     # a quick look
@@ -14,7 +14,7 @@ import time
 
 from scipy import stats
 
-from initmem.claims import familywise as F
+from initmem.planner import familywise as F
 from initmem.stats.multiplicity import ALPHA
 
 SIMS, RNG_SEED = 2000, 51
@@ -30,7 +30,7 @@ def markdown(table, seconds: float, command: str) -> str:
     out = ["# Familywise error after Holm\n",
            f"`{command}` ({seconds:.0f} s wall, one core). Every tested row of `evidence/{F.TIER}` at the boundary of its side "
            "(so either decision is false) at that tier's design, read by the claims table's own functions: "
-           f"{', '.join(f'`{r}`' for r in F.RULES)} (`initmem.claims.familywise` says which truth puts each on its boundary). "
+           f"{', '.join(f'`{r}`' for r in F.RULES)} (`initmem.planner.familywise` says which truth puts each on its boundary). "
            "`any decision`: the share of simulated tiers with at least one `reproduced` or `not reproduced`, by the intervals "
            f"alone and after Holm at {ALPHA:.1%} (`initmem.stats.multiplicity.holm` over each row's own test's p); "
            "[a, b]: the 95% Clopper-Pearson interval.\n",

@@ -12,7 +12,7 @@ cells drawn from a known truth at a design: linear profiles over sigma_w 0.1 / 0
 The noise models (the truths the design cannot tell apart, each of which could make the rule wrong):
 - ``measured``: the selected tier's SGD runs (the recipe tier's measurement: 256 images at 32x32, precise
   BatchNorm statistics), each seed's deviations per sigma_w, their covariance as measured, moved to the test
-  size (``initmem.design.seed_deviations``: the test-sampling part recomputed, the rest kept);
+  size (``initmem.planner.design.seed_deviations``: the test-sampling part recomputed, the rest kept);
 - ``independent``: independent normal noise at that covariance's largest sd per sigma_w, at every sigma_w;
 - ``offset-t3``: the measured covariance with a run offset from Student t (3 degrees of freedom, the same sd):
   heavy-tailed runs.
@@ -32,8 +32,8 @@ import time
 import numpy as np
 from scipy import stats
 
-from initmem import design as D
 from initmem.claims.clock import FEASIBLE_SEEDS, RETAINED, gone_verdict
+from initmem.planner import design as D
 from initmem.stats import spreads as Sp
 from initmem.stats import verdicts as V
 

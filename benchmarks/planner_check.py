@@ -1,6 +1,6 @@
 """The planner checked against what happened: each committed tier replanned without itself, every spread
 and contrast plan's P(decision) beside the rate its rule reaches on resamples of that tier's own seeds
-(:mod:`initmem.design_check`). Writes the table (Markdown, stdout) and the CSV ``design`` reads its
+(:mod:`initmem.planner.design_check`). Writes the table (Markdown, stdout) and the CSV ``design`` reads its
 warnings from.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/planner_check.py > benchmarks/planner_check.md
@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from initmem import design as D
-from initmem import design_check as K
+from initmem.planner import design as D
+from initmem.planner import design_check as K
 
 
 def main(argv: list[str] | None = None) -> int:

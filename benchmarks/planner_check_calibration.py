@@ -1,4 +1,4 @@
-"""The planner check's miss test (initmem.design_check.miss_p) on plans that are exactly right.
+"""The planner check's miss test (initmem.planner.design_check.miss_p) on plans that are exactly right.
 
 A tier of N seeds is simulated from a known truth, and the check reads it as benchmarks/planner_check.py
 reads a committed tier: the share of resamples (every subset of n of its N seeds, or 1,000 drawn without
@@ -9,7 +9,7 @@ binomial proportions, statsmodels ``test_proportions_2indep``, which takes the o
 independent draws). Rules as the claims table reads them: a single spread against "> 1 pp, gone below"
 (:func:`initmem.stats.spreads.spread_arrays`) and the seed-paired contrast against "> 0"
 (:func:`initmem.stats.spreads.contrast_arrays`); truths linear in sigma_w plus a seed effect shared by its
-sigma_w, as the verdict calibration draws them (:mod:`initmem.claims.calibration`).
+sigma_w, as the verdict calibration draws them (:mod:`initmem.planner.calibration`).
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/planner_check_calibration.py > benchmarks/planner_check_calibration.md
     ... --tiers 40                                                                    # a quick look
@@ -28,9 +28,9 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.proportion import test_proportions_2indep
 
-from initmem import design_check as K
-from initmem.claims import calibration as C
 from initmem.claims.clock import RETAINED
+from initmem.planner import calibration as C
+from initmem.planner import design_check as K
 from initmem.stats.power import side_codes
 from initmem.stats.spreads import contrast_arrays, spread_arrays
 from initmem.stats.verdicts import greater

@@ -2,7 +2,7 @@
 at the paper's, read by the claims table's own rule functions.
 
 Every entry of :data:`RULES` names a function ``module:function(design, n_sims, rng_seed) -> list[dict]``
-returning rows with the keys of :data:`initmem.claims.calibration.ROW_KEYS`; this script collects them, prints one
+returning rows with the keys of :data:`initmem.planner.calibration.ROW_KEYS`; this script collects them, prints one
 Markdown table per design and checks the bars: false ``reproduced`` (for the collapse also a ``partly
 tested`` whose tested part is against the truth) <= 5% under every truth against the claim and false
 ``not reproduced`` <= 5% under every truth for it, each by a one-sided exact binomial test at 5% of
@@ -11,7 +11,7 @@ and coverage >= 93% (2 Monte Carlo standard errors of margin) where a 95% interv
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py > benchmarks/verdict_calibration.md
     PYTHONPATH=workflow .venv/bin/python benchmarks/verdict_calibration.py --quick    # a few sims: the tests' subset
-    ... --rules initmem.claims.calibration:spread_rows                                 # some rules only
+    ... --rules initmem.planner.calibration:spread_rows                                 # some rules only
     ... --designs selected-tier selected-tier-ar1 > benchmarks/verdict_calibration_selected.md   # some designs only
 
 Exit status 1 when a bar fails.
@@ -36,18 +36,18 @@ DESIGNS = ("small-tier", "clocks-tier", "decisive-tier", "paper")
 SELECTED = "selected-tier"   # its curves also with the run noise persisting along epochs (AR(1): "-ar1")
 # rule rows (module:function) -> (designs it is calibrated at, simulations per truth in the full run)
 RULES = {
-    "initmem.claims.calibration:spread_rows": ((*DESIGNS, SELECTED), 4000),
-    "initmem.claims.calibration:gone_rows": ((*DESIGNS, "regime-tier", SELECTED), 4000),
-    "initmem.claims.calibration:wash_out_rows": ((*DESIGNS, SELECTED), 4000),
-    "initmem.claims.calibration:flat_edge_rows": ((SELECTED, SELECTED + "-ar1", SELECTED + "-offset", SELECTED + "-t3", "decisive-tier"), 400),
-    "initmem.claims.calibration:shape_rows": ((*DESIGNS, SELECTED, SELECTED + "-ar1"), 200),
+    "initmem.planner.calibration:spread_rows": ((*DESIGNS, SELECTED), 4000),
+    "initmem.planner.calibration:gone_rows": ((*DESIGNS, "regime-tier", SELECTED), 4000),
+    "initmem.planner.calibration:wash_out_rows": ((*DESIGNS, SELECTED), 4000),
+    "initmem.planner.calibration:flat_edge_rows": ((SELECTED, SELECTED + "-ar1", SELECTED + "-offset", SELECTED + "-t3", "decisive-tier"), 400),
+    "initmem.planner.calibration:shape_rows": ((*DESIGNS, SELECTED, SELECTED + "-ar1"), 200),
     # the tiers with the role "collapse-calibration" (initmem.tiers: the clocks and decisive tiers) and the paper
-    "initmem.claims.collapse_calibration:calibration_rows": ((*(t.name for t in tiers.with_role("collapse-calibration")), "paper"), 200),
+    "initmem.planner.collapse_calibration:calibration_rows": ((*(t.name for t in tiers.with_role("collapse-calibration")), "paper"), 200),
 }
-QUICK_SIMS = {"initmem.claims.calibration:spread_rows": 250, "initmem.claims.calibration:gone_rows": 250,
-              "initmem.claims.calibration:wash_out_rows": 250, "initmem.claims.calibration:flat_edge_rows": 12,
-              "initmem.claims.calibration:shape_rows": 12,
-              "initmem.claims.collapse_calibration:calibration_rows": 10}
+QUICK_SIMS = {"initmem.planner.calibration:spread_rows": 250, "initmem.planner.calibration:gone_rows": 250,
+              "initmem.planner.calibration:wash_out_rows": 250, "initmem.planner.calibration:flat_edge_rows": 12,
+              "initmem.planner.calibration:shape_rows": 12,
+              "initmem.planner.collapse_calibration:calibration_rows": 10}
 RNG_SEED = 35
 FALSE_MAX, COVERAGE_MIN = 0.05, 0.93
 
@@ -134,7 +134,7 @@ def markdown(table: pd.DataFrame, seconds: float, command: str, left_out: list[s
     cores = "one core" if jobs == 1 else f"{jobs} processes"
     out = ["# Verdict calibration\n",
            f"`{command}` ({seconds:.0f} s wall, {cores}). Known truths simulated at each design and read by the claims table's "
-           "own rules (`initmem.claims.calibration`, and the collapse rule's `initmem.claims.collapse_calibration.calibration_rows`). "
+           "own rules (`initmem.planner.calibration`, and the collapse rule's `initmem.planner.collapse_calibration.calibration_rows`). "
            "`false reproduced`: share of `reproduced` where the truth is against the claim; `false not reproduced`: share "
            "of `not reproduced` where it is for it (a truth on the rule's boundary, as a spread of exactly 1 pp against the zone "
            "[0, 1 pp) the words call gone, states both: either word is false there); `coverage`: share of stated 95% intervals holding the true value (blank: "

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -47,6 +52,45 @@ def tiny_config(studies: dict, data: dict | None = None, pack: int = 1, checkpoi
                         "images_per_second": 1000}}
 
 
+def script(path: str) -> ModuleType:
+    """A script of the checkout (``tools/``, ``benchmarks/``, an evidence folder's), by its path from the
+    repository root, loaded as a fresh module: they are run as files, never installed, and every test
+    that reads one loads it this way."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- running Snakemake in a throwaway copy of the workflow (the workflow tests') ---------------------
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def snakemake(*args, cwd=ROOT, check=True):
+    """Run Snakemake (in ``cwd``: tests pass a :func:`workdir_copy`) and return the finished process."""
+    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def job_counts(output: str) -> dict:
+    """Snakemake's "Job stats" table of ``output``: rule -> jobs."""
+    table = output[output.index("Job stats:"):]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def workdir_copy(tmp_path: Path) -> Path:
+    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/, profiles/) to run in:
+    every test that runs Snakemake runs it in one, never in the checkout, whose results/ and
+    .snakemake/ (a user's `make run`) would change what it plans."""
+    for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
+    return tmp_path
+
+
 # The finished tiny pipeline the workflow tests share (tests/test_reruns.py, tests/test_code_identity.py):
 # SGD, Adam and Lion packs of 4 runs each on 16x16 synthetic images, one epoch, with its per-study table,
 # the clock table and Figures 1 and 9.
@@ -80,7 +124,6 @@ def tiny_pipeline(tmp_path_factory) -> Path:
     import fcntl
 
     import yaml
-    from test_workflow import snakemake, workdir_copy
 
     shared, lock = session_shared(tmp_path_factory, "tiny_pipeline")
     work, done = shared / "project", shared / "built"

@@ -2,28 +2,25 @@
 design (false ``reproduced`` <= 5% under every null, coverage >= 93% where 95% is stated), and the
 bar check itself catches a rule that does not."""
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import script
 
-from initmem.claims import calibration as C
+from initmem.planner import calibration as C
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location("verdict_calibration", ROOT / "benchmarks" / "verdict_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("benchmarks/verdict_calibration.py")
 
 
 @pytest.fixture(scope="module")
 def quick_table() -> pd.DataFrame:
     b = _benchmark()
-    mine = {k: v for k, v in b.RULES.items() if k.startswith("initmem.claims.calibration:")}
+    mine = {k: v for k, v in b.RULES.items() if k.startswith("initmem.planner.calibration:")}
     return b.collect(quick=True, modules=mine)
 
 

@@ -106,8 +106,8 @@ def test_a_family_file_without_its_contract_is_named(tmp_path, monkeypatch):
 def test_the_planner_sizes_a_claim_by_what_its_claim_reads():
     """A plan's kind (which seed cap the cheapest design searches under) is its claim's ``reads``,
     never a guess from the id's prefix; an id no claim makes is an error naming the catalogue."""
-    from initmem import design as D
     from initmem.claims.claim import CURVE_READ, SPREAD_READ
+    from initmem.planner import design as D
 
     assert {c.reads for c in REGISTRY} == {SPREAD_READ, CURVE_READ}
     kinds = {cid: D.Plan(cid, "", [], None, None, "").kind for cid in

@@ -10,8 +10,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import TINY_TARGETS
-from test_workflow import job_counts, snakemake
+from conftest import TINY_TARGETS, job_counts, snakemake
 
 TARGETS = TINY_TARGETS
 

@@ -7,16 +7,18 @@ import numpy as np
 import pytest
 from test_verdicts import claims, clock_history, clock_table, runs_of
 
-from initmem.claims import collapse_calibration as K
+from initmem.planner import collapse_calibration as K
 from initmem.stats import collapse as C
+from initmem.stats import collapse_power as S
 from initmem.stats.verdicts import PARTLY_TESTED
 
 FIG6F = K.designs("paper")[0]  # Adam, lr 1e-3, b 16..256, 300 epochs, 25 sigma_w x 10 seeds
 
 
-def verdict_of(design: K.SimDesign, truth, what: str = "beta", seed: int = 0, draws: int = 40) -> tuple[str, str, C.ClockEstimate]:
-    est = K.judge(design, K.simulate(design, truth, np.random.default_rng(seed)), what, draws)
-    return (*C.collapse_verdict(est), est)
+def verdict_of(design: S.SimDesign, truth, what: str = "beta", seed: int = 0, draws: int = 40) -> tuple[str, str, C.ClockEstimate]:
+    est = S.judge(design, S.simulate(design, truth, np.random.default_rng(seed)), what, draws)
+    decision = C.collapse_decision(est)
+    return decision.verdict, decision.why, est
 
 
 @pytest.mark.parametrize("what", ("beta", "spread"))
@@ -37,7 +39,7 @@ def test_figure_6f_at_paper_scale_decides_the_batch_exponent(what):
 def test_sgd_with_lr_proportional_to_b_cannot_tell_t_sgd_from_the_epoch():
     """lr = 1e-3 b / 16: K eta^2 / b and the epoch clock are the same clock, so epoch-only curves align
     under T_SGD too; that is not a reproduction (the old rule said p = 2 [2, 2], reproduced)."""
-    d = K.SimDesign("lr ~ b", "sgd", "T_sgd", tuple((1e-3 * b / 16, b, 40) for b in (16, 32, 64, 128)), (0.1, 0.5, 1.2, 2.5), 3, 0.01, 1000)
+    d = S.SimDesign("lr ~ b", "sgd", "T_sgd", tuple((1e-3 * b / 16, b, 40) for b in (16, 32, 64, 128)), (0.1, 0.5, 1.2, 2.5), 3, 0.01, 1000)
     v, why, est = verdict_of(d, "epoch-only")
     assert v == "not identifiable" and "the same clock" in why, why
     assert est.design.rank == 1
@@ -45,7 +47,7 @@ def test_sgd_with_lr_proportional_to_b_cannot_tell_t_sgd_from_the_epoch():
 
 def test_a_batch_size_effect_is_not_blamed_on_the_learning_rate():
     """K eta^2 / b^2 at lr x b: p comes out at 2 (the paper's, for T_SGD) and q at -2, not -1."""
-    d = K.SimDesign("lr x b", "sgd", "T_sgd", tuple((lr, b, 40) for lr in (0.1, 0.2, 0.4) for b in (16, 32, 64)), (0.1, 0.5, 1.2, 2.5),
+    d = S.SimDesign("lr x b", "sgd", "T_sgd", tuple((lr, b, 40) for lr in (0.1, 0.2, 0.4) for b in (16, 32, 64)), (0.1, 0.5, 1.2, 2.5),
                     5, 0.01, 1000)
     v, why, est = verdict_of(d, (2.0, -2.0))
     assert est.design.parameter() == "p and q"
@@ -64,7 +66,7 @@ def test_the_clock_tiers_one_pair_across_learning_rates_does_not_measure_p():
 
 
 def test_one_learning_rate_and_one_batch_size_identify_nothing():
-    d = K.SimDesign("one", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 16, 20)), (0.1, 1.0, 2.5), 3, 0.01, 1000)
+    d = S.SimDesign("one", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 16, 20)), (0.1, 1.0, 2.5), 3, 0.01, 1000)
     v, why, _ = verdict_of(d, C.CLOCKS["T_adapt"])
     assert v == "not identifiable" and "p not identifiable" in why and "q not identifiable" in why
 
@@ -73,8 +75,7 @@ def test_no_seed_percentile_interval_from_few_seeds():
     """Below MIN_SEEDS_PERCENTILE seeds the interval is model-based; from that many, a seed bootstrap."""
     few = verdict_of(FIG6F, C.CLOCKS["T_adapt"], draws=20)[2]
     assert few.n_seeds == 10 < C.MIN_SEEDS_PERCENTILE and few.method.startswith("model-based bootstrap")
-    many = K.with_seeds(K.SimDesign("b", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 32, 40)), (0.1, 2.5), 1, 0.01, 1000),
-                        C.MIN_SEEDS_PERCENTILE)
+    many = S.SimDesign("b", "adam", "T_adapt", ((1e-3, 16, 40), (1e-3, 32, 40)), (0.1, 2.5), C.MIN_SEEDS_PERCENTILE, 0.01, 1000)
     est = verdict_of(many, C.CLOCKS["T_adapt"], draws=20)[2]
     assert est.method.startswith("seed bootstrap")
 
@@ -83,7 +84,7 @@ def test_calibration_meets_the_bars_at_adam_with_five_batch_sizes_and_one_lr():
     """The fast subset of the calibration (few sims: a coarse check of the bars), at Figure 6f's layout
     on the clock tier's scale (40 epochs, 1,000 images, 4 sigma_w x 4 seeds, 2.5 pp noise): no false
     `reproduced` under wrong clocks, coverage of the stated interval, rare false `not reproduced`."""
-    d = K.SimDesign("Fig. 6f small", "adam", "T_adapt", tuple((1e-3, b, 40) for b in (16, 32, 64, 128, 256)), (0.1, 0.5, 1.2, 2.5), 4,
+    d = S.SimDesign("Fig. 6f small", "adam", "T_adapt", tuple((1e-3, b, 40) for b in (16, 32, 64, 128, 256)), (0.1, 0.5, 1.2, 2.5), 4,
                     0.025, 1000)
     names = ("paper", "paper + 1 in q", "paper - 1 in q", "K eta^0 (raw steps)", "paper + 0.3 in q", "epoch-only")
     rows = K.design_rows(d, n_sims=10, rng=np.random.default_rng(3), draws=40, rules=("beta",), truth_names=names)
@@ -105,10 +106,10 @@ def test_a_future_tier_of_adam_at_one_lr_reaches_partly_tested_which_is_no_decis
     clock its share of ``partly tested`` grows with seeds, and P(decision) counts only ``reproduced``
     and ``not reproduced``, as the spreads' power does, so it stays 0."""
     configs = ((1e-3, 16, 40), (1e-3, 32, 40), (1e-3, 64, 40))
-    few = K.outcome_shares(configs, seeds=3, noise=0.025, n_sims=8, draws=30)
-    many = K.outcome_shares(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
+    few = S.outcome_shares(configs, seeds=3, noise=0.025, n_sims=8, draws=30)
+    many = S.outcome_shares(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
     assert few[PARTLY_TESTED] < many[PARTLY_TESTED] and many[PARTLY_TESTED] >= 0.75
-    assert K.decision_share(many) == 0.0 == K.power(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
+    assert S.decision_share(many) == 0.0 == S.power(configs, seeds=10, noise=0.025, n_sims=8, draws=30)
 
 
 def test_the_clock_tier_rows_state_what_they_measure():
@@ -141,8 +142,8 @@ def test_a_clock_past_the_overlap_limit_gets_an_open_interval_and_is_never_decid
     counts no coverage for a truth the rule cannot search (a closed interval covered it 0% of the time)."""
     d = next(x for x in K.designs("paper") if "ablation" in x.name)
     _, _, est = verdict_of(d, (2.0, 1.0), what="beta")
-    assert not np.isfinite(est.high).all() and C._inside(est, (2.0, 1.0)) and not K._searchable(est, (2.0, 1.0))
-    r = K._rates(d, (2.0, 1.0), "beta", 4, np.random.default_rng(35), 40)
+    assert not np.isfinite(est.high).all() and C._inside(est, (2.0, 1.0)) and not S._searchable(est, (2.0, 1.0))
+    r = S.verdict_rates(d, (2.0, 1.0), "beta", 4, np.random.default_rng(35), 40)
     assert math.isnan(r["coverage"]) and set(r["verdicts"]) <= {"inconclusive", "not identifiable"}, r
 
 
@@ -161,9 +162,9 @@ def test_an_undecided_collapse_row_says_how_many_seeds_would_decide_it():
 DECISIVE_ADAM = K.designs("decisive-tier")[0]  # Adam: lr 1e-3 at b 16/32, lr 2.5e-2 at b 16/32/64; 24 epochs, 16 seeds
 
 
-def _words(design: K.SimDesign, truth, n: int, what: str = "beta") -> list[C.Decision]:
+def _words(design: S.SimDesign, truth, n: int, what: str = "beta") -> list[C.CollapseDecision]:
     rng = np.random.default_rng(41)
-    return [C.collapse_decision(K.judge(design, K.simulate(design, truth, rng), what, 60)) for _ in range(n)]
+    return [C.collapse_decision(S.judge(design, S.simulate(design, truth, rng), what, 60)) for _ in range(n)]
 
 
 @pytest.mark.parametrize("truth", ((2.0, 0.0), (0.0, 0.0)), ids=("K eta^2", "raw steps"))

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import ROOT, tiny_config
 
-from initmem.pipeline.compilecost import COMPILE_MINUTES_PER_GRAPH, COMPILE_WORKERS_MB, compile_minutes, compiled_graphs
+from initmem.costs.compilecost import COMPILE_MINUTES_PER_GRAPH, COMPILE_WORKERS_MB, compile_minutes, compiled_graphs
 from initmem.pipeline.grid import expand_studies
 from initmem.pipeline.planning import plan_studies
 from initmem.pipeline.targets import job_mem_mb, job_runtime_minutes, pack_mem_mb, pack_rate, pack_runtime_minutes

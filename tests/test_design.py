@@ -1,4 +1,4 @@
-"""The planner (initmem.design): which claims a config tests, the truths it assumes, the chance of a decision, the cheapest design."""
+"""The planner (initmem.planner.design): which claims a config tests, the truths it assumes, the chance of a decision, the cheapest design."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT, tiny_config
 
-from initmem import design as D
 from initmem.claims.clock import RETAINED
+from initmem.planner import design as D
 from initmem.stats.verdicts import greater
 
 
@@ -294,12 +294,12 @@ def test_cheapest_says_each_claims_search_and_writes_the_config_that_runs_its_de
     assert err.rstrip().endswith("run it after the config's own files: .venv/bin/snakemake --cores 2 --configfile c.yaml cheap.yaml")
 
 
-@pytest.mark.parametrize("tier", sorted(__import__("initmem.design_check", fromlist=["TIERS"]).TIERS))
+@pytest.mark.parametrize("tier", sorted(__import__("initmem.planner.design_check", fromlist=["TIERS"]).TIERS))
 def test_every_claim_the_planner_plans_for_a_tier_is_a_row_of_its_claims_table(tier):
     """`design CONFIG --leave-out TIER` plans the ids the claims table writes for that config: a planned id
     that the table does not make would be a plan of nothing (the ids are made in two places)."""
-    from initmem.design_check import TIERS
     from initmem.pipeline.configfiles import load_config
+    from initmem.planner.design_check import TIERS
 
     planned = {p.cid for p in D.plans(load_config([ROOT / TIERS[tier]]), D.measured(leave_out=(tier,)))}
     table = set(pd.read_csv(ROOT / "evidence" / tier / "tables" / "claims.csv")["id"])
@@ -310,8 +310,8 @@ def test_at_the_selected_tiers_own_truth_the_plan_is_its_per_seed_covariance_rat
     """Planned from the selected tier alone, claim b's P(decision) at the tier's design is the rate simulated
     from the tier's own per-seed covariance (the row's "would decide" arithmetic), within 5 points: the
     planner reads the same seeds' noise per sigma_w and across arms, not a pooled sd."""
-    from initmem import design_check as DC
     from initmem.pipeline.configfiles import load_config
+    from initmem.planner import design_check as DC
     from initmem.stats import power as P
 
     folder = ROOT / "evidence" / "jpeg-cifar10-selected"

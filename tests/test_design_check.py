@@ -1,4 +1,4 @@
-"""The planner checked against what happened (initmem.design_check, benchmarks/planner_check.py)."""
+"""The planner checked against what happened (initmem.planner.design_check, benchmarks/planner_check.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from conftest import ROOT
 from test_design import _config, _measured
 
-from initmem import design as D
-from initmem import design_check as K
+from initmem.planner import design as D
+from initmem.planner import design_check as K
 from initmem.stats import verdicts as V
 
 TIER = "jpeg-cifar10-regime"

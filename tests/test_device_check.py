@@ -15,7 +15,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, script
 
 from initmem.pipeline.configfiles import load_config
 from initmem.pipeline.estimate import planned_shapes
@@ -121,7 +121,7 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
     assert ("resnet9", "16", "adam", "1", "tf32", "off") in keys and ("resnet9", "16", "adam", "2", "bf16", "off") in keys
     assert ("resnet9", "16", "adam", "1", "tf32", "step") in keys  # compiled rows reach rates.csv
     assert any(k[0] == "resnet56" for k in keys) and all(float(r["images_per_s"]) > 0 for r in rows)
-    from initmem.pipeline.rates import RateModel
+    from initmem.costs.rates import RateModel
 
     spec = {"arch": "resnet9", "width": 4, "batch_size": 16, "optimizer": "adamw"}
     assert RateModel.from_csv(out / "rates.csv").rate(spec, 2, "tf32").source.startswith("measured: ")  # compute.rate_table
@@ -171,12 +171,7 @@ def test_rows_that_do_not_fit_the_budget_are_skipped_with_a_note_but_the_correct
 
 
 def _script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("device_check", ROOT / SCRIPT)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    return check
+    return script(SCRIPT)
 
 
 def test_the_resume_row_names_every_op_that_refuses_determinism():
@@ -203,7 +198,7 @@ def test_the_plan_measures_every_rate_kind_the_paper_plans():
     """Every (architecture, batch size, optimizer family, precision) that config/paper.yaml plans has
     a measured pack row (Muon's b=16 and b=32 ResNet-9 packs included), so no planned hour rests on the
     defaults for want of a row of its kind."""
-    from initmem.pipeline.rates import family
+    from initmem.costs.rates import family
 
     check = _script()
     source = json.loads((ROOT / "benchmarks" / "device_check_shapes.json").read_text())

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import script
 
-from initmem.claims import report as R
 from initmem.evidence import CHANGED, evidence_folders, main, readme_pages, update_readme
+from initmem.reports import verdict_tables as R
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = evidence_folders(ROOT)
@@ -116,24 +117,6 @@ def test_a_readme_without_the_markers_is_refused():
 def test_reanalyse_names_a_folder_without_runs(tmp_path, capsys):
     assert main([str(tmp_path / "nothing"), "--no-figures", "--root", str(tmp_path)]) == 2
     assert "runs.csv" in capsys.readouterr().err
-
-
-def test_the_tiers_table_puts_each_folder_in_its_own_column():
-    def rows(*items):
-        return pd.DataFrame([dict(id=i, kind="direction", quantity=f"claim {i}", verdict=v, statistic_verdict=s) for i, v, s in items])
-
-    small = rows(("a", "outside the paper's regime", "reproduced"), ("b", "not measured", "not measured"))
-    clocks = rows(("a", "reproduced", "reproduced"), ("b", "not reproduced", "not reproduced"), ("c", "not measured", "not measured"))
-    text = R.tiers_table({"small": small, "clocks": clocks})
-    assert "| claim a | **outside the paper's regime** (reproduced) | **reproduced** |" in text
-    assert "| claim b | - | **not reproduced** |" in text
-    assert "claim c" not in text  # measured in no folder: only in the counts
-    assert "`clocks`: **1 directional" not in text and "`clocks`: **2 directional claims measured" in text
-    other = rows(("a", "outside the paper's regime", "reproduced"))
-    other["quantity"] = "claim a at another setting"
-    text = R.tiers_table({"small": other, "clocks": clocks})
-    assert "| claim a at another setting | **outside the paper's regime** (reproduced) | - |" in text
-    assert "| claim a | - | **reproduced** |" in text
 
 
 @pytest.mark.slow
@@ -304,12 +287,8 @@ def test_the_front_page_shows_a_split_claims_halves_together():
 def test_the_decisive_tiers_design_outcome_is_what_its_tables_give():
     """design_outcome.md (the designed claims beside their verdicts, quoted in the tier's README) is
     the script's output on the committed tables: a re-analysis that changes a verdict shows here."""
-    import importlib.util
-
     folder = ROOT / "evidence" / "jpeg-cifar10-decisive"
-    spec = importlib.util.spec_from_file_location("design_outcome", folder / "design_outcome.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = script("evidence/jpeg-cifar10-decisive/design_outcome.py")
     text = module.outcome(folder)
     assert (folder / "design_outcome.md").read_text() == text
     assert text in (folder / "README.md").read_text()

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initmem.claims import familywise as F
+from initmem.planner import familywise as F
 from initmem.stats import shapes as Sh
 
 

@@ -1,12 +1,12 @@
-"""One phenomenon counted once: rows that read the same runs are one finding (initmem.claims.report)."""
+"""One phenomenon counted once: rows that read the same runs are one finding (initmem.reports.verdict_tables)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from initmem.claims import report as R
 from initmem.claims.rows import runs_read
+from initmem.reports import verdict_tables as R
 from initmem.stats.verdicts import Cell
 
 

@@ -169,8 +169,8 @@ def test_the_rerun_after_a_cleanup_of_a_written_pack_trains_nothing(tmp_path):
     failed job removes it (Ctrl-C as the job ended: the output gone, its marker left), with its run
     files not yet cut. The same command trains nothing, cuts the run files from the kept pack, and
     leaves nothing to do."""
+    from conftest import snakemake, workdir_copy
     from test_reruns import _mark_incomplete
-    from test_workflow import snakemake, workdir_copy
 
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text(yaml.safe_dump(copy.deepcopy(TWO_RUNS), sort_keys=False))

@@ -2,16 +2,13 @@
 architecture reproduces the numbers pinned for the trainer's version, so "this code computes the same
 numbers as that version" (identity.SAME_NUMBERS_AS) is checked, not declared."""
 
-import importlib.util
 import json
 import re
 
 import pytest
-from conftest import ROOT
+from conftest import script
 
-_spec = importlib.util.spec_from_file_location("golden_records", ROOT / "tools" / "golden_records.py")
-G = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(G)
+G = script("tools/golden_records.py")
 REGENERATE = "PYTHONPATH=workflow .venv/bin/python tools/golden_records.py --write"
 
 

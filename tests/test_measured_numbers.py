@@ -1,15 +1,13 @@
 """tools/measured_numbers.py: the test counts of docs/measured-numbers.md come from pytest's own
 collection, written with the date, the commit and the load (issue 54: counts typed by hand went stale)."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from conftest import script
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("measured_numbers", ROOT / "tools" / "measured_numbers.py")
-M = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(M)
+M = script("tools/measured_numbers.py")
 
 
 def test_the_counts_are_read_from_pytests_closing_line():

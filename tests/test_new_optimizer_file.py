@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from initmem import presentation as look
-from initmem.cost_facts import rate_family
+from initmem.costs.facts import rate_family
 from initmem.spec import entry_names, registry_folder
 
 
@@ -47,7 +47,7 @@ def test_a_new_architecture_files_cost_numbers_come_from_it_or_an_error_names_th
     """The memory and rate models read a new architecture's numbers from its file; one it lacks is an
     error naming the file and the constant, not a KeyError."""
     import initmem.spec as spec
-    from initmem.pipeline.rates import default_curve
+    from initmem.costs.rates import default_curve
     from initmem.pipeline.targets import pack_state_mb
 
     folder = tmp_path / "architectures"

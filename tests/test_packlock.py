@@ -235,7 +235,7 @@ def test_a_restarted_main_snakemake_submits_nothing_for_a_pack_a_live_job_trains
     here: this test) still train two packs, refuses in one line naming them and their holders, before any
     job starts; a third pack's lease is stale (its job no longer queued) and named nowhere. The command
     it prints to leave them out plans the rest (a dry run of it trains the stale pack only)."""
-    from test_workflow import snakemake, workdir_copy
+    from conftest import snakemake, workdir_copy
 
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.grid import expand_studies

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-
-from conftest import ROOT
+from conftest import ROOT, script
 
 
 def test_the_packs_docs_numbers_are_what_planning_gives():
-    spec = importlib.util.spec_from_file_location("planned_packs", ROOT / "benchmarks" / "planned_packs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = script("benchmarks/planned_packs.py")
     text = (ROOT / "docs" / "packs.md").read_text()
     block = module.current(text)
     assert block == module.generated(), "docs/packs.md is stale: run PYTHONPATH=workflow python benchmarks/planned_packs.py"

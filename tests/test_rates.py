@@ -13,9 +13,9 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from initmem.costs.rates import RateModel, load_rates
 from initmem.pipeline.grid import expand_studies
 from initmem.pipeline.planning import plan_studies, write_plan
-from initmem.pipeline.rates import RateModel, load_rates
 from initmem.pipeline.targets import job_runtime_minutes, pack_mem_mb, pack_rate, pack_runtime_minutes, pack_state_mb
 
 
@@ -104,7 +104,7 @@ def test_a_slower_larger_pack_caps_every_pack_between_and_beyond_it():
 def test_bf16_defaults_follow_the_public_resnet50_anchor():
     """bf16 over tf32 on one GPU: 2.6x r_gpu for ResNet-9 (NVIDIA's ResNet-50 A100 TF32 938 vs AMP
     2,470 images/s), 2x for the memory-bound ResNet-56/110."""
-    from initmem.pipeline.rates import default_curve
+    from initmem.costs.rates import default_curve
 
     for arch, ratio in (("resnet9", 2.6), ("resnet56", 2.0), ("resnet110", 2.0)):
         (h32, g32), (h16, g16) = (default_curve(arch, 64, 128, "adam", p, 8) for p in ("tf32", "bf16"))
@@ -235,9 +235,9 @@ def test_design_estimate_and_a_figures_dry_run_give_one_cost():
     row, its claim rows' configurations (priced as packed) add up to it, and the dry run of Figure 6
     (studies main and lr_l2: a part of the config) prices exactly those studies' rows and names the
     whole config's number beside its own."""
-    from initmem import design as D
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.estimate import cluster_config, estimate_table, pack_gpu_hours, planned_estimate
+    from initmem.planner import design as D
 
     config = cluster_config(load_config([ROOT / "config" / "paper.yaml"]))
     rows = {cells[0]: cells for line in estimate_table(config).splitlines() if line.startswith("| ")

@@ -14,8 +14,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import TINY_PIPELINE, project_copy, tiny_config
-from test_workflow import ROOT, job_counts, snakemake, workdir_copy
+from conftest import ROOT, TINY_PIPELINE, job_counts, project_copy, snakemake, tiny_config, workdir_copy
 
 BASE = TINY_PIPELINE  # 12 runs in 3 packs of 4 (SGD, Adam, Lion), one epoch
 PACKS = 3

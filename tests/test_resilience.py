@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import tiny_config
-from test_workflow import snakemake, workdir_copy
+from conftest import snakemake, tiny_config, workdir_copy
 
 RESUME = yaml.safe_dump(tiny_config({"main": {"grid": {"sigma_w": [1.0], "seed": [3]}}},
                                     data={"source": "synthetic", "n_train": 1200, "n_val": 64, "n_test": 64},

@@ -48,7 +48,7 @@ SLURM_TINY = tiny_config({"main": {"grid": {"optimizer": ["sgd", "adam"], "batch
 
 @pytest.mark.workflow
 def test_profile_dry_run_without_slurm(tmp_path):
-    from test_workflow import job_counts, workdir_copy
+    from conftest import job_counts, workdir_copy
 
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.invocation import record_provenance
@@ -85,7 +85,7 @@ def test_profile_dry_run_without_slurm(tmp_path):
 
 @pytest.mark.workflow
 def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
@@ -97,7 +97,7 @@ def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
 
 @pytest.mark.workflow
 def test_profile_refuses_a_silently_overriding_workflow_profile(tmp_path):
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
@@ -129,7 +129,7 @@ def test_only_the_submitted_rule_carries_slurm_resources(tmp_path):
     """A dry run under the profile: no local rule (data, plans, run files, tables, figures) shows a
     Slurm key among its resources, so none reads as submitted; ``train`` still asks for the profile's
     partition, account, time limit, GPU and signal."""
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
@@ -178,7 +178,7 @@ def test_cluster_never_overwrites_a_slurm_config_it_did_not_write(tmp_path):
 
 @pytest.mark.slurm
 def test_profile_runs_training_on_slurm_gpus(cluster, tmp_path):
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     without_account(shipped_slurm_profile(work))
@@ -218,7 +218,7 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
     allowed no retry at all."""
     import time
 
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     without_account(shipped_slurm_profile(work))
@@ -253,7 +253,7 @@ def test_a_job_stopped_at_its_time_limit_requeues_itself_and_uses_no_retry(clust
 @pytest.mark.parametrize("limit, minutes", [(1440, 1440), ("1-00:00:00", 1440), ("'4:00:00'", 240), ("90", 90),
                                             ("90:59", 90), ("2-12", 3600), ("infinite", None), ("UNLIMITED", None)])
 def test_the_partition_time_limit_reads_as_sinfo_prints_it(limit, minutes):
-    from initmem.pipeline.timelimit import partition_time_limit
+    from initmem.costs.timelimit import partition_time_limit
 
     assert partition_time_limit(["slurm_partition=gpu", f"partition_time_limit={limit}"]) == minutes
 
@@ -261,7 +261,7 @@ def test_the_partition_time_limit_reads_as_sinfo_prints_it(limit, minutes):
 def test_estimate_reads_the_time_limit_where_the_profile_states_it_for_train():
     """``estimate`` and ``design`` read a profile file, not Snakemake: train's set-resources (a mapping
     or ``rule:name=value`` strings) win over default-resources, and another rule's limit is not train's."""
-    from initmem.pipeline.timelimit import profile_time_limit
+    from initmem.costs.timelimit import profile_time_limit
 
     assert profile_time_limit({"set-resources": {"train": {"partition_time_limit": "4:00:00"}},
                                "default-resources": {"partition_time_limit": 1440}}) == 240
@@ -271,7 +271,7 @@ def test_estimate_reads_the_time_limit_where_the_profile_states_it_for_train():
 
 
 def test_the_partition_time_limit_lowers_the_configs_cap_and_never_raises_it():
-    from initmem.pipeline.timelimit import capped_compute
+    from initmem.costs.timelimit import capped_compute
 
     assert capped_compute({"max_runtime_minutes": 1440}, 240)["max_runtime_minutes"] == 240
     assert capped_compute({"max_runtime_minutes": 60}, 240)["max_runtime_minutes"] == 60
@@ -302,7 +302,7 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
     """A pack the rate model says needs ~27 minutes, under a config cap of 1440: with the profile's
     partition limit at 15 minutes its job asks for 15 (it resumes across attempts), and for its own
     estimate where the profile states no limit."""
-    from test_workflow import workdir_copy
+    from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     assert "\n    partition_time_limit: 1440 " in (shipped_slurm_profile(work) / "config.yaml").read_text()  # the line a user edits
@@ -316,10 +316,10 @@ def test_no_job_asks_for_more_than_the_profiles_partition_time_limit(tmp_path):
 @pytest.mark.workflow
 def test_a_compiled_train_job_asks_for_its_compile_minutes_and_workers_memory(tmp_path):
     """The same ~27-minute pack with compute.compile: step asks for 15 minutes more (3 x 5 graphs: the
-    training batch, three evaluation shapes, the update) and 2,048 MiB more (initmem.pipeline.compilecost)."""
-    from test_workflow import workdir_copy
+    training batch, three evaluation shapes, the update) and 2,048 MiB more (initmem.costs.compilecost)."""
+    from conftest import workdir_copy
 
-    from initmem.pipeline.compilecost import COMPILE_WORKERS_MB
+    from initmem.costs.compilecost import COMPILE_WORKERS_MB
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)

@@ -4,29 +4,25 @@ and a new tier folder joins every list without an edit."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, script
 
-from initmem import design_check as K
 from initmem import tiers
-from initmem.claims import calibration as Cal
-from initmem.claims import collapse_calibration as CC
-from initmem.claims import familywise as F
+from initmem.planner import calibration as Cal
+from initmem.planner import collapse_calibration as CC
+from initmem.planner import design_check as K
+from initmem.planner import familywise as F
 
 EVIDENCE = ROOT / "evidence"
 
 
 def _verdict_calibration():
-    spec = importlib.util.spec_from_file_location("verdict_calibration", ROOT / "benchmarks" / "verdict_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("benchmarks/verdict_calibration.py")
 
 
 def test_the_registry_yields_exactly_the_lists_that_were_written_by_hand():
@@ -46,7 +42,7 @@ def test_the_registry_yields_exactly_the_lists_that_were_written_by_hand():
     collapse = {"clocks-tier": EVIDENCE / "jpeg-cifar10-clocks", "decisive-tier": EVIDENCE / "jpeg-cifar10-decisive"}
     assert list(CC.TIERS.items()) == list(collapse.items())
     benchmark = _verdict_calibration()
-    assert benchmark.RULES["initmem.claims.collapse_calibration:calibration_rows"] == (("clocks-tier", "decisive-tier", "paper"), 200)
+    assert benchmark.RULES["initmem.planner.collapse_calibration:calibration_rows"] == (("clocks-tier", "decisive-tier", "paper"), 200)
     assert F.TIER == "jpeg-cifar10-regime" and tiers.by_folder(F.TIER).name == "regime-tier"   # run_noise's design
     # the committed designs, now read from each tier's design_plan.md: the regime tier's as they were written by hand (its
     # other rows are |beta| plans, which the check skips); the selected tier's equal today's --cheapest, so they add no
@@ -80,14 +76,14 @@ def test_a_new_tier_folder_joins_every_list_without_an_edit(tmp_path):
     _tier_folder(evidence / "other-data-wide", "jpeg-cifar10-clocks", tier_yaml="config: config/wide.yaml\nroles: [collapse-calibration]\n")
     (evidence / "not-a-tier" / "tables").mkdir(parents=True)   # a pilot's folder: no runs.csv, no resolved config
     probe = ("import json\nimport runpy\n"
-             "from initmem import design_check as K\n"
-             "from initmem.claims import calibration as Cal, collapse_calibration as CC, familywise as F\n"
+             "from initmem.planner import design_check as K\n"
+             "from initmem.planner import calibration as Cal, collapse_calibration as CC, familywise as F\n"
              "print(json.dumps({'calibration': list(Cal.TIERS.items()), 'planner': list(K.TIERS.items()),\n"
              "                  'collapse': [(k, v.name) for k, v in CC.TIERS.items()], 'familywise': F.TIER,\n"
              "                  'designs': [d.name for d in Cal.designs('extra-tier')],\n"
              "                  'collapse_designs': [d.name for d in CC.designs('wide-tier')],\n"
              f"                  'benchmark': runpy.run_path({str(ROOT / 'benchmarks' / 'verdict_calibration.py')!r})['RULES']\n"
-             "                                 ['initmem.claims.collapse_calibration:calibration_rows'][0]}))\n")
+             "                                 ['initmem.planner.collapse_calibration:calibration_rows'][0]}))\n")
     env = {**os.environ, "INITMEM_ROOT": str(tmp_path), "PYTHONPATH": str(ROOT / "workflow")}
     proc = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

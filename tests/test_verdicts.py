@@ -14,7 +14,8 @@ from scipy import stats
 
 from initmem.claims.cells import cell_from_history, cell_from_runs
 from initmem.claims.rows import COLUMNS, would_decide
-from initmem.claims.table import claims, claims_markdown
+from initmem.claims.table import claims
+from initmem.reports.verdict_tables import claims_markdown
 from initmem.stats import shapes as Sh
 from initmem.stats import spreads as Sp
 from initmem.stats import verdicts as V

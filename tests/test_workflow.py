@@ -3,7 +3,6 @@
 import copy
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,39 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import ROOT, job_counts, snakemake, workdir_copy
 
 from initmem.pipeline.configfiles import load_config
 
 # each test starts Snakemake (seconds each, more at paper scale): the full suite's, not the edit-test loop's
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
-
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
-def snakemake(*args, cwd=ROOT, check=True):
-    """Run Snakemake (in ``cwd``: tests pass a :func:`workdir_copy`) and return the finished process."""
-    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def job_counts(output: str) -> dict:
-    table = output[output.index("Job stats:"):]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
-
-
-def workdir_copy(tmp_path: Path) -> Path:
-    """A throwaway copy of the workflow (Snakefile, workflow/, config/, envs/, profiles/) to run in:
-    every test that runs Snakemake runs it in one, never in the checkout, whose results/ and
-    .snakemake/ (a user's `make run`) would change what it plans."""
-    import shutil
-
-    for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
-    return tmp_path
 
 
 @pytest.fixture(scope="module")

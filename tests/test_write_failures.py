@@ -10,8 +10,7 @@ import os
 
 import pytest
 import yaml
-from conftest import tiny_config
-from test_workflow import snakemake, workdir_copy
+from conftest import snakemake, tiny_config, workdir_copy
 
 from initmem.io import atomic_path
 

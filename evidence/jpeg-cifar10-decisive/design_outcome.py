@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from initmem.claims.report import format_interval, format_number  # the READMEs' number and interval format
+from initmem.reports.verdict_tables import format_interval, format_number  # the READMEs' number and interval format
 
 HERE = Path(__file__).resolve().parent
 DECIDED = ("reproduced", "not reproduced")

@@ -1,4 +1,4 @@
-"""What-if truths for the recipe tier's design: the planner's rules (initmem.design.spread_rate / contrast_rate)
+"""What-if truths for the recipe tier's design: the planner's rules (initmem.planner.design.spread_rate / contrast_rate)
 at the design's 7 seeds and 4 sigma_w, with the selected tier's SGD seeds as the noise (their per-seed covariance,
 moved to the 10,000 final-test images; a contrast's second arm the same deviations in reversed seed order, so no
 pairing is assumed), under truths smaller than the paper's (which the plan assumes).
@@ -8,8 +8,8 @@ pairing is assumed), under truths smaller than the paper's (which the plan assum
 
 import numpy as np
 
-from initmem import design as D
 from initmem.claims.clock import RETAINED
+from initmem.planner import design as D
 from initmem.stats.verdicts import greater
 
 SIGMAS, SEEDS, FINAL_TEST = (0.1, 0.5, 1.2, 2.5), 7, 10_000

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="an assumed flat images/s of every job instead of the config's rates")
     g.add_argument("--rate-table", help="rates.csv of benchmarks/device_check.py instead of compute.rate_table")
     g.add_argument("--jobs", type=int, help="training jobs at once, for the checkpoint disk (default: slurm/config.yaml's jobs)")
-    d = sub.add_parser("design", help="per headline claim of a config: P(decision) of its rule, the regime, the compute (initmem.design)")
+    d = sub.add_parser("design", help="per headline claim of a config: P(decision) of its rule, the regime, the compute (initmem.planner.design)")
     d.add_argument("config", nargs="+", help="config files, layered over the embedded default as the workflow does")
     d.add_argument("--cheapest", action="store_true", help="also the least seeds x sigma_w grid giving each claim >= 80%%")
     d.add_argument("--write-config", metavar="FILE", help="with --cheapest (implied): write the config file that runs those "
@@ -197,9 +197,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         expand_studies(config)  # what the workflow checks when it parses: every run spec
         print(yaml.safe_dump(config, sort_keys=False), end="")
     elif args.cmd == "design":
-        from initmem.design import EVIDENCE, measured, outcome, report
         from initmem.pipeline.configfiles import load_config
         from initmem.pipeline.estimate import cluster_config
+        from initmem.planner.design import EVIDENCE, measured, outcome, report
 
         config = cluster_config(load_config(args.config))  # priced as `estimate` prices it
         unknown = sorted(set(args.leave_out) - {p.name for p in EVIDENCE.iterdir() if p.is_dir()})
@@ -265,9 +265,9 @@ def _design_cheapest(args: argparse.Namespace, config: dict, sources) -> None:
     claim's search said on stderr as it starts; with FILE, the config that runs those designs."""
     import yaml
 
-    from initmem.design import CPU_CORES, cheapest_config, cheapest_designs, config_price, planned, plans, report
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.grid import expand_studies
+    from initmem.planner.design import CPU_CORES, cheapest_config, cheapest_designs, config_price, planned, plans, report
 
     ps = plans(config, sources)
     print(f"design --cheapest: {len(ps)} claims to search (minutes each for the |beta| and collapse rules)", file=sys.stderr, flush=True)

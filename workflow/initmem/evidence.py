@@ -9,7 +9,7 @@ and ``tables/history.csv.gz``, one row per run and epoch). From those two files 
 ``tables/{spreads.csv, beta.csv, claims.csv, claims.md, paper_tables.md}`` and ``figures/<fig>.png``
 (each figure the folder's studies support), with the same library functions the workflow's
 ``tables`` and ``figure`` rules call; then it fills the verdict-table block (between
-:data:`initmem.claims.report.BEGIN` and ``END``) of each page :func:`readme_pages` names: the folder's
+:data:`initmem.reports.verdict_tables.BEGIN` and ``END``) of each page :func:`readme_pages` names: the folder's
 README.md (its full table), the evidence page ``evidence/README.md`` (every folder's decided rows,
 findings and counts) and the repository's README.md (the family x tiers table alone), the last two from
 every ``evidence/*/tables/claims.csv``. The theory outputs (``fig9``,
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from initmem.claims.outputs import ANALYSIS_FLOAT, analysis_tables, write_table
-from initmem.claims.report import EVIDENCE_PAGE, readme_block, replace_block
 from initmem.io import write_bytes
+from initmem.reports.outputs import ANALYSIS_FLOAT, analysis_tables, write_table
+from initmem.reports.verdict_tables import EVIDENCE_PAGE, readme_block, replace_block
 
 PNG_DPI = 80  # modest committed PNGs (the workflow's own figures are PDF + PNG at matplotlib's default)
 
@@ -54,7 +54,7 @@ def _kept(path: Path, changed: bool) -> Path:
 
 
 def write_analysis(runs: pd.DataFrame, history: pd.DataFrame, tables: Path) -> list[Path]:
-    """:func:`initmem.claims.outputs.analysis_tables` written into ``tables``."""
+    """:func:`initmem.reports.outputs.analysis_tables` written into ``tables``."""
     return [_kept(tables / name, write_table(content, tables / name, ANALYSIS_FLOAT)) for name, content in analysis_tables(runs, history).items()]
 
 
@@ -118,7 +118,7 @@ def evidence_folders(root: Path) -> list[Path]:
 
 def readme_pages(folders: list[Path], root: Path) -> list[tuple[Path, list[Path], str]]:
     """The pages whose verdict blocks a re-analysis of ``folders`` fills: (page, the folders it reads,
-    its view of :data:`initmem.claims.report.VIEWS`). Each re-analysed folder's README; the evidence page
+    its view of :data:`initmem.reports.verdict_tables.VIEWS`). Each re-analysed folder's README; the evidence page
     and the repository's README from every folder with a claims table (:func:`evidence_folders`)."""
     every = evidence_folders(root)
     return [(f / "README.md", [f], "tier") for f in folders] + [(root / EVIDENCE_PAGE, every, "summary"),

@@ -1,6 +1,6 @@
 """How a registry entry is shown: its label, line style and colour, read from the entry's file or
 derived from it, so that a new file needs no second list anywhere (its cost facts:
-:mod:`initmem.cost_facts`).
+:mod:`initmem.costs.facts`).
 
 An entry file may declare, as module-level literals (read without importing it, :func:`initmem.spec.entry_info`):
 

@@ -163,7 +163,7 @@ def _read_tables(files: list[str]):
 
 def write_tables(runs_files: list[str], history_files: list[str], outputs: dict[str, str]) -> None:
     """runs.csv, history.csv.gz, spreads.csv, beta.csv, claims.csv/.md, paper_tables.md."""
-    from initmem.claims.outputs import ANALYSIS_FLOAT, analysis_tables, write_table
+    from initmem.reports.outputs import ANALYSIS_FLOAT, analysis_tables, write_table
 
     runs, history = _read_tables(list(runs_files)), _read_tables(list(history_files))
     keys = {"spreads.csv": "spreads", "beta.csv": "beta", "claims.csv": "claims", "claims.md": "claims_md",

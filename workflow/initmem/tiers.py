@@ -32,8 +32,8 @@ from initmem import paths
 TIER_FILE = "tier.yaml"
 KEYS = ("name", "config", "roles", "order", "planner_check")
 ROLES = {
-    "collapse-calibration": "its plain configurations calibrate the collapse rule (initmem.claims.collapse_calibration)",
-    "familywise": "the tier whose tested family the familywise error simulates (initmem.claims.familywise; one tier)",
+    "collapse-calibration": "its plain configurations calibrate the collapse rule (initmem.planner.collapse_calibration)",
+    "familywise": "the tier whose tested family the familywise error simulates (initmem.planner.familywise; one tier)",
 }
 CONFIGFILES = re.compile(r"^#\s*configfiles:\s*(\S+)", re.MULTILINE)
 

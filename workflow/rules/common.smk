@@ -19,7 +19,7 @@ PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.execut
 
 from initmem.pipeline.grid import check_two_sigmas, expand_studies, final_test_size  # noqa: E402
 from initmem.pipeline.compilecache import compile_cache_environment  # noqa: E402
-from initmem.pipeline.timelimit import SUBMITTED_RULE, capped_compute, partition_time_limit, submitted_resources  # noqa: E402
+from initmem.costs.timelimit import SUBMITTED_RULE, capped_compute, partition_time_limit, submitted_resources  # noqa: E402
 from initmem.pipeline.guards import (INVOCATION_ENV, InvocationError, check_data_archive, invocation, read_only_folder,  # noqa: E402
                                     snakemake_command)
 from initmem.pipeline.estimate import planned_estimate, profile_jobs  # noqa: E402
@@ -95,7 +95,7 @@ except InvocationError as exc:
 
 
 # The partition's time limit (slurm/config.yaml: train's partition_time_limit) caps each job's time request,
-# its pack's size and its attempts as compute.max_runtime_minutes does (initmem.pipeline.timelimit).
+# its pack's size and its attempts as compute.max_runtime_minutes does (initmem.costs.timelimit).
 try:
     config["compute"] = capped_compute(config["compute"], partition_time_limit(TRAIN_RESOURCES))
     RUNS = expand_studies(config)
@@ -327,7 +327,7 @@ def figure_inputs(wildcards):
 def train_resources():
     """A training job's resources: one GPU unless the config trains on the CPU, and the runtime
     (minutes) and host memory (mem_mb) that initmem.pipeline.targets estimates from its pack (with
-    compute.compile on, its compile minutes and compile workers' memory: initmem.pipeline.compilecost)."""
+    compute.compile on, its compile minutes and compile workers' memory: initmem.costs.compilecost)."""
     compute = config["compute"]
 
     def specs(w):

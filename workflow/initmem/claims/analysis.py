@@ -3,7 +3,7 @@ the long-run comparison, clocks and the scale a number was measured at.
 
 A *configuration* is every spec key except sigma_w and seed; spreads and beta are per study and
 configuration. The paper's claims are in :mod:`initmem.claims.table`, their verdicts in
-:mod:`initmem.stats.verdicts`, the Markdown tables in :mod:`initmem.claims.paper_tables`.
+:mod:`initmem.stats.verdicts`, the Markdown tables in :mod:`initmem.reports.paper_tables`.
 """
 
 from __future__ import annotations

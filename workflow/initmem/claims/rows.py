@@ -174,7 +174,7 @@ class Reading:
 
 def runs_read(cells: Sequence[Cell]) -> str:
     """Which runs a row reads, as a short digest of their ids (each cell's ``key``): rows with the same
-    digest read the same runs and are one finding (:mod:`initmem.claims.report`); "" without cells."""
+    digest read the same runs and are one finding (:mod:`initmem.reports.verdict_tables`); "" without cells."""
     ids = sorted({i for c in cells if c is not None for i in c.key.split("|") if i})
     return f"runs:{hashlib.blake2b('|'.join(ids).encode(), digest_size=6).hexdigest()}" if ids else ""
 

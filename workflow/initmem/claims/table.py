@@ -19,11 +19,10 @@ from __future__ import annotations
 import pandas as pd
 
 from initmem.claims import catalogue
-from initmem.claims.report import claims_markdown
 from initmem.claims.rows import COLUMNS, would_decide
 from initmem.stats import multiplicity as M
 
-__all__ = ["COLUMNS", "claims", "claims_markdown"]
+__all__ = ["COLUMNS", "claims"]
 
 
 def claims(runs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFrame:

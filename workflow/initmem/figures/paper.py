@@ -233,7 +233,7 @@ def _with_ci(ax, d: pd.DataFrame, x: str, label: str, **kw) -> None:
 def fig4(runs: pd.DataFrame, history: pd.DataFrame) -> plt.Figure:
     """SGD repair map: (a) the long constant-LR control against the main grid on the same sigma_w and
     seeds, (b) spread vs learning rate, (c) spread vs L2 (error bars: 0.95 jackknife t-intervals over seeds,
-    :func:`initmem.stats.verdicts.spread_interval`)."""
+    :func:`initmem.stats.spreads.spread_estimate`)."""
     notes = Notes("fig4")
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.0), layout="constrained")
     long_bs = sorted(set(runs.loc[runs["study"] == "long", "batch_size"]))

@@ -1,5 +1,5 @@
 """``python -m initmem estimate``: GPU-hours of a config's studies as a low-central-high range, from
-the packs as planned and each pack's rate (:mod:`initmem.pipeline.rates`), with the rates' source,
+the packs as planned and each pack's rate (:mod:`initmem.costs.rates`), with the rates' source,
 and the checkpoint disk the Slurm profile's peak concurrency needs."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from initmem import paths
+from initmem.costs.rates import DEFAULTS_SOURCE, family
 from initmem.pipeline.grid import Run, expand_studies
 from initmem.pipeline.planning import new_pack_size, plan_studies
-from initmem.pipeline.rates import DEFAULTS_SOURCE, family
 from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images, training_minutes_per_attempt
 
 PROFILE = paths.ROOT / "slurm" / "config.yaml"  # the Slurm profile of the repository
@@ -37,7 +37,7 @@ def cluster_config(config: dict, profile: str | Path = PROFILE) -> dict:
     (what ``estimate`` and ``design`` price; unchanged without a profile file)."""
     import yaml
 
-    from initmem.pipeline.timelimit import capped_compute, profile_time_limit
+    from initmem.costs.timelimit import capped_compute, profile_time_limit
 
     if not Path(profile).is_file():
         return config

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 
-from initmem.cost_facts import entry_fact
+from initmem.costs.facts import entry_fact
 from initmem.spec import OPTIMIZERS, entry_info
 
 # Figure -> (studies it cannot do without, studies it uses when the config has them).
@@ -94,7 +94,7 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minute
 HOST_BASE_MB = 1024          # Python, numpy, torch and the job's Snakemake wrapper
 CUDA_CONTEXT_MB = 2560       # host side of the CUDA/cuDNN/cuBLAS context (1-2.5 GB measured elsewhere)
 # PARAMS_AT_WIDTH_64 and ACTIVATION_MB_PER_IMAGE: the shipped architectures'; a new architecture
-# file states its own as module-level literals of the same names (initmem.cost_facts.entry_fact)
+# file states its own as module-level literals of the same names (initmem.costs.facts.entry_fact)
 PARAMS_AT_WIDTH_64 = {"resnet9": 6_575_370, "resnet56": 857_706, "resnet110": 1_734_666}
 # optimizer tensors per parameter, from each optimizer file's SLOTS (sgd 0, sgd_momentum 1, Adam and Muon 2, Lion 1)
 STATE_SLOTS = {name: len(entry_info("optimizer", name).get("SLOTS", {})) for name in OPTIMIZERS}
@@ -138,9 +138,9 @@ def run_images(spec: dict) -> float:
 
 
 def pack_rate(specs: list[dict], compute: dict):
-    """Images/s of the job training ``specs`` (an :class:`initmem.pipeline.rates.Rate`): ``compute.images_per_second``
+    """Images/s of the job training ``specs`` (an :class:`initmem.costs.rates.Rate`): ``compute.images_per_second``
     when the config sets one (an assumed flat rate), else the rate model of ``compute.rate_table``."""
-    from initmem.pipeline.rates import Rate, load_rates
+    from initmem.costs.rates import Rate, load_rates
 
     ips = compute.get("images_per_second")
     if ips is not None:
@@ -151,8 +151,8 @@ def pack_rate(specs: list[dict], compute: dict):
 def job_runtime_minutes(specs: list[dict], compute: dict) -> int:
     """The runtime a pack's job asks for: :func:`pack_runtime_minutes` at :func:`pack_rate`'s central
     rate plus, with ``compute.compile`` on, its compile minutes
-    (:func:`initmem.pipeline.compilecost.compile_minutes`), capped at ``compute.max_runtime_minutes``."""
-    from initmem.pipeline.compilecost import compile_minutes
+    (:func:`initmem.costs.compilecost.compile_minutes`), capped at ``compute.max_runtime_minutes``."""
+    from initmem.costs.compilecost import compile_minutes
 
     minutes = pack_runtime_minutes(specs, pack_rate(specs, compute).central) + compile_minutes(specs, compute)
     cap = compute.get("max_runtime_minutes")
@@ -161,8 +161,8 @@ def job_runtime_minutes(specs: list[dict], compute: dict) -> int:
 
 def job_mem_mb(specs: list[dict], compute: dict) -> int:
     """The host memory a pack's job asks for: :func:`pack_mem_mb` on ``compute.device`` plus, with
-    ``compute.compile`` on, the compile workers' (:func:`initmem.pipeline.compilecost.compile_mem_mb`)."""
-    from initmem.pipeline.compilecost import compile_mem_mb
+    ``compute.compile`` on, the compile workers' (:func:`initmem.costs.compilecost.compile_mem_mb`)."""
+    from initmem.costs.compilecost import compile_mem_mb
 
     return pack_mem_mb(specs, compute["device"]) + compile_mem_mb(compute)
 
@@ -170,7 +170,7 @@ def job_mem_mb(specs: list[dict], compute: dict) -> int:
 def training_minutes_per_attempt(specs: list[dict], compute: dict, cap: int, where: str) -> int:
     """Minutes of one ``cap``-minute attempt left for training once the job has compiled (all of
     them with ``compute.compile`` off); refused when compiling leaves none."""
-    from initmem.pipeline.compilecost import compile_minutes
+    from initmem.costs.compilecost import compile_minutes
     from initmem.spec import ConfigError
 
     compiling = compile_minutes(specs, compute)

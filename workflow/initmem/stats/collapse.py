@@ -47,7 +47,7 @@ where it lies within the margin (and the epoch clock and the other optimizer's c
 ``reproduced`` if the design identifies every exponent (and every group), else ``partly tested``: the
 tested part agrees (the row's statistic_verdict says ``reproduced``), the rest is untested, so a clock
 the design cannot see (K eta^2, raw steps at one learning rate) never reads ``reproduced``. The rule's
-error rates are measured by :func:`initmem.claims.collapse_calibration.calibration_rows`.
+error rates are measured by :func:`initmem.planner.collapse_calibration.calibration_rows`.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ RIDGE = 1e-9            # keeps the spline's normal equations solvable where a s
 # --- the design -------------------------------------------------------------------------------
 
 @dataclass
-class Design:
+class ClockDesign:
     """One optimizer's curves for the fit: per configuration the log of the paper's clock at the
     fitted points (``x``; ``pick`` their indices into the curve), its (log eta, log b), label and
     *group*: the configurations whose curves overlap, directly or through others, under the paper's
@@ -186,15 +186,15 @@ def _reach(adj: np.ndarray) -> np.ndarray:
     return reach
 
 
-def connected(design: Design, s: np.ndarray) -> np.ndarray:
+def connected(design: ClockDesign, s: np.ndarray) -> np.ndarray:
     """(n,) whether, at each of ``s`` (n, r), every group's curves stay joined by overlapping pairs."""
     reach = _reach(_pair_overlaps(design.x, design.shifts(s)))
     same = design.groups[:, None] == design.groups[None, :]
     return np.all(reach | ~same, axis=(1, 2))
 
 
-def design_of(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str, lrs: Sequence[float], batches: Sequence[float]) -> Design:
-    """The :class:`Design` of ``curves`` (one 1-D curve per cell) against the cells' ``clock``. Its
+def design_of(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str, lrs: Sequence[float], batches: Sequence[float]) -> ClockDesign:
+    """The :class:`ClockDesign` of ``curves`` (one 1-D curve per cell) against the cells' ``clock``. Its
     groups join the pairs whose curves overlap under every clock within EQUIVALENCE of the paper's in
     either exponent, so a pair that overlaps only at the paper's clock cannot speak for it; the
     directions it identifies are those the groups' own (log eta, log b) move."""
@@ -218,7 +218,7 @@ def design_of(cells: Sequence[Cell], curves: Sequence[np.ndarray], clock: str, l
     reach = _reach(robust[None])[0]
     groups = np.argmax(reach, axis=1)  # the first member each configuration reaches names its group
     labels = [c.label or str(i) for i, c in enumerate(cells)]
-    design = Design(clock, x, pick, z, labels, groups)
+    design = ClockDesign(clock, x, pick, z, labels, groups)
     moves = np.ptp(z, axis=0) > 1e-9
     within = np.abs(design.basis).max(axis=0) > 1e-9 if design.rank else np.zeros(2, bool)
     for k, (name, what) in enumerate((("p", "learning rates"), ("q", "batch sizes"))):
@@ -241,9 +241,9 @@ def _bspline(u: np.ndarray, lo: np.ndarray, segments: int) -> np.ndarray:
     return out
 
 
-def profile_rss(design: Design, y: np.ndarray, s: np.ndarray, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def profile_rss(design: ClockDesign, y: np.ndarray, s: np.ndarray, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Residual sum of squares of each group's shared spline at each of ``s`` (n, r) for stacked
-    curves ``y`` (m, N: m draws of the fitted points of every curve, in :attr:`Design.x` order), and
+    curves ``y`` (m, N: m draws of the fitted points of every curve, in :attr:`ClockDesign.x` order), and
     the fitted values (m, N) where n == 1 (else an empty array)."""
     x = np.concatenate(design.x)
     owner = np.concatenate([np.full(len(v), k) for k, v in enumerate(design.x)])
@@ -264,7 +264,7 @@ def profile_rss(design: Design, y: np.ndarray, s: np.ndarray, chunk: int = 256) 
     return rss, fitted
 
 
-def _grid(design: Design, centre: np.ndarray | None = None, half: float | None = None) -> np.ndarray:
+def _grid(design: ClockDesign, centre: np.ndarray | None = None, half: float | None = None) -> np.ndarray:
     """Identifiable coordinates on a STEP grid whose exponents stay in BOX (around ``centre`` within ``half``)."""
     r = design.rank
     if r == 2:
@@ -306,7 +306,7 @@ def _refine(grid: np.ndarray, rss: np.ndarray, best: int) -> np.ndarray:
     return s
 
 
-def fit_exponents(design: Design, y: np.ndarray, grid: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def fit_exponents(design: ClockDesign, y: np.ndarray, grid: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """(m, r) least-squares identifiable coordinates of each of ``y``'s m draws over the ``grid``
     points where ``mask`` (overlap) holds."""
     rss, _ = profile_rss(design, y, grid)
@@ -328,7 +328,7 @@ class ClockEstimate:
     identify the same direction, each group's own estimate (label, :class:`ClockEstimate`), and the
     interval is the hull of theirs."""
 
-    design: Design
+    design: ClockDesign
     theta: np.ndarray | None
     s: np.ndarray | None
     low: np.ndarray | None
@@ -422,7 +422,7 @@ def _seed_values(cells: Sequence[Cell], rng: np.random.Generator, draws: int) ->
     return out
 
 
-def _at_fitted(design: Design, cells: Sequence[Cell]) -> list[Cell]:
+def _at_fitted(design: ClockDesign, cells: Sequence[Cell]) -> list[Cell]:
     """The cells at their fitted epochs only (each curve's value at an epoch reads that epoch's runs
     alone, so the resampling needs no other epoch)."""
     return [Cell(c.key, c.sigmas, c.seeds, c.values[p], c.epochs[p], {}, c.fit, c.label, c.config) for c, p in zip(cells, design.pick, strict=True)]
@@ -437,11 +437,11 @@ def _curves(cells: Sequence[Cell], values: Sequence[np.ndarray], prepare: Callab
     return np.concatenate(ys, axis=1)
 
 
-def _stack(design: Design, curves: Sequence[np.ndarray]) -> np.ndarray:
+def _stack(design: ClockDesign, curves: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.asarray(y, float)[p] for y, p in zip(curves, design.pick, strict=True)])[None, :]
 
 
-def comparable_groups(design: Design, cells: Sequence[Cell], curves: Sequence[np.ndarray], lrs: Sequence[float],
+def comparable_groups(design: ClockDesign, cells: Sequence[Cell], curves: Sequence[np.ndarray], lrs: Sequence[float],
                       batches: Sequence[float]) -> list[np.ndarray]:
     """The design's groups (configurations whose curves share clock range) of two or more
     configurations that identify, on their own, the same direction(s) as the whole design: each can
@@ -514,7 +514,7 @@ def estimate_clock(cells: Sequence[Cell], prepare: Callable[[Cell], np.ndarray],
     return ClockEstimate(design, design.exponents(s_hat), s_hat, low, high, method, n_seeds, "", edges)
 
 
-def _hull_of_groups(design: Design, s_hat: np.ndarray, edges: tuple, groups: list[np.ndarray], cells: Sequence[Cell],
+def _hull_of_groups(design: ClockDesign, s_hat: np.ndarray, edges: tuple, groups: list[np.ndarray], cells: Sequence[Cell],
                     prepare: Callable[[Cell], np.ndarray], lrs: Sequence[float], batches: Sequence[float], draws: int, rng_seed: int,
                     level: float, n_seeds: int) -> ClockEstimate:
     """The estimate of a design whose groups each identify its direction(s): each group fitted alone at
@@ -553,7 +553,7 @@ def _fmt(theta: Sequence[float]) -> str:
 
 
 @dataclass(frozen=True)
-class Decision:
+class CollapseDecision:
     """A collapse row's verdict, the verdict of the part its design tests (the row's statistic_verdict:
     the same word where the design identifies every exponent) and why."""
 
@@ -562,7 +562,7 @@ class Decision:
     why: str
 
 
-def collapse_decision(est: ClockEstimate) -> Decision:
+def collapse_decision(est: ClockEstimate) -> CollapseDecision:
     """The verdict of a :class:`ClockEstimate` (see the module docstring): equivalence both ways in
     every identified coordinate, against the margin :data:`EQUIVALENCE` around the paper's clock."""
     design, clock = est.design, est.design.clock
@@ -570,12 +570,12 @@ def collapse_decision(est: ClockEstimate) -> Decision:
     join = lambda *parts: "; ".join(p for p in parts if p)
     if est.theta is None or est.low is None:
         word = INCONCLUSIVE if 1 < est.n_seeds < MIN_SEEDS_MODEL or est.theta is not None else NOT_IDENTIFIABLE
-        return Decision(word, word, est.why)
+        return CollapseDecision(word, word, est.why)
     paper, epoch, other = (np.asarray(CLOCKS[k]) for k in (clock, "epoch", OTHER_CLOCK[clock]))
     if np.allclose(design.coordinates(epoch), design.coordinates(paper), atol=1e-9):
         why = join(f"this design moves only {design.parameter()}, under which {NAMES[clock]} ({_fmt(paper)}) and the epoch clock "
                    f"({_fmt(epoch)}) are the same clock", untested)
-        return Decision(NOT_IDENTIFIABLE, NOT_IDENTIFIABLE, why)
+        return CollapseDecision(NOT_IDENTIFIABLE, NOT_IDENTIFIABLE, why)
     if est.untested:
         untested = join(untested, "the groups " + " and ".join(f"({g})" for g in est.untested) + " are not tested: their own "
                         "interval reaches the limit of the clocks searched (no alignment within them)")
@@ -583,7 +583,7 @@ def collapse_decision(est: ClockEstimate) -> Decision:
     split = est.disagreement()
     if not (np.isfinite(est.low).all() and np.isfinite(est.high).all()):
         lo, hi = next(e for e, a, b in zip(est.edges, est.low, est.high, strict=True) if not (np.isfinite(a) and np.isfinite(b)))
-        return Decision(INCONCLUSIVE, INCONCLUSIVE, join(
+        return CollapseDecision(INCONCLUSIVE, INCONCLUSIVE, join(
             f"the interval reaches the limit of the clocks searched ({lo:+.2g} to {hi:+.2g} from {NAMES[clock]} in its coordinate "
             "where the curves still overlap, or the search box): a clock beyond it fits the curves separately, not aligned", split, only))
     margin = between(-EQUIVALENCE, EQUIVALENCE)  # in the identified coordinates, relative to the paper's clock
@@ -602,15 +602,10 @@ def collapse_decision(est: ClockEstimate) -> Decision:
         tested = INCONCLUSIVE
         why = f"the interval reaches further than {EQUIVALENCE:g} from {NAMES[clock]} and holds clocks within it: neither side"
     if tested == REPRODUCED and untested:
-        return Decision(PARTLY_TESTED, REPRODUCED, join(f"partly tested ({design.parameter()} only): reproduced on "
+        return CollapseDecision(PARTLY_TESTED, REPRODUCED, join(f"partly tested ({design.parameter()} only): reproduced on "
                                                         f"{design.parameter()}, {why}", untested))
-    return Decision(tested, tested, join(why, split, only))
+    return CollapseDecision(tested, tested, join(why, split, only))
 
-
-def collapse_verdict(est: ClockEstimate) -> tuple[str, str]:
-    """(verdict, reason) of :func:`collapse_decision`."""
-    d = collapse_decision(est)
-    return d.verdict, d.why
 
 
 def _grid_edges(grid: np.ndarray, mask: np.ndarray) -> tuple:

@@ -4,7 +4,7 @@ Holm's step-down adjustment over the tier's tested rows (``statsmodels.stats.mul
 at :data:`ALPHA`. What familywise error that gives is measured, not assumed: with every tested row of
 the regime tier on its side's boundary, 2.7% [2.0, 3.5] of simulated tiers make a (false) decision
 after Holm under run noise independent from epoch to epoch and 2.0% [1.4, 2.7] under noise that
-persists along a run (``benchmarks/familywise_error.md``, :mod:`initmem.claims.familywise`).
+persists along a run (``benchmarks/familywise_error.md``, :mod:`initmem.planner.familywise`).
 
 The p of a decision is its test's own, against the boundary the decision crosses:
 

@@ -30,7 +30,7 @@ towards the independent-noise model (each cell's residual sd, the cells independ
 Ledoit-Wolf / Schaefer-Strimmer intensity (:func:`shrinkage`, hand-written: the target is a structured
 one no library offers), which makes it positive definite. (Shrinking a full-rank one as well would
 undo the pairing: at 16 seeds the intensity is ~0.9 and the rate falls back to the independent one.)
-The planner passes a measured source's per-seed vectors moved onto its planned grid (:mod:`initmem.design`);
+The planner passes a measured source's per-seed vectors moved onto its planned grid (:mod:`initmem.planner.design`);
 the calibrations pass means and sd with an assumed correlation ``corr`` of one seed's runs across the two
 configurations (:func:`contrast_decision_rate`).
 Fixed RNG seeds: the same numbers on every re-analysis.

@@ -382,8 +382,3 @@ def spread_estimate(cell: Cell) -> Estimate:
     est.null_mean, est.p_null = float(s["null_mean"]), float(s["p"])
     return est
 
-
-def spread_interval(cell: Cell) -> tuple[float, float, str]:
-    """Interval of one configuration's spread against its noise (:func:`spread_estimate`), its method."""
-    est = spread_estimate(cell)
-    return est.low, est.high, est.method

@@ -26,7 +26,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from initmem.claims import collapse_calibration as CC
 from initmem.claims.analysis import scale_label
 from initmem.claims.catalogue.beta_shapes import BETA_DECAY
 from initmem.claims.claim import CURVE_READ, NO_FIT, Claim
@@ -49,6 +48,7 @@ from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, Reading
 from initmem.engine.clocks import paper_constant_lr_clocks
 from initmem.paper import Q_ALIGN, Q_CLOCK, Q_L2
 from initmem.stats import collapse as C
+from initmem.stats import collapse_power as CC
 from initmem.stats import power as P
 from initmem.stats import spreads as Sp
 from initmem.stats import verdicts as V

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from initmem import tiers
-from initmem.claims.calibration import EVIDENCE, SEED_SD, Design, designs, linear
 from initmem.claims.clock import RETAINED
+from initmem.planner.calibration import EVIDENCE, SEED_SD, Design, designs, linear
 from initmem.stats import multiplicity as M
 from initmem.stats import shapes as Sh
 from initmem.stats import spreads as Sp

@@ -7,7 +7,7 @@ An entry file may declare, as module-level literals (read without importing it, 
 - ``RATE_FAMILY``: the family whose measured training rate it shares, ``"sgd"``, ``"adam"`` or
   ``"muon"`` (optimizers; default: ``"muon"`` where it orthogonalises, ``"adam"`` on the adaptive
   clock, else ``"sgd"``);
-- the cost-model numbers :mod:`initmem.pipeline.rates` and :mod:`initmem.pipeline.targets` name
+- the cost-model numbers :mod:`initmem.costs.rates` and :mod:`initmem.pipeline.targets` name
   (architectures: ``PARAMS_AT_WIDTH_64``, ``ACTIVATION_MB_PER_IMAGE``, ...).
 
 In no run's key: an edit here retrains nothing. Torch-free: the estimate and the planner read it.
@@ -35,7 +35,7 @@ def entry_fact(kind: str, name: str, key: str, shipped: dict[str, Any]) -> Any:
 
 
 def rate_family(optimizer: str) -> str:
-    """The family whose training rate ``optimizer`` shares (:mod:`initmem.pipeline.rates`): its file's
+    """The family whose training rate ``optimizer`` shares (:mod:`initmem.costs.rates`): its file's
     RATE_FAMILY, else derived from what it does: an orthogonalising step costs Muon's, an adaptive one
     Adam's (Lion: one buffer and a sign, cheaper, so Adam's is the conservative stand-in), else SGD's."""
     info = entry_info("optimizer", optimizer)

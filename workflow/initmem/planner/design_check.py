@@ -1,7 +1,7 @@
 """The planner checked against what happened: each committed tier replanned without itself, and each
 planned P(decision) set beside the rate its claim's own rule reaches on that tier's runs.
 
-For a spread or a contrast plan (:mod:`initmem.design`) at a design (seeds, sigma_w grid):
+For a spread or a contrast plan (:mod:`initmem.planner.design`) at a design (seeds, sigma_w grid):
 
 - **planned**: the planner's P(decision), from the truth it assumes without the tier (``--leave-out``);
 - **planned at the tier's truth**: the same arithmetic (:mod:`initmem.stats.power`) fed the tier's own
@@ -42,11 +42,11 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from initmem import design as D
 from initmem import paths, tiers
 from initmem.claims.claim import SPREAD_READ
 from initmem.claims.rows import run_cell
 from initmem.pipeline.configfiles import load_config
+from initmem.planner import design as D
 from initmem.stats import power as P
 from initmem.stats import spreads as S
 from initmem.stats import verdicts as V
@@ -271,14 +271,14 @@ def markdown(checks: Sequence[Check], command: str, seconds: float, draws: int =
     out = ["# The planner checked against what happened\n",
            f"`{command}` ({seconds:.0f} s wall, one core). Each committed tier replanned without itself "
            "(`design --leave-out`), every spread and contrast plan at the tier's design, at `--cheapest`'s and at the "
-           "`--cheapest` design the tier's committed plan chose (`initmem.design_check` says how each column is made): *planned* "
+           "`--cheapest` design the tier's committed plan chose (`initmem.planner.design_check` says how each column is made): *planned* "
            "is the planner's P(decision) from the truth it assumed; *at the tier's truth* its arithmetic fed the tier's own seed "
            "means, noise and seed pairing; *realised* the share of resamples of the tier's own seeds at the design (without "
            f"replacement, {draws:,} per row, or every subset where there are fewer; at the tier's own seed count the tier itself) "
            "that the claims table's own rule reads `reproduced` or `not reproduced` (the statistic alone; 95% Wilson interval). "
            "*missed*: planned and realised differ beyond chance: the resamples overlap (subsets of one tier's seeds), so the "
            "normal test uses the variance bound of a U-statistic, (n / N) p (1 - p), plus the planner's Monte-Carlo variance "
-           f"(`initmem.design_check.miss_p`; the tier itself, one draw: scipy's exact `binomtest` of its verdict against the planned rate; p < {MISS_LEVEL:g}); "
+           f"(`initmem.planner.design_check.miss_p`; the tier itself, one draw: scipy's exact `binomtest` of its verdict against the planned rate; p < {MISS_LEVEL:g}); "
            "the same test at the tier's truth says whether the assumed truth or the arithmetic missed. `design` prints a "
            "warning under any plan of a kind that missed here.\n",
            "| tier | claim | design | seeds | sigma_w | planned | at the tier's truth | realised | check |",
@@ -292,9 +292,3 @@ def markdown(checks: Sequence[Check], command: str, seconds: float, draws: int =
             f"{sum(c.arithmetic_missed for c in checks)} rows miss (the arithmetic's)."]
     return "\n".join(out) + "\n"
 
-
-def misses(table: pd.DataFrame | None, family: str) -> pd.DataFrame:
-    """The rows of a committed check table where a plan of ``family`` missed."""
-    if table is None or table.empty:
-        return pd.DataFrame()
-    return table[(table["family"] == family) & table["missed"].astype(bool)]

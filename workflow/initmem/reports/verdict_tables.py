@@ -235,33 +235,6 @@ def claims_markdown(table: pd.DataFrame) -> str:
 
 # --- the README blocks -------------------------------------------------------------------------
 
-SHORT = {V.REPRODUCED: "reproduced", V.NOT_REPRODUCED: "not reproduced", V.INCONCLUSIVE: "inconclusive",
-         V.NOT_MEASURED: "-"}
-
-
-def _tier_cell(r: pd.Series | None) -> str:
-    """One tier's word for a claim: its verdict, and what the interval alone says where they differ."""
-    if not isinstance(r, pd.Series) or r["verdict"] == V.NOT_MEASURED:  # NaN: the folder has no such row
-        return "-"
-    word = f"**{SHORT.get(r['verdict'], r['verdict'])}**"
-    return word + (f" ({SHORT.get(r['statistic_verdict'], r['statistic_verdict'])})" if r["statistic_verdict"] != r["verdict"] else "")
-
-
-def tiers_table(tables: dict[str, pd.DataFrame]) -> str:
-    """The directional claims side by side, one column per evidence folder (claims measured in at
-    least one; '-' where a folder does not measure it at that setting), then each folder's counts line."""
-    rows: dict[tuple[str, str], dict] = {}
-    for name, table in tables.items():
-        for _, r in directions(table)[0].iterrows():
-            # keyed by id and wording: a claim measured at another setting in another folder gets its own row
-            label = r["quantity"] + (f", read at the {r['read_at']}" if r.get("read_at") == AT_END else "")
-            rows.setdefault((r["id"], label), {"claim": label})[name] = r
-    cols = {"claim": lambda r: r["claim"]} | {f"`{n}`": (lambda r, n=n: _tier_cell(r.get(n))) for n in tables}
-    out = [_table(pd.DataFrame(list(rows.values())), cols) if rows else "No directional claim measured.\n"]
-    out += [f"`{n}`: **{counts_line(t)}**\n" for n, t in tables.items()]
-    return "\n".join(out)
-
-
 def what_size_decides(table: pd.DataFrame) -> str:
     """What this folder's size can and cannot decide, from its rows: the decided rows, and for the
     undecided ones the seeds (or seeds x sigma_w grid) the power column says would decide them."""

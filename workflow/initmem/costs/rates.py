@@ -42,10 +42,10 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from initmem.cost_facts import entry_fact, rate_family
+from initmem.costs.facts import entry_fact, rate_family
 
 # The shipped architectures' numbers of the rate model; a new architecture file states its own as
-# module-level literals of the same names (OPS_PER_STEP: {family: (one run, a pack)}; initmem.cost_facts.entry_fact).
+# module-level literals of the same names (OPS_PER_STEP: {family: (one run, a pack)}; initmem.costs.facts.entry_fact).
 # architecture -> family -> (operations per step of one run, of a vmap pack), family means of
 # benchmarks/ops_per_step.md; ResNet-110 derived as 2 x ResNet-56 less its head (~25).
 OPS_PER_STEP = {
@@ -61,7 +61,7 @@ TF32_GPU = 2.0  # r_gpu of tf32 over float32
 BF16_OVER_TF32 = {"resnet9": 2.6, "resnet56": 2.0, "resnet110": 2.0}  # r_gpu, the same GPU
 PRECISION_HOST = {"float32": 1.0, "tf32": 1.0, "bf16": 1.3}
 RANGE = {"defaults": (0.6, 1.4), "measured": (0.85, 1.1)}
-DEFAULTS_SOURCE = "stated defaults for one H200, not measured (initmem/pipeline/rates.py; docs/packs.md)"
+DEFAULTS_SOURCE = "stated defaults for one H200, not measured (initmem/costs/rates.py; docs/packs.md)"
 COLUMNS = ("arch", "width", "batch_size", "family", "pack", "precision", "images_per_s")
 COMPILE_LABELS = {False: "off", True: "forward", "step": "step"}  # a table's optional ``compile`` column: compute.compile
 
@@ -77,7 +77,7 @@ class Rate:
 
 
 def family(optimizer: str) -> str:
-    """The optimizer family a rate is shared by (sgd, adam, muon): :func:`initmem.cost_facts.rate_family`."""
+    """The optimizer family a rate is shared by (sgd, adam, muon): :func:`initmem.costs.facts.rate_family`."""
     return rate_family(optimizer)
 
 

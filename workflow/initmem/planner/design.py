@@ -37,10 +37,10 @@ something other than the paper's quantity, so it informs the noise and the regim
   from the smallest peak the committed tiers measured; the epoch noise as the run noise above.
 - **SGD's |beta| stays flat**: flat at the lowest last-tenth level the committed tiers measured for
   SGD at that lr (a level nearer the noise floor is the harder one to call flat).
-- **the collapse**: the calibration's truth (:mod:`initmem.claims.collapse_calibration`) at the
+- **the collapse**: the calibration's truth (:mod:`initmem.planner.collapse_calibration`) at the
   planned configurations and the largest committed tier noise.
 
-Checked against what happened (:mod:`initmem.design_check`, ``benchmarks/planner_check.md``): each committed
+Checked against what happened (:mod:`initmem.planner.design_check`, ``benchmarks/planner_check.md``): each committed
 tier replanned without itself, its plans beside the rate its rules reach on resamples of its own seeds; the
 report ends with a warning under any planned claim whose kind (:func:`claim_family`) missed there.
 
@@ -64,9 +64,7 @@ import pandas as pd
 
 from initmem import paper as published
 from initmem import paths
-from initmem.claims import calibration as Cal
 from initmem.claims import catalogue
-from initmem.claims import collapse_calibration as CC
 from initmem.claims.catalogue.beta_shapes import BETA_DECAY, BETA_FLAT
 from initmem.claims.catalogue.clocks import COLLAPSE, L2_THRESHOLD
 from initmem.claims.catalogue.optimizers import SGD_GT, SGD_KEEPS
@@ -80,6 +78,8 @@ from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
 from initmem.pipeline.grid import expand_studies
+from initmem.planner import calibration as Cal
+from initmem.planner import collapse_calibration as CC
 from initmem.stats import power as P
 from initmem.stats import shapes as Sh
 from initmem.stats.spreads import residual_sd
@@ -615,7 +615,7 @@ def flat_rate(level: float, epochs: int, noise: float) -> Callable[[int, tuple[f
 
 
 def collapse_rate(reads: Sequence[Planned], noise: float) -> Callable[[int, tuple[float, ...]], float]:
-    """The collapse rule at the calibration's clock truth (:func:`initmem.claims.collapse_calibration.power`)."""
+    """The collapse rule at the calibration's clock truth (:func:`initmem.stats.collapse_power.power`)."""
     configs = tuple((float(p.spec["lr"]), int(p.spec["batch_size"]), int(p.spec["epochs"])) for p in reads)
     return lambda n, s: 0.0 if n < 2 else _collapse_p(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))
 
@@ -820,7 +820,7 @@ def claim_family(cid: str) -> str:
 
 
 def missed_checks(checks: Path | None = None) -> pd.DataFrame:
-    """The rows of the committed check table (:data:`CHECKS`, :mod:`initmem.design_check`) where a plan missed; empty without one."""
+    """The rows of the committed check table (:data:`CHECKS`, :mod:`initmem.planner.design_check`) where a plan missed; empty without one."""
     checks = CHECKS if checks is None else checks
     if not checks.is_file():
         return pd.DataFrame(columns=["family"])
@@ -895,7 +895,7 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
     sources = measured() if sources is None else sources
     ps = plans(config, sources) if ps is None else ps
     lines = [f"# Design of `{name}`", "", f"P(decision): the chance the claim's own rule reads `reproduced` or `not reproduced` "
-             f"under the assumed truth (initmem.design); compute: {compute_unit(config)}.", "",
+             f"under the assumed truth (initmem.planner.design); compute: {compute_unit(config)}.", "",
              "| claim | rule | configurations | seeds | sigma_w | assumed truth | noise | P(decision) | regime (runs fit) | compute |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for p in ps:

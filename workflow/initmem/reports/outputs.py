@@ -14,9 +14,10 @@ def analysis_tables(runs: pd.DataFrame, history: pd.DataFrame) -> dict[str, pd.D
     """spreads.csv, beta.csv, claims.csv, claims.md and paper_tables.md (file name -> table or text)
     from the runs and history: what the workflow's ``tables`` rule and ``reanalyse`` both write."""
     from initmem.claims.analysis import beta_table, spreads
-    from initmem.claims.paper_tables import paper_tables
     from initmem.claims.similarity import section
-    from initmem.claims.table import claims, claims_markdown
+    from initmem.claims.table import claims
+    from initmem.reports.paper_tables import paper_tables
+    from initmem.reports.verdict_tables import claims_markdown
 
     spread_table, claim_table = spreads(runs), claims(runs, history)
     return {"spreads.csv": spread_table, "beta.csv": beta_table(history), "claims.csv": claim_table,
