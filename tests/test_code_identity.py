@@ -203,3 +203,12 @@ def test_every_rule_keyed_by_an_analysis_version_runs_one_of_its_scripts():
                 assert script is not None and script.group(1) in ANALYSIS_SCRIPTS[version.group(1)], block.splitlines()[0]
                 found += 1
     assert found >= 4
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_a_figure_job_says_what_data_its_runs_trained_on(finished):
+    """The figure job reads the workflow's data config (INITMEM_DATA_CONFIG, set when the workflow is
+    parsed): the tiny pipeline's Figure 1, on synthetic images, says so in its footnote and its log."""
+    logs = list((finished / "results/logs").rglob("fig1.log"))
+    assert logs and "fig1: data.source synthetic: synthetic images, not CIFAR-10" in logs[0].read_text()

@@ -3,6 +3,7 @@
 import copy
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -254,3 +255,35 @@ def test_a_first_offline_run_with_the_archive_in_data_is_told_which_config_reads
     assert hint.startswith("NOTE: ") and "\n" not in hint
     assert 'ARGS="--configfile config/archive.yaml"' in hint and "config/jpeg-copy.yaml" in hint
     assert offline_hint(load_config([ROOT / "config" / "archive.yaml"]), tmp_path) is None  # it already reads the archive
+
+
+def test_the_placeholder_account_warns_a_command_that_submits_nothing_and_stops_one_that_submits(tmp_path, capsys):
+    """`snakemake -n --profile slurm` (the README's "any machine" dry run) goes on with one warning line
+    naming the file and key to change; a run that would submit jobs refuses in one line before any."""
+    from initmem.pipeline.guards import InvocationError
+    from initmem.pipeline.invocation import prepare_invocation
+
+    shutil.copytree(ROOT / "slurm", tmp_path / "slurm")
+    shipped = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:slurm/config.yaml"], capture_output=True, text=True)
+    if shipped.returncode == 0:  # the committed profile, not a user's edited one
+        (tmp_path / "slurm/config.yaml").write_text(shipped.stdout)
+    argv = ["snakemake", "--profile", "slurm", "figures/fig6.pdf"]
+    train = ['slurm_partition="gpu"', 'slurm_account="CHANGE_ME"', "partition_time_limit=1440"]
+    config = {"data": {"source": "synthetic", "n_train": 64, "n_val": 32, "n_test": 32}}
+
+    def prepare(argv, submits_nothing, resources=train):
+        return prepare_invocation(argv, [tmp_path], resources, config, lambda: tmp_path / "results/data/x/cifar10.npz",
+                                  lambda ident, code: "x", tmp_path / "results/config.resolved.yaml", root=tmp_path,
+                                  submits_nothing=submits_nothing)
+
+    notes = prepare(argv + ["-n"], submits_nothing=True).notes
+    warnings = [line for line in notes if "CHANGE_ME" in line]
+    assert len(warnings) == 1 and "\n" not in warnings[0] and warnings[0].startswith("WARNING: slurm_account is the placeholder")
+    assert "slurm/config.yaml" in warnings[0] and "goes on" in warnings[0] and "stops here" in warnings[0]
+    assert warnings[0] in capsys.readouterr().err
+    with pytest.raises(InvocationError) as err:
+        prepare(argv, submits_nothing=False)
+    assert "\n" not in str(err.value) and "slurm_account is the placeholder CHANGE_ME: set your account in slurm/config.yaml" in str(err.value)
+    # a real account, or --slurm-no-account: neither a warning nor a refusal
+    assert not any("CHANGE_ME" in line for line in prepare(argv, False, [r.replace("CHANGE_ME", "lab42") for r in train]).notes)
+    assert not any("CHANGE_ME" in line for line in prepare(argv + ["--slurm-no-account"], False).notes)

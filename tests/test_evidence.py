@@ -329,3 +329,30 @@ def test_every_image_the_readme_shows_is_a_tiers_own_figure():
         for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text()):
             shown = (page.parent / image).resolve()
             assert re.fullmatch(r"evidence/[^/]+/figures/[^/]+\.png", str(shown.relative_to(ROOT))) and shown.is_file(), image
+
+
+def test_each_tiers_figures_name_the_jpeg_copy_they_trained_on(monkeypatch, tmp_path):
+    """Issue 64: every committed tier trained on the re-packed JPEG copy, and its re-analysed figures say so
+    on the figure: reanalyse hands each figure the folder's data config (config.resolved.yaml)."""
+    import initmem.figures.registry as registry
+    from initmem.evidence import folder_data, read_evidence, write_figures
+    from initmem.figures.common import what_the_runs_are
+
+    for folder in FOLDERS:
+        data = folder_data(folder)
+        assert data and data.get("verify_md5") is False, folder.name
+        runs, _ = read_evidence(folder)
+        assert any("not the official CIFAR-10 pixels" in line for line in what_the_runs_are(runs, data)), folder.name
+    import matplotlib.pyplot as plt
+
+    given = []
+
+    def make_figure(name, runs, history, data=None):
+        given.append(data)
+        return plt.figure()
+
+    monkeypatch.setattr(registry, "make_figure", make_figure)
+    small = ROOT / "evidence" / "jpeg-cifar10-small"
+    runs, history = read_evidence(small)
+    write_figures(runs, history, tmp_path, folder_data(small))
+    assert given and all(d == folder_data(small) for d in given)

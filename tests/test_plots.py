@@ -433,3 +433,60 @@ def test_depth_figures_show_the_depth_studys_optimizers_and_label_a_row_whose_fi
     fig.canvas.draw()
     lower = [ax for ax in fig.axes if ax.get_subplotspec().rowspan.start == 1 and _drawn_labels(ax)]
     assert lower and min(lower, key=lambda a: a.get_subplotspec().colspan.start).get_ylabel() == "$\\tau_{interp}$ (epoch)"
+
+
+def _footnote(fig) -> str:
+    label = getattr(fig, "_supxlabel", None)
+    return label.get_text() if label is not None else ""
+
+
+def test_a_figure_of_runs_near_chance_says_on_the_figure_that_it_is_a_demo(tiny_tables, capsys):
+    """Issue 64: the embedded default's runs learn next to nothing (test accuracy 5-17%, chance 10%); every
+    figure of such runs says so in its footnote (and its log), first; runs that learned say nothing of it."""
+    runs, history = tiny_tables
+    rng = np.random.default_rng(2)
+    near = runs.assign(test_acc_best=rng.uniform(0.05, 0.17, len(runs)))
+    for name in ("fig1", "fig6", "fig7"):
+        note = _footnote(make_figure(name, near, history)).splitlines()[0]
+        assert note.startswith("* DEMO: test accuracy") and "chance 10%" in note and "learned next to nothing" in note
+        assert f"{name}: DEMO: test accuracy" in capsys.readouterr().err
+        assert "DEMO" not in _footnote(make_figure(name, runs, history))  # fake_record's runs reach 65-70%
+    # chance is the data source's: on CIFAR-100 (1%), 12% is not near it
+    assert "DEMO" not in _footnote(make_figure("fig1", near.assign(test_acc_best=0.12), history, data={"source": "cifar100"}))
+
+
+def test_a_figure_of_runs_on_a_repacked_copy_or_synthetic_images_says_so(tiny_tables):
+    """config/jpeg-copy.yaml (data.verify_md5: false over the archive source): the figure names the copy;
+    synthetic images are named too; the official archive, verified, adds nothing."""
+    runs, history = tiny_tables
+    jpeg = {"source": "archive", "archive": "data/cifar-10-python.tar.gz", "verify_md5": False}
+    note = _footnote(make_figure("fig1", runs, history, data=jpeg))
+    assert "not the official CIFAR-10 pixels" in note and "config/jpeg-copy.yaml" in note
+    assert "synthetic images" in _footnote(make_figure("fig1", runs, history, data={"source": "synthetic"}))
+    official = _footnote(make_figure("fig1", runs, history, data={**jpeg, "verify_md5": True}))
+    assert "official" not in official and "synthetic" not in official
+
+
+def test_the_workflows_data_config_reaches_the_figure(tiny_tables, monkeypatch):
+    """A figure job reads its runs' data config from the environment the workflow sets (INITMEM_DATA_CONFIG)."""
+    import json
+
+    runs, history = tiny_tables
+    monkeypatch.setenv("INITMEM_DATA_CONFIG", json.dumps({"source": "archive", "archive": "x.tar.gz", "verify_md5": False}))
+    assert "not the official CIFAR-10 pixels" in _footnote(make_figure("fig3", runs, history))
+
+
+def test_a_row_whose_every_panel_is_empty_keeps_its_quantity_label(tiny_tables):
+    """Figure 7 of runs that never interpolated: every tau_interp panel says 'no data', and the row still says
+    it is tau_interp (issue 64: the demo's second row had no label)."""
+    runs, history = tiny_tables
+    fig = make_figure("fig7", runs.assign(tau_interp=np.nan), history)
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+    rows = sorted({ax.get_subplotspec().rowspan.start for ax in panels})
+    for row in rows:
+        first = min((ax for ax in panels if ax.get_subplotspec().rowspan.start == row), key=lambda a: a.get_subplotspec().colspan.start)
+        assert first.get_ylabel(), f"fig7: row {row} has no quantity label"
+    last = [ax for ax in panels if ax.get_subplotspec().rowspan.start == rows[-1]]
+    assert all("no run interpolated" in "".join(t.get_text() for t in ax.texts) for ax in last)
+    assert min(last, key=lambda a: a.get_subplotspec().colspan.start).get_ylabel() == "$\\tau_{interp}$ (epoch)"

@@ -123,3 +123,25 @@ def test_the_printed_slurm_dry_runs_print_job_counts_not_every_job():
     assert any(page == "README.md" for page, _ in dry_runs), "the README prints the Slurm dry run"
     long_ = [(page, c) for page, c in dry_runs if "--quiet" not in c or not _quiet_takes_only_its_words(c)]
     assert not long_, f"Slurm dry runs without `--quiet rules` after their targets: {long_}"
+
+
+def _normal_pip(command: str) -> str:
+    """A pip install as the Makefile or a page writes it, without the environment's path and -q."""
+    command = re.sub(r"^(\$\(VENV\)|\.venv)/bin/(python -m pip|pip)\b", "pip", command.strip())
+    return " ".join(word for word in command.split() if word != "-q")
+
+
+def test_every_printed_alternative_to_make_env_installs_what_make_env_does():
+    """A page that spells out `make env` by hand (python3 -m venv .venv && ...) runs every pip install of the
+    Makefile's env recipe, the editable install of this project included (without it `python -m initmem` fails)."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^\$\(VENV\)/\.installed:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    wanted = [_normal_pip(line) for line in recipe.splitlines() if " pip install" in line]
+    assert any("-e ." in w for w in wanted) and any("requirements.txt" in w for w in wanted), wanted
+    spans = [(p, " ".join(span.split())) for p in PAGES
+             for span in re.findall(r"`([^`]+)`", re.sub(r"^```[^\n]*\n.*?^```", "", p.read_text(), flags=re.S | re.M))]
+    alternatives = [(p, span) for p, span in spans if "-m venv .venv" in span]
+    assert alternatives, "docs/slurm.md spells out make env"
+    for page, span in alternatives:
+        installs = [_normal_pip(part) for part in span.split("&&") if "pip install" in part]
+        assert all(w in installs for w in wanted), f"{page.relative_to(ROOT)}: `{span}` misses {set(wanted) - set(installs)}"

@@ -57,9 +57,13 @@ def test_profile_dry_run_without_slurm(tmp_path):
     shipped_slurm_profile(work)
     # a checkout whose results another config made (other data): the note must not send the profile run elsewhere
     record_provenance(work / "results/config.resolved.yaml", load_config([ROOT / "config/tiny.yaml"]), ["config/tiny.yaml"])
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n", "--quiet", "rules",
-                           "--slurm-no-account"], cwd=work, capture_output=True, text=True)
+    # the README's command as printed, on the shipped profile (placeholder account): it goes on, warning once
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n", "--quiet", "rules"],
+                          cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    warnings = [line for line in proc.stderr.splitlines() if "CHANGE_ME" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("WARNING: slurm_account is the placeholder CHANGE_ME: set your account in "
+                                                         "slurm/config.yaml"), proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
     # main + lr_l2 at paper scale in packs: the profile selects config/paper.yaml
     assert counts["run_metrics"] == 6250 + 120
@@ -84,15 +88,19 @@ def test_profile_dry_run_without_slurm(tmp_path):
 
 
 @pytest.mark.workflow
-def test_profile_refuses_the_placeholder_account_at_dry_run_time(tmp_path):
+def test_profile_refuses_the_placeholder_account_before_submitting(tmp_path):
+    """A run (no -n) with the shipped profile's placeholder account stops when the workflow is parsed, in one
+    line naming the file and key, before any job is planned or submitted (no Slurm here: a submission would fail
+    differently)."""
     from conftest import workdir_copy
 
     work = workdir_copy(tmp_path)
     shipped_slurm_profile(work)
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm", "-n"],
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "figures/fig6.pdf", "--profile", "slurm"],
                           cwd=work, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "slurm_account is the placeholder CHANGE_ME: set your account in slurm/config.yaml" in proc.stdout + proc.stderr
+    assert "WARNING" not in proc.stderr and "sbatch" not in proc.stdout + proc.stderr and not (work / "results/plans").exists()
 
 
 @pytest.mark.workflow

@@ -89,8 +89,18 @@ def write_theory(folder: Path) -> list[Path]:
     return [*written, table, stamp]
 
 
-def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> list[Path]:
-    """``figures/<fig>.png`` for every figure the runs' studies support (:data:`initmem.pipeline.targets.FIGURES`)."""
+def folder_data(folder: Path) -> dict | None:
+    """The data config the folder's runs trained on (its ``config.resolved.yaml``), None where it has none."""
+    import yaml
+
+    path = folder / "config.resolved.yaml"
+    config = yaml.safe_load(path.read_text()) if path.is_file() else None
+    return (config or {}).get("data") if isinstance(config, dict) else None
+
+
+def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path, data: dict | None = None) -> list[Path]:
+    """``figures/<fig>.png`` for every figure the runs' studies support (:data:`initmem.pipeline.targets.FIGURES`);
+    ``data``, the runs' data config, for what their footnotes say the images are."""
     import matplotlib.pyplot as plt
 
     from initmem.figures.registry import make_figure
@@ -103,7 +113,7 @@ def write_figures(runs: pd.DataFrame, history: pd.DataFrame, figures: Path) -> l
         use = figure_studies(name, studies)
         if use is None:
             continue
-        fig = make_figure(name, runs[runs["study"].isin(use)], history[history["study"].isin(use)])
+        fig = make_figure(name, runs[runs["study"].isin(use)], history[history["study"].isin(use)], data=data)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", metadata={"Software": None})
         plt.close(fig)
@@ -150,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             runs, history = read_evidence(folder)
             written = write_analysis(runs, history, folder / "tables") + write_theory(folder)
             if not args.no_figures:
-                written += write_figures(runs, history, folder / "figures")
+                written += write_figures(runs, history, folder / "figures", folder_data(folder))
             print(f"{folder}: {len(runs)} runs, {len(history)} epoch rows -> {len(written)} files in "
                   f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
         for readme, folders, view in readme_pages(args.folders, args.root):

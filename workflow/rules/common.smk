@@ -48,6 +48,32 @@ TRAIN_RESOURCES = submitted_resources(
     _resource_args(workflow.resource_settings.overwrite_resources.get(SUBMITTED_RULE)),
     _resource_args(workflow.resource_settings.default_resources))
 
+
+def _command_line(argv):
+    """This command line as Snakemake's own parser reads it (None should it not parse here)."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        return get_argument_parser().parse_args(argv[1:])
+    except (SystemExit, Exception):  # Snakemake accepted it; we only lose the targets in repair commands
+        return None
+
+
+# Snakemake's options that build nothing (their argparse names): the guards on what a build would compute
+# (one sigma_w, say) never stop them, so `--unlock` works on any checkout. Kept here, with the command
+# line's parsing, so that no analysis output's code identity holds it.
+BUILDS_NOTHING = ("unlock", "cleanup_metadata", "cleanup_shadow", "list_rules", "list_target_rules", "lint", "list_changes",
+                  "list_input_changes", "list_params_changes", "list_untracked", "list_conda_envs", "conda_cleanup_envs",
+                  "print_compilation", "delete_all_output", "delete_temp_output", "archive", "container_cleanup_images")
+# Options that run no job: a dry run (-n), the listings and graphs, and every option that builds nothing.
+RUNS_NO_JOB = ("dryrun", "summary", "detailed_summary", "dag", "rulegraph", "filegraph") + BUILDS_NOTHING
+
+# The command line as Snakemake reads it (the main process's; a job keeps the command it was sent with).
+_ARGS = _command_line(sys.argv) if workflow.is_main_process else None
+# What refuses to submit jobs (the Slurm profile's placeholder account) only warns in a command that
+# submits none: `snakemake -n --profile slurm` works on any machine (initmem.pipeline.invocation).
+SUBMITS_NOTHING = any(getattr(_ARGS, name, None) for name in RUNS_NO_JOB)
+
 INVOCATION_STARTED = time.time()  # training logs written since belong to this invocation
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
@@ -88,7 +114,7 @@ try:
     _INVOCATION = prepare_invocation(
         sys.argv, [Path.cwd(), Path(workflow.basedir)], TRAIN_RESOURCES,
         config, lambda: Path(f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"), _legacy_folder,
-        RESOLVED_CONFIG, root=Path.cwd()) if workflow.is_main_process else None
+        RESOLVED_CONFIG, root=Path.cwd(), submits_nothing=SUBMITS_NOTHING) if workflow.is_main_process else None
     DATA = f"results/data/{data_folder(DATA_ID, DATA_CODE)}/cifar10.npz"
 except InvocationError as exc:
     raise WorkflowError(str(exc))
@@ -139,28 +165,10 @@ os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TR
 os.environ.update(compile_cache_environment(os.environ, Path.cwd()))
 
 
-# Snakemake's options that build nothing (their argparse names): the guards on what a build would compute
-# (one sigma_w, say) never stop them, so `--unlock` works on any checkout. Kept here, with the command
-# line's parsing, so that no analysis output's code identity holds it.
-BUILDS_NOTHING = ("unlock", "cleanup_metadata", "cleanup_shadow", "list_rules", "list_target_rules", "lint", "list_changes",
-                  "list_input_changes", "list_params_changes", "list_untracked", "list_conda_envs", "conda_cleanup_envs",
-                  "print_compilation", "delete_all_output", "delete_temp_output", "archive", "container_cleanup_images")
-
-
-def _command_line(argv):
-    """This command line as Snakemake's own parser reads it (None should it not parse here)."""
-    from snakemake.cli import get_argument_parser
-
-    try:
-        return get_argument_parser().parse_args(argv[1:])
-    except (SystemExit, Exception):  # Snakemake accepted it; we only lose the targets in repair commands
-        return None
-
 
 # The command that started this invocation, for repair commands that work as printed
 # (initmem.pipeline.guards.snakemake_command); a job on a cluster node keeps the one it was sent with.
 if workflow.is_main_process:
-    _ARGS = _command_line(sys.argv)
     os.environ[INVOCATION_ENV] = json.dumps(invocation(sys.argv, list(workflow.overwrite_configfiles or []),
                                                        list(getattr(_ARGS, "targets", None) or []),
                                                        workflow.resource_settings.cores, Path.cwd()))

@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd  # noqa: F401
+import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 import initmem.figures.style  # noqa: F401  (Type 42 fonts in PDFs, 200-dpi PNGs)
@@ -46,6 +46,51 @@ class Notes:
             # a figure-level x label: the layout engine keeps room for it under the panels and the legend
             fig.supxlabel("\n".join("* " + t for t in self.lines), x=0.01, ha="left", fontsize=6.5, color="dimgray")
         return fig
+
+
+# How close to chance a figure's runs may be and still be read as having learned nothing (test accuracy,
+# the median over its runs, in percentage points above 1 / classes).
+NEAR_CHANCE_PP = 5.0
+
+
+def what_the_runs_are(runs: pd.DataFrame, data: dict | None) -> list[str]:
+    """Footnotes that say what a figure's runs are where that is not what the paper's figure shows: runs
+    that learned next to nothing (median test accuracy within :data:`NEAR_CHANCE_PP` of chance: a plumbing
+    demo, like the embedded default's), and images that are not the official pixels (``data`` the run's
+    data config: a re-packed copy read with ``data.verify_md5: false``, as config/jpeg-copy.yaml, or
+    synthetic images)."""
+    from initmem.spec import entry_info
+
+    lines = []
+    source = (data or {}).get("source")
+    try:
+        classes = int(entry_info("source", source).get("CLASSES", 10)) if source else 10
+    except ValueError:  # a source this checkout does not know: CIFAR-10's
+        classes = 10
+    chance = 100.0 / classes
+    acc = 100 * pd.to_numeric(runs.get("test_acc_best", pd.Series(dtype=float)), errors="coerce").dropna()
+    if len(acc) and acc.median() <= chance + NEAR_CHANCE_PP:
+        lines.append(f"DEMO: test accuracy {acc.min():.0f}-{acc.max():.0f}% (median {acc.median():.0f}%), chance "
+                     f"{chance:.0f}%: these networks learned next to nothing; the curves show that the pipeline runs, "
+                     "not the paper's effects")
+    if source == "synthetic":
+        lines.append("data.source synthetic: synthetic images, not CIFAR-10")
+    elif data and data.get("archive") and data.get("verify_md5", True) is False:
+        lines.append(f"trained on a re-packed copy, not the official CIFAR-10 pixels ({data['archive']}, data.verify_md5: "
+                     "false, e.g. the JPEG q75 copy of config/jpeg-copy.yaml)")
+    return lines
+
+
+def add_footnotes(fig: plt.Figure, name: str, lines: list[str]) -> plt.Figure:
+    """Put ``lines`` first in the figure's footnote (above what :class:`Notes` wrote there), and in the log."""
+    if not lines:
+        return fig
+    for line in lines:
+        print(f"{name}: {plain(line)}", file=sys.stderr)
+    existing = fig._supxlabel.get_text() if getattr(fig, "_supxlabel", None) is not None else ""
+    text = "\n".join(["* " + t for t in lines] + ([existing] if existing else []))
+    fig.supxlabel(text, x=0.01, ha="left", fontsize=6.5, color="dimgray")
+    return fig
 
 
 def no_data(ax, what: str = "no data") -> None:

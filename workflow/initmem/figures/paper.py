@@ -289,11 +289,13 @@ def _depth_frames(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return frames
 
 
-def _label_outer_drawn(axes: np.ndarray) -> None:
+def _label_outer_drawn(axes: np.ndarray, row_labels: list[str] | None = None) -> None:
     """Axis labels and tick labels on the outer panels only (their ranges are shared), where the
     outer panel is the leftmost (y) and lowest (x) panel that draws data: an empty panel ("no data")
-    shows no axis, so a row or column whose outer panel is empty keeps its label on the next one."""
-    ylabels = [next((ax.get_ylabel() for ax in row if ax.get_ylabel()), "") for row in axes]
+    shows no axis, so a row or column whose outer panel is empty keeps its label on the next one, and a
+    row whose every panel is empty keeps it on its first (no ticks: a quantity, not a scale). ``row_labels``:
+    each row's label, where an empty panel (:func:`no_data`) cleared it."""
+    ylabels = row_labels or [next((ax.get_ylabel() for ax in row if ax.get_ylabel()), "") for row in axes]
     xlabels = [next((ax.get_xlabel() for ax in col if ax.get_xlabel()), "") for col in axes.T]
     for ax in axes.flat:
         ax.set(xlabel="", ylabel="")
@@ -302,6 +304,8 @@ def _label_outer_drawn(axes: np.ndarray) -> None:
         if (first := next((ax for ax in row if _drawn(ax)), None)) is not None:
             first.set_ylabel(label)
             first.tick_params(labelleft=True)
+        else:  # every panel of the row says "no data": the row still says what quantity it is
+            row[0].set_ylabel(label)
     for col, label in zip(axes.T, xlabels, strict=True):
         if (last := next((ax for ax in col[::-1] if _drawn(ax)), None)) is not None:
             last.set_xlabel(label)
@@ -345,7 +349,7 @@ def _per_arch(runs: pd.DataFrame, rows: list[tuple[str, str, float]], title: str
             for ax in group:
                 ax.set_ylim(lo - pad, hi + pad)
                 ax.ticklabel_format(axis="y", useOffset=False)
-    _label_outer_drawn(axes)
+    _label_outer_drawn(axes, [ylabel for (_, ylabel, _), _ in panel_rows])
     if any(a == "resnet9" for a, _ in frames):
         notes.add("ResNet-9 columns: the main grid's runs")
     _legend_right(fig, axes)

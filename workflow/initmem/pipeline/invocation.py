@@ -49,19 +49,22 @@ class Invocation:
 
 def prepare_invocation(argv: list[str], bases: list[Path], train_resources: list[str], config: Mapping,
                        data_path: Callable[[], Path], legacy_folder: Callable[[dict, str], str], resolved: str | Path,
-                       root: Path) -> Invocation:
+                       root: Path, submits_nothing: bool = False) -> Invocation:
     """Every parse-time side effect and check of one invocation, in order: the profile checks
     (:mod:`initmem.pipeline.guards`), the one-time move of an older checkout's prepared data (which
     rewrites Snakemake's records of that file in ``.snakemake/metadata``), the removal of Snakemake's
     incomplete markers of files finished before an interruption (:func:`release_finished`), the data archive check,
     and the notes on outputs of another config. Raises :class:`InvocationError` for a command that
     would run something the user did not mean. ``data_path`` gives this config's prepared data file
-    (called after the move); nothing else is written."""
+    (called after the move); nothing else is written. In a command that submits no job
+    (``submits_nothing``: a dry run, ``--unlock``, ...) the profile's placeholder account is a
+    warning (:func:`placeholder_account_warning`), not a refusal."""
     notes = []
     if (warning := check_profile_configfiles(argv, bases)):
         notes.append(warning)
     check_workflow_profile(argv, bases)
-    check_slurm_account(argv, bases, train_resources)
+    if (warning := placeholder_account_warning(argv, bases, train_resources, submits_nothing)):
+        notes.append(warning)
     if (moved := migrate_legacy_data(root, legacy_folder)):
         notes.append(moved)
     if (kept := released_note(release_finished(root))):
@@ -77,6 +80,21 @@ def prepare_invocation(argv: list[str], bases: list[Path], train_resources: list
     for line in notes:
         print(line, file=sys.stderr)
     return Invocation(data, tuple(notes))
+
+
+def placeholder_account_warning(argv: list[str], bases: list[Path], train_resources: list[str],
+                                submits_nothing: bool) -> str | None:
+    """The Slurm profile's placeholder account (``slurm_account: CHANGE_ME``): a command that would
+    submit jobs refuses in one line before submitting any (:func:`check_slurm_account` raises); one that
+    submits none (a dry run, ``--unlock``) goes on with that line as a warning, so the README's
+    ``snakemake -n --profile slurm`` works on any machine."""
+    try:
+        check_slurm_account(argv, bases, train_resources)
+    except InvocationError as exc:
+        if not submits_nothing:
+            raise
+        return f"WARNING: {exc}. This command submits no job, so it goes on; a run that submits jobs stops here."
+    return None
 
 
 def shell_python(deployment_methods: Iterable, executable: str) -> str:
