@@ -131,7 +131,7 @@ def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
 def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """The exponents (p, q) of the clock K eta^p b^q under which one optimizer's |beta| curves and
     spread curves (every lr, b and length, no L2 or weight decay) align, against the paper's clock and
-    the epoch clock (:func:`initmem.stats.collapse.estimate_clock`, :func:`initmem.stats.collapse.collapse_verdict`)."""
+    the epoch clock (:func:`initmem.stats.collapse.estimate_clock`, :func:`initmem.stats.collapse.collapse_decision`)."""
     rows = []
     for opt, clock, _nulls in COLLAPSES:
         group = [c for c in cells if plain(c, (opt,))]
