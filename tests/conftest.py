@@ -180,6 +180,25 @@ class StopSwitch:
         self.flag.requested = False
 
     @contextlib.contextmanager
+    def after_backward(self, calls: int):
+        """Within the block, request the stop at the ``calls``-th backward pass (torch.Tensor.backward restored after)."""
+        import torch
+
+        count, original = {"n": 0}, torch.Tensor.backward
+
+        def counting_backward(tensor, *args, **kwargs):
+            count["n"] += 1
+            if count["n"] == calls:
+                self.request()
+            return original(tensor, *args, **kwargs)
+
+        torch.Tensor.backward = counting_backward
+        try:
+            yield
+        finally:
+            torch.Tensor.backward = original
+
+    @contextlib.contextmanager
     def stops(self, match: str | None = None):
         from initmem.engine.loop import Preempted
 

@@ -72,20 +72,9 @@ def test_a_run_interrupted_after_its_best_epoch_resumes_to_the_same_final(tmp_pa
     train = ((lambda ckpt: train_packed(runs, tiny_tensors, checkpoint=ckpt, log=None)) if engine == "vmap"
              else (lambda ckpt: [train_run(runs[0]["spec"], tiny_tensors, "r0", checkpoint=ckpt, log=None)]))
     reference = train(None)
-    stop_after, calls, original = 3 * STEPS + 1, {"n": 0}, torch.Tensor.backward  # in epoch 4, after members' best epochs 1-2
-
-    def counting_backward(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == stop_after:
-            stop_request.request()
-        return original(self, *args, **kwargs)
-
-    torch.Tensor.backward = counting_backward
-    try:
-        with stop_request.stops("epoch 3 step 1"):
-            train(tmp_path / "ckpt")
-    finally:
-        torch.Tensor.backward = original
+    stop_after = 3 * STEPS + 1  # in epoch 4, after members' best epochs 1-2
+    with stop_request.after_backward(stop_after), stop_request.stops("epoch 3 step 1"):
+        train(tmp_path / "ckpt")
     resumed = train(tmp_path / "ckpt")
     strip = lambda recs: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in recs]
     assert json.dumps(strip(resumed)) == json.dumps(strip(reference))

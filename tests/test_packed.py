@@ -137,21 +137,8 @@ def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensor
     ckpt = tmp_path / "pack.ckpt"
     # stop in the middle of epoch 3, after the second member left the pack at the end of epoch 2
     stop_after = 2 * math.ceil(96 / 32) + 1
-    calls = {"n": 0}
-    original = torch.Tensor.backward
-
-    def counting_backward(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == stop_after:
-            stop_request.request()
-        return original(self, *args, **kwargs)
-
-    torch.Tensor.backward = counting_backward
-    try:
-        with stop_request.stops("epoch 2 step 1"):
-            train_packed(runs, tiny_tensors, checkpoint=ckpt, log=None)
-    finally:
-        torch.Tensor.backward = original
+    with stop_request.after_backward(stop_after), stop_request.stops("epoch 2 step 1"):
+        train_packed(runs, tiny_tensors, checkpoint=ckpt, log=None)
     resumed = train_packed(runs, tiny_tensors, checkpoint=ckpt, log=None)
     strip = lambda recs: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in recs]
     assert json.dumps(strip(resumed)) == json.dumps(strip(reference))
