@@ -92,6 +92,71 @@ def test_a_new_family_file_adds_its_rows_and_claims_with_no_other_edit(tmp_path)
     assert got["section"] == "Sec. 9" and {r["verdict"] for r in got["rows"]} == {"not measured"}
 
 
+_PLANNED_FAMILY = '''
+"""A test family the planner plans: one selection serves its rows and its plans."""
+import math
+
+from initmem.claims.claim import Claim
+from initmem.claims.clock import RETAINED
+from initmem.claims.rows import Reading, batches, row, select, to_cell
+from initmem.claims.selection import SPREAD, Selection
+from initmem.stats import spreads as Sp
+
+ORDER = 86
+ADAM_KEEPS = Claim(("adam_keeps_spread_b{b}",), "a new family", "Adam keeps a spread.", "Sec. 9", "the Adam spread (pp)",
+                   "main grid, lr 1e-3", "> 1 pp")
+CLAIMS = [ADAM_KEEPS]
+
+
+def selections(read):
+    main = select(read.table, "main", optimizer="adam", lr=1e-3)
+    return [Selection(ADAM_KEEPS, ADAM_KEEPS.id(b=b), SPREAD, (select(main, None, batch_size=b),), RETAINED, "Adam spread (pp) > 1")
+            for b in batches(main)]
+
+
+def rows(runs, history):
+    from initmem.claims.selection import RunsRead
+    out = []
+    for s in selections(RunsRead(runs)):
+        cell = to_cell(s.parts[0])
+        out.append(row(s.cid, "direction", "Adam spread (pp)", math.nan, "", Reading(Sp.spread_estimate(cell), side=s.side, cells=[cell]),
+                       ADAM_KEEPS))
+    return out
+'''
+
+_PLANNED_SCRIPT = """
+import json, sys
+import pandas as pd
+from initmem.claims.table import claims
+from initmem.pipeline.configfiles import load_config
+from initmem.planner import design as D
+runs = pd.read_csv(sys.argv[1])
+table = claims(runs, pd.DataFrame())
+plans = [p for p in D.plans(load_config([sys.argv[2]])) if p.cid.startswith("adam_keeps")]
+print(json.dumps({"rows": table[table["id"].str.startswith("adam_keeps")][["id", "n_runs"]].to_dict("records"),
+                  "plans": [{"id": p.cid, "reads": [r.label() for r in p.reads], "kind": p.kind, "rate": p.rate is not None,
+                             "regime": p.regime} for p in plans]}))
+"""
+
+
+@pytest.mark.slow  # a subprocess that plans a config: over 8 s under load
+def test_a_new_family_file_is_planned_from_the_same_selection_as_its_rows(tmp_path):
+    """A family the planner plans is its file alone: its ``selections`` choose what its row reads in a runs table and what
+    its plan reads among a config's planned configurations, and the planner plans it by its statistic with no other edit."""
+    shutil.copytree(ROOT / "workflow", tmp_path / "workflow", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "workflow/initmem/claims/catalogue/adam_keeps.py").write_text(textwrap.dedent(_PLANNED_FAMILY))
+    runs = tmp_path / "runs.csv"
+    pd.read_csv(ROOT / "evidence/jpeg-cifar10-selected/tables/runs.csv").to_csv(runs, index=False)
+    out = subprocess.run([sys.executable, "-c", _PLANNED_SCRIPT, str(runs), str(ROOT / "config/evidence-selected.yaml")], capture_output=True,
+                         text=True, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "workflow"), "PATH": "", "INITMEM_ROOT": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["rows"] == [{"id": "adam_keeps_spread_b16", "n_runs": 28}]   # the selected tier's Adam b=16: 4 sigma_w x 7 seeds
+    assert [p["id"] for p in got["plans"]] == ["adam_keeps_spread_b16"]
+    plan = got["plans"][0]
+    assert plan["reads"] == ["main: Adam lr 0.001 b=16"] and plan["kind"] == "spread" and plan["rate"] and plan["regime"]
+
+
 def test_a_family_file_without_its_contract_is_named(tmp_path, monkeypatch):
     (tmp_path / "broken_family.py").write_text('"""No ORDER, CLAIMS or rows."""\n')
     monkeypatch.setattr(catalogue, "__path__", [*catalogue.__path__, str(tmp_path)])

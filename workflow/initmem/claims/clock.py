@@ -64,6 +64,14 @@ class ClockCell:
     def cell(self, metric: str) -> V.Cell:
         return to_cell(self.runs, metric, self.label)
 
+    @property
+    def n_train(self) -> int:
+        return int(self.runs["n_train"].iloc[0])
+
+    def end_clock(self, name: str) -> float:
+        """The clock ``name`` its runs reached at their last epoch (mean over them; 0 where not recorded)."""
+        return self.clocks.get(name, 0)
+
 
 def slug(label: str) -> str:
     """'SGD b=16 lr=0.1 L2=0.01 E=12' -> 'sgd_b16_lr0.1_l2-0.01_e12' (for row ids)."""

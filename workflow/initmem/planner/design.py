@@ -1,8 +1,9 @@
 """Plan a config before it trains: per headline claim, the chance that its calibrated rule decides.
 
 ``python -m initmem design CONFIG [...] [--cheapest]`` reads a config (a tier's or ``config/paper.yaml``),
-finds the claims the claims table would test on it (the ids of :mod:`initmem.claims.table`), assumes a
-truth for each from what the committed evidence measured, and prints per claim: the seeds and sigma_w
+finds the claims the claims table would test on it (every catalogue family's ``selections`` over its planned
+configurations: the function that chooses what each row reads in a runs table, :mod:`initmem.claims.selection`),
+assumes a truth for each selection's statistic from what the committed evidence measured, and prints per claim: the seeds and sigma_w
 grid it reads, P(decision) (``reproduced`` or ``not reproduced``) by the rule's own simulation, whether
 the paper's regime (the runs fit) is expected, and the compute of the configurations it reads.
 
@@ -65,14 +66,11 @@ import pandas as pd
 from initmem import paper as published
 from initmem import paths
 from initmem.claims import catalogue
-from initmem.claims.catalogue.beta_shapes import BETA_DECAY, BETA_FLAT
-from initmem.claims.catalogue.clocks import COLLAPSE, L2_THRESHOLD
-from initmem.claims.catalogue.optimizers import SGD_GT, SGD_KEEPS
-from initmem.claims.catalogue.repair import LR_REDUCES
 from initmem.claims.cells import selected_test
 from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, SPREAD_READ, Claim, selected_outside
-from initmem.claims.clock import CLOCK_STUDIES, RETAINED, T_ADAPT_LARGE, T_DROPS, T_RETAINS, slug
-from initmem.claims.rows import ADAPTIVE, LABEL, label_of
+from initmem.claims.clock import T_DROPS, T_RETAINS
+from initmem.claims.rows import ADAPTIVE, LABEL
+from initmem.claims.selection import ALIGN, CONTRAST, DECAY, FLAT, SPREAD, STATISTICS, PlannedRead, Selection, planned_of
 from initmem.claims.similarity import design_markdown, selected_counts
 from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
@@ -83,7 +81,7 @@ from initmem.planner import collapse_calibration as CC
 from initmem.stats import power as P
 from initmem.stats import shapes as Sh
 from initmem.stats.spreads import residual_sd
-from initmem.stats.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side, greater
+from initmem.stats.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side
 
 EVIDENCE = paths.EVIDENCE
 # The planner checked against the committed tiers (benchmarks/planner_check.py): a plan of a kind that missed there is warned of.
@@ -660,86 +658,77 @@ def _levels(tables: tuple[Path, ...]) -> dict[tuple[str, float], float]:
 
 # --- the claims -----------------------------------------------------------------------------------
 
+def _plan_order(s: Selection) -> tuple:
+    """Where a plan lists a claim: the main grid first, by optimizer (SGD first) and batch size, each configuration's
+    claims in :data:`initmem.claims.selection.STATISTICS` order; then the rest in catalogue order."""
+    if s.fields.get("grid") == "main":
+        opt = s.fields["optimizer"]
+        return 0, opt != "sgd", opt, s.fields["b"], STATISTICS.index(s.statistic)
+    return (1,)
+
+
 def plans(config: dict, sources: Sequence[Measured] | None = None) -> list[Plan]:
-    """The headline claims the claims table would test on ``config``, each with its assumed truth and rule."""
+    """The claims the claims table would test on ``config`` (every family's selections over its planned
+    configurations: :func:`initmem.claims.catalogue.selections`), each with its assumed truth and rule."""
     sources = measured() if sources is None else sources
     conf = planned(config)
-    peaks, levels = _peaks(_tables(sources, "beta.csv")), _levels(_tables(sources, "beta.csv"))
-    main = {(p.spec["optimizer"], int(p.spec["batch_size"])): p for p in conf
-            if p.study == "main" and np.isclose(p.spec["lr"], published.MAIN_LR) and not p.spec["l2"]}
-    out = []
-    for (opt, b), p in sorted(main.items(), key=lambda x: (x[0][0] != "sgd", x[0])):
-        if opt == "sgd":
-            t = spread_truth(p, sources)
-            out.append(Plan(SGD_KEEPS.id(b=b), f"spread (pp) {RETAINED.text()}", [p], t,
-                            spread_rate(t, p.sigmas, RETAINED) if simulable(t) else None, regime(SGD_KEEPS, [p], sources),
-                            side=RETAINED))
-            level = levels.get((opt, float(p.spec["lr"])))
-            if level:
-                noise = run_noise([p], sources)
-                out.append(Plan(BETA_FLAT.id(0, b=b), "range of \\|beta(t)\\| over the settled run within +-0.5 orders", [p],
-                                Truth((), noise, f"flat at the lowest measured last-tenth level {level:.3f}"),
-                                flat_rate(level, int(p.spec["epochs"]), noise), regime(BETA_FLAT, [p], sources)))
-            for ad in [o for o in ADAPTIVE if (o, b) in main]:
-                q = main[(ad, b)]
-                t = contrast_truth(p, q, sources)
-                out.append(Plan(SGD_GT.id(adaptive=ad, b=b), f"SGD minus {LABEL[ad]} spread > 0, paired seeds", [p, q], t,
-                                contrast_rate(t, p.sigmas, greater(0)) if simulable(t) else None, regime(SGD_GT, [p, q], sources),
-                                side=greater(0)))
-        elif opt in ADAPTIVE:
-            peak = peaks.get(opt)
-            noise = run_noise([p], sources) if peak else math.nan
-            t = Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}") if peak else None
-            out.append(Plan(BETA_DECAY.id(0, adaptive=opt, b=b), "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p], t,
-                            decay_rate(peak, int(p.spec["epochs"]), noise) if peak else None, regime(BETA_DECAY, [p], sources)))
-    lr_l2 = [p for p in conf if p.study == "lr_l2" and p.spec["optimizer"] == "sgd" and not p.spec["l2"]]
-    for b in sorted({int(p.spec["batch_size"]) for p in lr_l2}):
-        at = sorted((p for p in lr_l2 if int(p.spec["batch_size"]) == b), key=lambda p: p.spec["lr"])
-        for lo, hi in zip(at, at[1:], strict=False):
-            t, cid = contrast_truth(lo, hi, sources), LR_REDUCES.id(b=b, lo=f"{lo.spec['lr']:g}", hi=f"{hi.spec['lr']:g}")
-            out.append(Plan(cid, "spread at the smaller lr minus the larger > 0, paired seeds", [lo, hi], t,
-                            contrast_rate(t, lo.sigmas, greater(0)) if simulable(t) else None, regime(LR_REDUCES, [lo, hi], sources), side=greater(0)))
-    out += l2_threshold_plans(conf, sources)
-    for p in conf:  # |beta| falls where the paper's Adam runs end (the clock rows of initmem.claims.clock)
-        if p.study in CLOCK_STUDIES and p.spec["optimizer"] in ADAPTIVE and not p.spec["l2"] and peaks.get(p.spec["optimizer"]):
-            t_adapt = run_clocks({**p.spec, "sigma_w": p.sigmas[0], "seed": 0})["T_adapt"]
-            if t_adapt >= T_ADAPT_LARGE:
-                peak, noise = peaks[p.spec["optimizer"]], run_noise([p], sources)
-                cid = BETA_DECAY.id(1, configuration=slug(label_of(pd.DataFrame([p.spec]))))
-                out.append(Plan(cid, "\\|beta(t)\\| falls >= 0.6 orders from its held peak", [p],
-                                Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}"),
-                                decay_rate(peak, int(p.spec["epochs"]), noise), regime(BETA_DECAY, [p], sources)))
-    adam = [p for p in conf if p.spec["optimizer"] == "adam" and not p.spec["l2"] and p.study in ("main", "lr_l2", "clock")]
-    adam = list({(p.spec["lr"], p.spec["batch_size"], p.spec["epochs"]): p for p in adam}.values())
-    if len({(p.spec["lr"], p.spec["batch_size"]) for p in adam}) >= 2 and len({p.sigmas for p in adam}) == 1:
-        noise = max((CC.tier_noise(f.parent.parent) for f in _tables(sources, "history.csv.gz") if f.parent.parent.name != PILOT),
-                    default=CC.PAPER_NOISE)
-        out.append(Plan(COLLAPSE.id(what="beta", optimizer="adam", clock="T_adapt"), "the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", adam,
-                        Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(adam, noise),
-                        regime(COLLAPSE, adam, sources), partly=collapse_partly(adam, noise)))
-    return out
+    read = PlannedRead.of([p.spec for p in conf], [p.study for p in conf], conf)
+    beta = _tables(sources, "beta.csv")
+    known = Known(sources, _peaks(beta), _levels(beta))
+    chosen = sorted((s for s in catalogue.selections(read) if s.complete), key=_plan_order)
+    return [plan for s in chosen if (plan := plan_of(s, known)) is not None]
 
 
-def l2_threshold_plans(conf: Sequence[Planned], sources: Sequence[Measured]) -> list[Plan]:
-    """The L2 threshold rows (:func:`initmem.claims.catalogue.clocks.l2_threshold_rows`) of every SGD + L2 configuration of
-    the clock studies beside the same one without L2: at T_L2 <= T_RETAINS (the paper's constant-lr arithmetic) its spread
-    still above the gone zone, at >= T_DROPS the spread without L2 minus this one's > 0, seed-paired."""
-    out = []
-    same = ("lr", "batch_size", "epochs", "n_train")
-    sgd = [p for p in conf if p.study in CLOCK_STUDIES and p.spec["optimizer"] == "sgd"]
-    for p in (p for p in sgd if p.spec["l2"]):
-        ref = next((q for q in sgd if not q.spec["l2"] and all(q.spec[k] == p.spec[k] for k in same)), None)
-        t_l2, name = paper_constant_lr_clocks({**p.spec, "l2": float(p.spec["l2"])})["T_l2"], slug(label_of(pd.DataFrame([p.spec])))
-        if t_l2 <= T_RETAINS and ref is not None:
-            t = spread_truth(p, sources)
-            out.append(Plan(L2_THRESHOLD.id(0, configuration=name), f"spread (pp) {RETAINED.text()}", [p], t,
-                            spread_rate(t, p.sigmas, RETAINED) if simulable(t) else None, regime(L2_THRESHOLD, [p], sources), side=RETAINED))
-        elif t_l2 >= T_DROPS and ref is not None:
-            t = contrast_truth(ref, p, sources)
-            out.append(Plan(L2_THRESHOLD.id(1, configuration=name), "spread without L2 minus with L2 > 0, paired seeds", [ref, p], t,
-                            contrast_rate(t, ref.sigmas, greater(0)) if simulable(t) else None, regime(L2_THRESHOLD, [ref, p], sources),
-                            side=greater(0)))
-    return out
+@dataclass(frozen=True)
+class Known:
+    """What the committed evidence measured, as the plans read it: the sources and their |beta| peaks and levels."""
+
+    sources: Sequence[Measured]
+    peaks: dict[str, float]
+    levels: dict[tuple[str, float], float]
+
+
+def plan_of(s: Selection, known: Known) -> Plan | None:
+    """The plan of one selection: its statistic's assumed truth and rule (None: a statistic no calibration simulates
+    at this selection: the collapse of anything but Adam's |beta| curves, a flat |beta| without a measured level)."""
+    reads, sources = [planned_of(part)[-1] for part in s.parts], known.sources
+    if s.statistic == ALIGN:
+        return _collapse_plan(s, reads, sources)
+    regime_of = regime(s.claim, reads, sources)
+    if s.statistic == SPREAD:
+        t = spread_truth(reads[0], sources)
+        return Plan(s.cid, s.rule, reads, t, spread_rate(t, reads[0].sigmas, s.side) if simulable(t) else None, regime_of, side=s.side)
+    if s.statistic == CONTRAST:
+        t = contrast_truth(*reads, sources)
+        return Plan(s.cid, s.rule, reads, t, contrast_rate(t, reads[0].sigmas, s.side) if simulable(t) else None, regime_of, side=s.side)
+    p = reads[0]
+    if s.statistic == FLAT:
+        level = known.levels.get((p.spec["optimizer"], float(p.spec["lr"])))
+        if not level:
+            return None
+        noise = run_noise([p], sources)
+        return Plan(s.cid, s.rule, reads, Truth((), noise, f"flat at the lowest measured last-tenth level {level:.3f}"),
+                    flat_rate(level, int(p.spec["epochs"]), noise), regime_of)
+    if s.statistic == DECAY:
+        peak = known.peaks.get(p.spec["optimizer"])
+        if not peak:
+            return Plan(s.cid, s.rule, reads, None, None, regime_of)
+        noise = run_noise([p], sources)
+        return Plan(s.cid, s.rule, reads, Truth((), noise, f"a {PAPER_FALL_ORDERS:g}-order fall from the smallest measured peak {peak:.3f}"),
+                    decay_rate(peak, int(p.spec["epochs"]), noise), regime_of)
+    raise ValueError(f"{s.cid}: no plan for the statistic {s.statistic!r}")
+
+
+def _collapse_plan(s: Selection, reads: list[Planned], sources: Sequence[Measured]) -> Plan | None:
+    """The collapse of Adam's |beta| curves (the calibration's truth: T_adapt) at two or more (lr, b) on one sigma_w grid."""
+    if (s.fields["what"], s.fields["optimizer"]) != ("beta", "adam"):
+        return None
+    if len({(p.spec["lr"], p.spec["batch_size"]) for p in reads}) < 2 or len({p.sigmas for p in reads}) != 1:
+        return None
+    noise = max((CC.tier_noise(f.parent.parent) for f in _tables(sources, "history.csv.gz") if f.parent.parent.name != PILOT),
+                default=CC.PAPER_NOISE)
+    return Plan(s.cid, s.rule, reads, Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(reads, noise),
+                regime(s.claim, reads, sources), partly=collapse_partly(reads, noise))
 
 
 # --- compute --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from types import ModuleType
 import pandas as pd
 
 from initmem.claims.claim import Claim
+from initmem.claims.selection import Readable, Selection
 
 
 def families() -> list[ModuleType]:
@@ -39,6 +40,12 @@ def lookup(cid: str) -> Claim | None:
 def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
     """Every family's rows (numbers, directions, cells, clocks), in ``ORDER``."""
     return [r for m in FAMILIES for r in m.rows(runs, history)]
+
+
+def selections(read: Readable) -> list[Selection]:
+    """Every family's selections (the claim rows it makes and what each reads) over ``read``: a runs table or a
+    config's planned configurations, in ``ORDER``. A family that the planner plans defines ``selections(read)``."""
+    return [s for m in FAMILIES if hasattr(m, "selections") for s in m.selections(read)]
 
 
 def registry_markdown() -> str:

@@ -12,6 +12,7 @@ import pandas as pd
 from initmem.claims.analysis import carry_forward, l2_ablation, scale_label
 from initmem.claims.claim import CURVE_READ, Claim
 from initmem.claims.rows import ADAPTIVE, AT_END, CURVE, LABEL, MAIN, Reading, batches, curve_cell, decay_row, fits, row, select
+from initmem.claims.selection import DECAY, FLAT, Readable, RunsRead, Selection
 from initmem.paper import ADAM_T_ADAPT_RANGE, Q_FIG6
 from initmem.stats import shapes as Sh
 from initmem.stats import verdicts as V
@@ -29,6 +30,23 @@ BETA_DECAY = Claim(("beta_decay_{adaptive}_b{b}", "adapt_beta_falls_{configurati
                    f"main grid adaptive, lr 1e-3; clock cells ending at T_adapt >= {ADAM_T_ADAPT_RANGE[0]:g} (the paper's)", "> 0.6",
                    clock=("T_adapt", *ADAM_T_ADAPT_RANGE), reads=CURVE_READ)
 CLAIMS = [BETA_FLAT, BETA_DECAY_L2, BETA_DECAY]
+DECAY_RULE = "\\|beta(t)\\| falls >= 0.6 orders from its held peak"  # a plan's words for the decay rule (Markdown)
+
+
+def selections(read: Readable) -> list[Selection]:
+    """At every batch size of the main grid (lr 1e-3): SGD's |beta(t)| stays flat, each adaptive optimizer's falls."""
+    main = select(read.table, "main", **MAIN)
+    out = []
+    for opt in [o for o in ("sgd", *ADAPTIVE) if o in set(main["optimizer"])]:
+        for b in batches(main[main["optimizer"] == opt]):
+            part = (select(main, None, optimizer=opt, batch_size=b),)
+            fields = {"grid": "main", "optimizer": opt, "b": b}
+            if opt == "sgd":
+                out.append(Selection(BETA_FLAT, BETA_FLAT.id(0, b=b), FLAT, part, rule="range of \\|beta(t)\\| over the settled run within +-0.5 orders",
+                                     fields=fields))
+            else:
+                out.append(Selection(BETA_DECAY, BETA_DECAY.id(0, adaptive=opt, b=b), DECAY, part, rule=DECAY_RULE, fields=fields))
+    return out
 
 
 def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
@@ -40,18 +58,17 @@ def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
     if runs.empty or history.empty:
         return []
     history = carry_forward(history)
-    main = select(runs, "main", **MAIN)
     scale, out = scale_label(runs, "main"), []
-    for opt in [o for o in ("sgd", *ADAPTIVE) if o in set(main["optimizer"])]:
-        for b in batches(main[main["optimizer"] == opt]):
-            cell = curve_cell(history, runs, "main", optimizer=opt, batch_size=b, **MAIN)
-            if cell is None:
-                continue
-            if opt == "sgd":
-                out += _flat_rows(cell, b, scale)
-            else:
-                out.append(decay_row(BETA_DECAY, BETA_DECAY.id(0, adaptive=opt, b=b), f"{LABEL[opt]} b={b}: orders of magnitude |beta(t)| falls from its peak",
-                                       cell, scale, floor_is_enough=False, note="paper: 'decay by 1-2 orders of magnitude'"))
+    for s in selections(RunsRead(runs)):
+        opt, b = s.fields["optimizer"], s.fields["b"]
+        cell = curve_cell(history, runs, "main", optimizer=opt, batch_size=b, **MAIN)
+        if cell is None:
+            continue
+        if s.statistic == FLAT:
+            out += _flat_rows(cell, b, scale)
+        else:
+            out.append(decay_row(BETA_DECAY, s.cid, f"{LABEL[opt]} b={b}: orders of magnitude |beta(t)| falls from its peak",
+                                 cell, scale, floor_is_enough=False, note="paper: 'decay by 1-2 orders of magnitude'"))
     ablation = l2_ablation(runs)
     if ablation is not None:
         lr, l2 = ablation

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from initmem.claims.analysis import scale_label
-from initmem.claims.catalogue.beta_shapes import BETA_DECAY
+from initmem.claims.catalogue.beta_shapes import BETA_DECAY, DECAY_RULE
 from initmem.claims.claim import CURVE_READ, NO_FIT, Claim
 from initmem.claims.clock import (
     CLOCK_NAMES,
@@ -45,6 +45,7 @@ from initmem.claims.clock import (
     undecided_power,
 )
 from initmem.claims.rows import ADAPTIVE, AT_BEST, AT_END, CURVE, LABEL, Reading, decay_row, row, spread_gap, to_cell
+from initmem.claims.selection import ALIGN, CONTRAST, DECAY, SPREAD, ClockConfiguration, Readable, Selection
 from initmem.engine.clocks import paper_constant_lr_clocks
 from initmem.paper import Q_ALIGN, Q_CLOCK, Q_L2
 from initmem.stats import collapse as C
@@ -111,41 +112,53 @@ def cell_rows(cells: list[ClockCell], scale: str) -> list[dict]:
 
 # --- |beta| falls once T_adapt is large ----------------------------------------------------------
 
+def fall_selections(configs: list[ClockConfiguration]) -> list[Selection]:
+    """Every adaptive configuration that ends at T_adapt >= T_ADAPT_LARGE: its |beta(t)| falls."""
+    return [Selection(BETA_DECAY, BETA_DECAY.id(1, configuration=slug(c.label)), DECAY, (c,), rule=DECAY_RULE)
+            for c in configs if c.settings.get("optimizer") in ADAPTIVE and c.end_clock("T_adapt") >= T_ADAPT_LARGE]
+
+
 def adaptive_fall_rows(cells: list[ClockCell], scale: str) -> list[dict]:
-    """Decay of |beta(t)| for every adaptive configuration that ends at T_adapt >= T_ADAPT_LARGE."""
-    adaptive = [c for c in cells if c.settings.get("optimizer") in ADAPTIVE]
-    large = [c for c in adaptive if c.clocks.get("T_adapt", 0) >= T_ADAPT_LARGE]
+    """Decay of |beta(t)| for every adaptive configuration that ends at T_adapt >= T_ADAPT_LARGE (:func:`fall_selections`)."""
+    large = fall_selections(cells)
     if not large:
+        adaptive = [c for c in cells if c.settings.get("optimizer") in ADAPTIVE]
         most = max((c.clocks.get("T_adapt", 0) for c in adaptive), default=math.nan)
         return [row(BETA_DECAY.id(1, configuration="large_T"), "direction", f"adaptive |beta(t)| falls once T_adapt >= {T_ADAPT_LARGE:g} (orders)",
                     math.nan, scale, Reading(missing=f"no adaptive configuration reaches T_adapt >= {T_ADAPT_LARGE:g} (largest: {most:.3g})"),
                     BETA_DECAY)]
-    return [decay_row(BETA_DECAY, BETA_DECAY.id(1, configuration=slug(c.label)), f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
+    return [decay_row(BETA_DECAY, s.cid, f"{c.label}: orders of magnitude |beta(t)| falls from its peak, "
                        f"ending at T_adapt {c.clocks['T_adapt']:.3g}", c.curve(), scale, floor_is_enough=False,
                        note=f"'decay by 1-2 orders' read where the paper's Adam runs end: T_adapt >= {T_ADAPT_LARGE:g}")
-            for c in large]
+            for s in large for c in s.parts]
 
 
 # --- collapse across learning rates and batch sizes ----------------------------------------------
+
+def collapse_selections(configs: list[ClockConfiguration]) -> list[Selection]:
+    """Per optimizer of :data:`COLLAPSES`, its |beta| curves and its spread curves: every configuration of that optimizer
+    without L2 or weight decay (a row needs two)."""
+    return [Selection(COLLAPSE, COLLAPSE.id(what=what, optimizer=opt, clock=clock), ALIGN, tuple(c for c in configs if plain(c, (opt,))),
+                      rule="the exponents of K eta^p b^q that align the \\|beta\\| curves (TOST)", fields={"optimizer": opt, "clock": clock, "what": what})
+            for opt, clock, _nulls in COLLAPSES for what in ("beta", "spread")]
+
 
 def collapse_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     """The exponents (p, q) of the clock K eta^p b^q under which one optimizer's |beta| curves and
     spread curves (every lr, b and length, no L2 or weight decay) align, against the paper's clock and
     the epoch clock (:func:`initmem.stats.collapse.estimate_clock`, :func:`initmem.stats.collapse.collapse_decision`)."""
     rows = []
-    for opt, clock, _nulls in COLLAPSES:
-        group = [c for c in cells if plain(c, (opt,))]
+    for s in collapse_selections(cells):
+        group, opt, clock, what, cid = list(s.parts), s.fields["optimizer"], s.fields["clock"], s.fields["what"], s.cid
         p0, q0 = C.CLOCKS[clock]
-        for what in ("beta", "spread"):
-            cid = COLLAPSE.id(what=what, optimizer=opt, clock=clock)
-            quantity = (f"{LABEL[opt]}: exponents of the clock K eta^p b^q under which the {'log10 |beta|' if what == 'beta' else 'spread'} "
-                        f"curves across lr and b align (paper: {CLOCK_NAMES[clock]}, p = {p0:g}, q = {q0:g}; epoch clock: p = 0, q = 1)")
-            if len(group) < 2:
-                rows.append(row(cid, "direction", quantity, math.nan, scale,
-                                Reading(missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}"),
-                                COLLAPSE))
-                continue
-            rows.append(_collapse_row(cid, quantity, group, what, clock, scale))
+        quantity = (f"{LABEL[opt]}: exponents of the clock K eta^p b^q under which the {'log10 |beta|' if what == 'beta' else 'spread'} "
+                    f"curves across lr and b align (paper: {CLOCK_NAMES[clock]}, p = {p0:g}, q = {q0:g}; epoch clock: p = 0, q = 1)")
+        if len(group) < 2:
+            rows.append(row(cid, "direction", quantity, math.nan, scale,
+                            Reading(missing=f"needs >= 2 {LABEL[opt]} configurations without L2 or weight decay; the config has {len(group)}"),
+                            COLLAPSE))
+            continue
+        rows.append(_collapse_row(cid, quantity, group, what, clock, scale))
     return rows
 
 
@@ -216,47 +229,72 @@ def _collapse_power(curves: list[V.Cell], what: str, clock: str, fit, n_train: i
 
 # --- the spread on either side of the paper's threshold points ----------------------------------
 
-def _paper_clock(c: ClockCell, clock: str) -> float:
-    """The cell's ``clock`` in the paper's constant-lr arithmetic (K = E n_train / b at the peak lr), the
+def _paper_clock(c: ClockConfiguration, clock: str) -> float:
+    """The configuration's ``clock`` in the paper's constant-lr arithmetic (K = E n_train / b at the peak lr), the
     arithmetic its threshold points are stated in."""
-    spec = {**c.settings, "n_train": int(c.runs["n_train"].iloc[0]), "l2": float(c.settings.get("l2") or 0.0)}
+    spec = {**c.settings, "n_train": c.n_train, "l2": float(c.settings.get("l2") or 0.0)}
     return float(paper_constant_lr_clocks(spec)[clock])
 
 
-def _side_rows(claim: Claim, c: ClockCell, ref: ClockCell, what: str, clock: str, scale: str) -> list[dict]:
-    """``c`` at or past :data:`T_DROPS`: the seed-paired contrast "the reference's spread exceeds c's";
-    at or below :data:`T_RETAINS`: "c still has a spread" (:data:`RETAINED`: above the gone zone); between the two points, no row (the
+def _contrast_rule(ref: ClockConfiguration, clock: str) -> str:
+    """A threshold contrast's rule in words (as a plan prints it)."""
+    if clock != "T_l2":
+        return "spread at the smallest T_SGD minus this one's > 0, paired seeds"
+    return ("spread with the smaller L2 minus with this L2 > 0, paired seeds" if ref.settings.get("l2")
+            else "spread without L2 minus with L2 > 0, paired seeds")
+
+
+def _side_selection(claim: Claim, c: ClockConfiguration, ref: ClockConfiguration, what: str, clock: str) -> list[Selection]:
+    """``c`` at or past :data:`T_DROPS`: the seed-paired contrast "the reference's spread exceeds c's"; at or below
+    :data:`T_RETAINS`: "c still has a spread" (:data:`RETAINED`: above the gone zone); between the two points, none (the
     paper states neither)."""
+    t, fields = _paper_clock(c, clock), {"ref": ref, "what": what, "clock": clock}
+    if t >= T_DROPS:
+        return [Selection(claim, claim.id(1, configuration=slug(c.label)), CONTRAST, (ref, c), V.greater(0),
+                          _contrast_rule(ref, clock), fields)]
+    if t <= T_RETAINS:
+        return [Selection(claim, claim.id(0, configuration=slug(c.label)), SPREAD, (c,), RETAINED, f"spread (pp) {RETAINED.text()}", fields)]
+    return []
+
+
+def _side_row(s: Selection, scale: str) -> dict:
+    """A threshold selection's row (:func:`_side_selection`)."""
+    c, ref, what, clock = s.parts[-1], s.fields["ref"], s.fields["what"], s.fields["clock"]
     t, t_ref = _paper_clock(c, clock), _paper_clock(ref, clock)
     note = (f"{CLOCK_NAMES[clock]} {t:.3g} vs {t_ref:.3g} for {what} in the paper's constant-lr arithmetic (K = E n/b, peak lr; "
             f"exact as run: {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g}); the paper's points: the spread "
             f"is still there at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} and drops at >= {T_DROPS:g}")
-    if t >= T_DROPS:
-        return [spread_gap(claim, claim.id(1, configuration=slug(c.label)), f"{what} minus {c.label} spread, past {CLOCK_NAMES[clock]} {T_DROPS:g} (pp)", math.nan,
-                           ref.runs, c.runs, V.greater(0), scale, note=note)]
-    if t <= T_RETAINS:
-        cell = to_cell(c.runs, "test_acc_best", c.label)
-        est = Sp.spread_estimate(cell) if cell is not None else None
-        decided, power = None, ""
-        if est is not None and not est.one_seed:
-            decided = retained_verdict(est, cell)
-            power = undecided_power(est, cell, RETAINED, decided)
-        return [row(claim.id(0, configuration=slug(c.label)), "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)",
-                    math.nan, scale, Reading(est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power), claim)]
-    return []
+    if s.statistic == CONTRAST:
+        return spread_gap(s.claim, s.cid, f"{what} minus {c.label} spread, past {CLOCK_NAMES[clock]} {T_DROPS:g} (pp)", math.nan,
+                          ref.runs, c.runs, V.greater(0), scale, note=note)
+    cell = to_cell(c.runs, "test_acc_best", c.label)
+    est = Sp.spread_estimate(cell) if cell is not None else None
+    decided, power = None, ""
+    if est is not None and not est.one_seed:
+        decided = retained_verdict(est, cell)
+        power = undecided_power(est, cell, RETAINED, decided)
+    return row(s.cid, "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)",
+               math.nan, scale, Reading(est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power), s.claim)
 
 
-def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
-    """SGD keeps its spread at small T_SGD and loses it past the threshold: per batch size, each SGD
-    configuration against the one with the smallest T_SGD (which must be at or below :data:`T_RETAINS`)."""
-    rows = []
-    sgd = [c for c in cells if plain(c, ("sgd",))]
+def sgd_threshold_selections(configs: list[ClockConfiguration]) -> list[Selection]:
+    """SGD keeps its spread at small T_SGD and loses it past the threshold: per batch size, each SGD configuration
+    against the one with the smallest T_SGD (which must be at or below :data:`T_RETAINS`)."""
+    out = []
+    sgd = [c for c in configs if plain(c, ("sgd",))]
     for b in sorted({int(c.settings["batch_size"]) for c in sgd}):
         group = sorted((c for c in sgd if int(c.settings["batch_size"]) == b), key=lambda c: _paper_clock(c, "T_sgd"))
         if len(group) < 2 or _paper_clock(group[0], "T_sgd") > T_RETAINS:
             continue
         for c in group[1:]:
-            rows += _side_rows(SGD_THRESHOLD, c, group[0], group[0].label, "T_sgd", scale)
+            out += _side_selection(SGD_THRESHOLD, c, group[0], group[0].label, "T_sgd")
+    return out
+
+
+def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """:func:`sgd_threshold_selections`' rows, and a ``not measured`` row for a side no configuration reaches."""
+    rows = [_side_row(s, scale) for s in sgd_threshold_selections(cells)]
+    sgd = [c for c in cells if plain(c, ("sgd",))]
     for suffix, cid, why in (("_retains", SGD_THRESHOLD.id(2), f"no SGD configuration at T_SGD <= {T_RETAINS:g} beside "
                               "another at the same b"),
                              ("_drops", SGD_THRESHOLD.id(3), f"no SGD configuration at T_SGD >= {T_DROPS:g} beside one at "
@@ -268,15 +306,15 @@ def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
     return rows
 
 
-def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
-    """L2 repairs past the threshold: each SGD+L2 configuration against the same configuration without
-    L2; where the config has no such run, against the same configuration with the smallest L2 at
-    T_L2 <= :data:`T_RETAINS` (the paper's own contrast, Sec. 4.2: :data:`initmem.paper.Q_L2`)."""
-    rows = []
+def l2_threshold_selections(configs: list[ClockConfiguration]) -> list[Selection]:
+    """L2 repairs past the threshold: each SGD+L2 configuration against the same configuration without L2; where the
+    config has no such run, against the same configuration with the smallest L2 at T_L2 <= :data:`T_RETAINS` (the
+    paper's own contrast, Sec. 4.2: :data:`initmem.paper.Q_L2`)."""
+    out = []
     same = ("optimizer", "lr", "batch_size", "epochs")
-    with_l2 = [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]
+    with_l2 = [c for c in configs if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]
     for c in with_l2:
-        peers = [o for o in cells if all(o.settings.get(k) == c.settings.get(k) for k in same)]
+        peers = [o for o in configs if all(o.settings.get(k) == c.settings.get(k) for k in same)]
         base = [o for o in peers if plain(o, ("sgd",))]
         if base:
             ref, what = base[0], f"{base[0].label} (no L2)"
@@ -286,13 +324,27 @@ def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
             if not below:
                 continue
             ref, what = below[0], below[0].label
-        rows += _side_rows(L2_THRESHOLD, c, ref, what, "T_l2", scale)
+        out += _side_selection(L2_THRESHOLD, c, ref, what, "T_l2")
+    return out
+
+
+def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
+    """:func:`l2_threshold_selections`' rows, and a ``not measured`` row where no configuration is past the threshold."""
+    rows = [_side_row(s, scale) for s in l2_threshold_selections(cells)]
     if not any(r["id"].endswith("_drops") for r in rows):
+        with_l2 = [c for c in cells if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]
         largest = max((_paper_clock(c, "T_l2") for c in with_l2), default=math.nan)
         rows.append(row(L2_THRESHOLD.id(2), "direction", f"SGD+L2 spread past T_L2 {T_DROPS:g}", math.nan, scale,
                         Reading(missing=f"no SGD+L2 configuration at T_L2 >= {T_DROPS:g} beside a reference without L2 or with a smaller L2 "
                                 f"at the same lr and b (largest T_L2 in the paper's arithmetic: {largest:.3g})"), L2_THRESHOLD))
     return rows
+
+
+def selections(read: Readable) -> list[Selection]:
+    """The clock claims the planner plans, in the order it lists them: the L2 threshold points, the adaptive falls at
+    large T_adapt, the collapse (the SGD threshold points are not planned: :mod:`initmem.planner.design`)."""
+    configs = read.clock_configurations()
+    return l2_threshold_selections(configs) + fall_selections(configs) + collapse_selections(configs)
 
 
 def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:

@@ -31,6 +31,7 @@ from initmem.claims.rows import (
     spread_gap,
     to_cell,
 )
+from initmem.claims.selection import CONTRAST, SPREAD, Readable, RunsRead, Selection
 from initmem.claims.similarity import clocks_at_selected
 from initmem.engine.clocks import schedule_moments
 from initmem.paper import Q_ADAM, Q_MOMENTUM, Q_SGD
@@ -125,29 +126,47 @@ def washes_out_row(cid: str, opt: str, b: int, sgd: pd.DataFrame, adaptive: pd.D
         p_decision=M.parts_p(direction, size, greater(0), WASHED_OUT, word), note=match), SGD_GT)
 
 
+def selections(read: Readable) -> list[Selection]:
+    """At every SGD batch size of the main grid at lr 1e-3: SGD keeps its spread, and SGD's spread exceeds each
+    adaptive optimizer's (one row per adaptive optimizer the grid has, a part empty where it lacks that batch)."""
+    main = select(read.table, "main", **MAIN)
+    if main.empty:
+        return []
+    at = lambda o, b: select(main, None, optimizer=o, batch_size=b)
+    out = []
+    for b in batches(select(main, None, optimizer="sgd")):
+        out.append(Selection(SGD_KEEPS, SGD_KEEPS.id(b=b), SPREAD, (at("sgd", b),), RETAINED, f"spread (pp) {RETAINED.text()}",
+                             {"grid": "main", "optimizer": "sgd", "b": b}))
+        for opt in [o for o in ADAPTIVE if o in set(main["optimizer"])]:
+            out.append(Selection(SGD_GT, SGD_GT.id(adaptive=opt, b=b), CONTRAST, (at("sgd", b), at(opt, b)), greater(0),
+                                 f"SGD minus {LABEL[opt]} spread > 0, paired seeds", {"grid": "main", "optimizer": "sgd", "b": b, "adaptive": opt}))
+    return out
+
+
+def _keeps_row(s: Selection, scale: str) -> dict:
+    b, cell = s.fields["b"], to_cell(s.parts[0])
+    est = Sp.spread_estimate(cell)
+    decided = retained_verdict(est, cell) if not est.one_seed else None
+    power = undecided_power(est, cell, RETAINED, decided)
+    return row(s.cid, "direction", f"SGD b={b}: sigma_w spread of the selected predictor (pp): SGD remembers "
+               "where it started", paper_value(PAPER_MAIN, "sgd", b), scale, Reading(est, side=RETAINED, decided=decided, cells=[cell],
+               power=power, note=f"read both ways against the zone the paper's words call gone: reproduced with the spread's "
+                                 f"interval wholly above {GONE_PP:g} pp, not reproduced with it wholly within [0, {GONE_PP:g}) pp"),
+               SGD_KEEPS)
+
+
 def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
-    """The claims above on the main grid at lr 1e-3, and, as a diagnostic of the paper's regime (a number,
-    no verdict), SGD's lowest train accuracy over the sweep."""
+    """The claims above on the main grid at lr 1e-3 (:func:`selections`, then momentum and batch size), and, as a
+    diagnostic of the paper's regime (a number, no verdict), SGD's lowest train accuracy over the sweep."""
     if runs.empty:
         return []
     main = select(runs, "main", **MAIN)
     if main.empty:
         return []
-    scale, out = scale_label(runs, "main"), []
+    scale = scale_label(runs, "main")
     opt_runs = lambda o, b=None: select(main, None, optimizer=o, **({} if b is None else {"batch_size": b}))
-    opts = set(main["optimizer"])
-    for b in batches(opt_runs("sgd")):
-        cell = to_cell(opt_runs("sgd", b))
-        est = Sp.spread_estimate(cell)
-        decided = retained_verdict(est, cell) if not est.one_seed else None
-        power = undecided_power(est, cell, RETAINED, decided)
-        out.append(row(SGD_KEEPS.id(b=b), "direction", f"SGD b={b}: sigma_w spread of the selected predictor (pp): SGD remembers "
-                       "where it started", paper_value(PAPER_MAIN, "sgd", b), scale, Reading(est, side=RETAINED, decided=decided, cells=[cell],
-                       power=power, note=f"read both ways against the zone the paper's words call gone: reproduced with the spread's "
-                                         f"interval wholly above {GONE_PP:g} pp, not reproduced with it wholly within [0, {GONE_PP:g}) pp"),
-                       SGD_KEEPS))
-        for opt in [o for o in ADAPTIVE if o in opts]:
-            out.append(washes_out_row(SGD_GT.id(adaptive=opt, b=b), opt, b, opt_runs("sgd", b), opt_runs(opt, b), scale))
+    out = [_keeps_row(s, scale) if s.claim is SGD_KEEPS else
+           washes_out_row(s.cid, s.fields["adaptive"], s.fields["b"], *s.parts, scale) for s in selections(RunsRead(runs))]
     bs = sorted(set(batches(opt_runs("sgd"))) & set(batches(opt_runs("sgd_momentum"))))
     if bs:
         b = 16 if 16 in bs else bs[0]

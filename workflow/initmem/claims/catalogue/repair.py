@@ -12,6 +12,7 @@ from initmem.claims.analysis import scale_label
 from initmem.claims.claim import Claim
 from initmem.claims.clock import below_decided, undecided_power
 from initmem.claims.rows import BELOW_PP, PAPER_LR_L2, Reading, batches, paper_value, row, run_cell, select, spread_gap
+from initmem.claims.selection import CONTRAST, Readable, RunsRead, Selection
 from initmem.paper import Q_L2, Q_LR
 from initmem.stats import spreads as Sp
 from initmem.stats.verdicts import greater, less
@@ -26,6 +27,19 @@ L2_BELOW = Claim(("l2_5e-3_b128_below_1pp",), "repair", Q_L2, "Sec. 4.2", "one s
 CLAIMS = [LR_REDUCES, L2_REDUCES, L2_BELOW]
 
 
+def selections(read: Readable) -> list[Selection]:
+    """Each step between consecutive learning rates without L2, at every batch size of lr_l2."""
+    lr_l2 = read.table[read.table["study"] == "lr_l2"] if "study" in read.table else read.table.iloc[0:0]
+    at = lambda lr, b: select(lr_l2, None, lr=float(lr), l2=0.0, batch_size=b)
+    out = []
+    for b in batches(lr_l2):
+        lrs = sorted(set(lr_l2.loc[(lr_l2["batch_size"] == b) & (lr_l2["l2"] == 0), "lr"]))
+        for lo, hi in zip(lrs, lrs[1:], strict=False):
+            out.append(Selection(LR_REDUCES, LR_REDUCES.id(b=b, lo=f"{lo:g}", hi=f"{hi:g}"), CONTRAST, (at(lo, b), at(hi, b)), greater(0),
+                                 "spread at the smaller lr minus the larger > 0, paired seeds", {"b": b, "lo": lo, "hi": hi}))
+    return out
+
+
 def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
     """Each lr step and each lr's strongest L2 at every batch size of lr_l2, and the collapse below 1 pp."""
     if runs.empty:
@@ -35,13 +49,12 @@ def rows(runs: pd.DataFrame, history: pd.DataFrame) -> list[dict]:
         return []
     scale, out = scale_label(runs, "lr_l2"), []
     at = lambda lr, l2, b: select(lr_l2, None, lr=float(lr), l2=float(l2), batch_size=b)
+    steps = selections(RunsRead(runs))
     for b in batches(lr_l2):
-        lrs = sorted(set(lr_l2.loc[(lr_l2["batch_size"] == b) & (lr_l2["l2"] == 0), "lr"]))
-        for lo, hi in zip(lrs, lrs[1:], strict=False):
-            out.append(spread_gap(LR_REDUCES, LR_REDUCES.id(b=b, lo=f"{lo:g}", hi=f"{hi:g}"),
-                                  f"SGD spread at eta={lo:g} minus eta={hi:g}, b={b}, no L2 (pp)",
-                                  paper_value(PAPER_LR_L2, lo, 0.0, b) - paper_value(PAPER_LR_L2, hi, 0.0, b), at(lo, 0, b), at(hi, 0, b),
-                                  greater(0), scale))
+        for s in (s for s in steps if s.fields["b"] == b):
+            lo, hi = s.fields["lo"], s.fields["hi"]
+            out.append(spread_gap(LR_REDUCES, s.cid, f"SGD spread at eta={lo:g} minus eta={hi:g}, b={b}, no L2 (pp)",
+                                  paper_value(PAPER_LR_L2, lo, 0.0, b) - paper_value(PAPER_LR_L2, hi, 0.0, b), *s.parts, greater(0), scale))
         for lr in sorted(set(lr_l2.loc[lr_l2["batch_size"] == b, "lr"])):
             l2s = sorted(set(lr_l2.loc[(lr_l2["batch_size"] == b) & np.isclose(lr_l2["lr"], lr), "l2"]))
             if len(l2s) < 2 or l2s[0] != 0:
