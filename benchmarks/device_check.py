@@ -630,10 +630,20 @@ def table_text(rows: list[dict], header: str, quick: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rates_text(rows: list[dict], device_name: str) -> str:
+def software_versions() -> dict[str, str]:
+    """The torch, CUDA and cuDNN this check measures with (rates.csv's version columns)."""
+    import torch
+
+    return {"torch": torch.__version__, "cuda": torch.version.cuda or "", "cudnn": str(torch.backends.cudnn.version() or "")}
+
+
+def rates_text(rows: list[dict], device_name: str, software: dict[str, str] | None = None) -> str:
     """rates.csv: per key the slowest optimizer of a family; the trainer's default settings only
-    (deterministic cuDNN, NCHW)."""
-    from initmem.costs.rates import COLUMNS, COMPILE_LABELS, family
+    (deterministic cuDNN, NCHW); each row names the GPU and the torch, CUDA and cuDNN versions
+    (``software``, default :func:`software_versions`), which ``estimate`` compares with its own."""
+    from initmem.costs.rates import COLUMNS, COMPILE_LABELS, ENVIRONMENT_COLUMNS, family
+
+    software = software_versions() if software is None else software
 
     slowest: dict[tuple, float] = {}
     for r in rows:
@@ -643,9 +653,9 @@ def rates_text(rows: list[dict], device_name: str) -> str:
         slowest[key] = min(slowest.get(key, math.inf), r["images_per_s"])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS + ("compile", "device"))
+    w.writerow(COLUMNS + ("compile", *ENVIRONMENT_COLUMNS))
     for key, ips in slowest.items():
-        w.writerow((*key[:6], f"{ips:.1f}", key[6], device_name))
+        w.writerow((*key[:6], f"{ips:.1f}", key[6], device_name, *(software.get(c, "") for c in ENVIRONMENT_COLUMNS[1:])))
     return buf.getvalue()
 
 

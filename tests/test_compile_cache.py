@@ -1,5 +1,7 @@
-"""Training jobs compile into a shared cache (results/compile_cache/ or $INITMEM_COMPILE_CACHE), not
-the node's /tmp, and keep a cache folder the environment already names."""
+"""Training jobs keep TorchInductor's graphs in a shared cache (results/compile_cache/ or
+$INITMEM_COMPILE_CACHE), not the node's /tmp, and Triton's kernels on the node, one folder per job (a
+shared Triton cache on a network file system crashes concurrent compiles); a cache folder the
+environment already names is kept."""
 
 from __future__ import annotations
 
@@ -10,22 +12,47 @@ from pathlib import Path
 
 import pytest
 
-from initmem.pipeline.compilecache import compile_cache_environment
+from initmem.pipeline.compilecache import compile_cache_environment, job_compile_environment
 
 
-def test_jobs_compile_under_the_project_s_results_by_default(tmp_path):
+def test_jobs_share_inductor_s_cache_under_the_project_s_results_by_default(tmp_path):
     env = compile_cache_environment({}, tmp_path)
-    assert env == {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "results" / "compile_cache" / "inductor"),
-                   "TRITON_CACHE_DIR": str(tmp_path / "results" / "compile_cache" / "triton")}
+    assert env == {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "results" / "compile_cache" / "inductor")}  # no shared Triton cache
 
 
 def test_a_shared_root_or_a_cache_folder_the_environment_names_is_kept(tmp_path):
     shared = compile_cache_environment({"INITMEM_COMPILE_CACHE": "/scratch/me/torch"}, tmp_path)
-    assert shared == {"TORCHINDUCTOR_CACHE_DIR": "/scratch/me/torch/inductor", "TRITON_CACHE_DIR": "/scratch/me/torch/triton"}
+    assert shared == {"TORCHINDUCTOR_CACHE_DIR": "/scratch/me/torch/inductor"}
     relative = compile_cache_environment({"INITMEM_COMPILE_CACHE": "cache"}, tmp_path)
-    assert relative["TRITON_CACHE_DIR"] == str(tmp_path / "cache" / "triton")  # absolute: a job on another node finds it
-    own = compile_cache_environment({"TRITON_CACHE_DIR": "/site/triton"}, tmp_path)
-    assert own == {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "results" / "compile_cache" / "inductor")}
+    assert relative["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "cache" / "inductor")  # absolute: a job on another node finds it
+    assert compile_cache_environment({"TORCHINDUCTOR_CACHE_DIR": "/site/inductor"}, tmp_path) == {}
+    assert job_compile_environment({"TRITON_CACHE_DIR": "/site/triton", "SLURM_JOB_ID": "4242"}) == {}
+
+
+def test_each_slurm_job_keeps_triton_s_kernels_in_its_own_node_local_folder():
+    first = job_compile_environment({"SLURM_JOB_ID": "4242", "TMPDIR": "/local/job4242"})
+    assert first == {"TRITON_CACHE_DIR": "/local/job4242/initmem-triton-4242"}
+    second = job_compile_environment({"SLURM_JOB_ID": "4243", "TMPDIR": "/local/job4242"})
+    assert second["TRITON_CACHE_DIR"] != first["TRITON_CACHE_DIR"]
+    import tempfile
+
+    no_tmpdir = job_compile_environment({"SLURM_JOB_ID": "4242"})
+    assert no_tmpdir == {"TRITON_CACHE_DIR": str(Path(tempfile.gettempdir()) / "initmem-triton-4242")}
+
+
+def test_the_training_job_sets_its_triton_cache_before_it_trains(tmp_path, monkeypatch):
+    """What ``train-plan`` (the workflow's train job) has in its environment when it starts training."""
+    from initmem import cli
+    from initmem.pipeline import jobs
+
+    seen = {}
+    monkeypatch.setattr(jobs, "train_plan_file", lambda *a, **k: seen.update(triton=os.environ.get("TRITON_CACHE_DIR")))
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "node"))
+    cli.main(["train-plan", "plan.json", "data.npz", "pack.json", "--settings",
+              '{"device": "cpu", "engine": "loop", "precision": "float32", "compile": false}'])
+    assert seen == {"triton": str(tmp_path / "node" / "initmem-triton-4242")}
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -247,6 +248,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             else:
                 prepare_data(cfg, args.out)
     elif args.cmd == "train-plan":
+        from initmem.pipeline.compilecache import job_compile_environment
+
+        os.environ.update(job_compile_environment(os.environ))  # before torch is imported: Triton reads it once
         from initmem.engine.settings import TrainSettings
         from initmem.pipeline.interrupted import stoppable_start
         from initmem.scriptjobs import log_to

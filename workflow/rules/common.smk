@@ -160,8 +160,9 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
 os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
                   INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)},
                   **({FINAL_TEST_ENV: FINAL_DATA} if FINAL_DATA else {}))
-# torch.compile's caches on shared storage (results/compile_cache/ or $INITMEM_COMPILE_CACHE), not
-# the node's /tmp: a job compiles what no earlier job of the same shapes compiled (initmem.pipeline.compilecache).
+# TorchInductor's cache on shared storage (results/compile_cache/ or $INITMEM_COMPILE_CACHE), not the
+# node's /tmp: a job compiles what no earlier job of the same shapes compiled. Triton's kernel cache
+# stays on the node, one folder per job, set by the trainer itself (initmem.pipeline.compilecache).
 os.environ.update(compile_cache_environment(os.environ, Path.cwd()))
 
 

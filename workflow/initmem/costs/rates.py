@@ -63,6 +63,9 @@ PRECISION_HOST = {"float32": 1.0, "tf32": 1.0, "bf16": 1.3}
 RANGE = {"defaults": (0.6, 1.4), "measured": (0.85, 1.1)}
 DEFAULTS_SOURCE = "stated defaults for one H200, not measured (initmem/costs/rates.py; docs/packs.md)"
 COLUMNS = ("arch", "width", "batch_size", "family", "pack", "precision", "images_per_s")
+# Optional columns of a rate table: the GPU and the software it was measured with (the device check writes them)
+ENVIRONMENT_COLUMNS = ("device", "torch", "cuda", "cudnn")
+SUSPICIOUS = 3.0  # a measured rate above this many times the stated default is flagged
 COMPILE_LABELS = {False: "off", True: "forward", "step": "step"}  # a table's optional ``compile`` column: compute.compile
 
 
@@ -123,8 +126,10 @@ def interpolate(points: dict[int, float], pack: int) -> float:
 class RateModel:
     """r(N) per key, from measured points (``{key: {pack: images/s}}``) where there are any."""
 
-    def __init__(self, measured: dict[tuple, dict[int, float]] | None = None, source: str = DEFAULTS_SOURCE):
+    def __init__(self, measured: dict[tuple, dict[int, float]] | None = None, source: str = DEFAULTS_SOURCE,
+                 environments: frozenset[tuple[str, ...]] = frozenset()):
         self.measured, self.source = measured or {}, source
+        self.environments = environments  # (device, torch, cuda, cudnn) of the rows read, "" where a table lacks the column
         for key, points in self.measured.items():
             bad = [(n, r) for n, r in points.items() if not (n >= 1 and r > 0 and math.isfinite(r))]
             if bad:
@@ -135,6 +140,7 @@ class RateModel:
         """A table with the columns :data:`COLUMNS` (what the device check writes); of a table with a
         ``compile`` column, the rows measured with ``compile`` (``compute.compile``), else none."""
         measured: dict[tuple, dict[int, float]] = {}
+        environments = set()
         with open(path, newline="") as fh:
             rows = list(csv.DictReader(fh))
         if not rows or not set(COLUMNS) <= set(rows[0]):
@@ -144,7 +150,20 @@ class RateModel:
                 continue
             key = (row["arch"], int(row["width"]), int(row["batch_size"]), row["family"], row["precision"])
             measured.setdefault(key, {})[int(row["pack"])] = float(row["images_per_s"])
-        return cls(measured, f"measured: {path}")
+            environments.add(tuple((row.get(c) or "").strip() for c in ENVIRONMENT_COLUMNS))
+        return cls(measured, f"measured: {path}", frozenset(environments))
+
+    def above_default(self, factor: float = SUSPICIOUS) -> list[tuple[tuple, int, float]]:
+        """Measured points above ``factor`` times the stated default of their key and pack size, as
+        (key, pack, ratio), largest ratio first: a timing or a table to check before trusting it."""
+        found = []
+        for (arch, width, b, fam, precision), points in self.measured.items():
+            for pack, rate in points.items():
+                t_host, r_gpu = default_curve(arch, width, b, fam, precision, pack)
+                ratio = rate / min(pack * b / t_host, r_gpu)
+                if ratio > factor:
+                    found.append(((arch, width, b, fam, precision), pack, ratio))
+        return sorted(found, key=lambda f: -f[2])
 
     def job_rate(self, arch: str, width: int, batch_size: int, fam: str, precision: str, pack: int) -> tuple[float, str]:
         """(images/s of a job training ``pack`` runs, source kind: measured or defaults) for one key."""

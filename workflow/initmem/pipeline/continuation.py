@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 
 EARLY_SIGNAL_S = 300  # the profile's --signal=TERM@300
 NEAR_LIMIT_S = 2 * EARLY_SIGNAL_S  # a SIGTERM with at most this much time left is the time limit's
+NO_EPOCH = "time limit reached without finishing an epoch in this attempt"  # how the line of a pack too large for its limit starts
 Runner = Callable[[list[str]], subprocess.CompletedProcess]
 
 
@@ -87,9 +88,8 @@ def continue_after_stop(reason: str, attempts: int, env: Mapping[str, str], run:
         where = "unknown" if left is None else f"{left:.0f} s"
         return f"SIGTERM with {where} left before the time limit (scancel or preemption, not the limit): no continuation"
     if epochs_finished == 0:
-        return ("time limit reached without finishing an epoch in this attempt: not requeued, as the next attempt would end "
-                "the same way; raise the time limit (partition_time_limit, compute.max_runtime_minutes) or shrink the pack "
-                "(pack.max_models, pack.max_images)")
+        return (f"{NO_EPOCH}: not requeued, as the next attempt would end the same way; raise the time limit "
+                "(partition_time_limit, compute.max_runtime_minutes) or shrink the pack (pack.max_models, pack.max_images)")
     used = int(env.get("SLURM_RESTART_COUNT") or 0)
     if used >= attempts - 1:
         return (f"time limit reached after {used} continuation(s), the most compute.attempts = {attempts} allows: "
@@ -104,3 +104,9 @@ def continue_after_stop(reason: str, attempts: int, env: Mapping[str, str], run:
                 "Snakemake's retry resumes it (allow requeues: the profile's slurm-requeue, the cluster's JobRequeue)")
     return (f"time limit: Slurm job {job_id} requeued, continuation {used + 1} of {attempts - 1} "
             "(no Snakemake retry used); it resumes from the checkpoint")
+
+
+def outgrew_time_limit(said: str) -> bool:
+    """Whether :func:`continue_after_stop` said the pack is too large for its time limit (an attempt
+    that finished no epoch): a failure for the pack's size, which a smaller pack or a longer limit cures."""
+    return said.startswith(NO_EPOCH)

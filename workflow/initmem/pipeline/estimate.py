@@ -11,8 +11,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from initmem import paths
-from initmem.costs.rates import DEFAULTS_SOURCE, family
+from initmem.costs.rates import DEFAULTS_SOURCE, RateModel, family, load_rates
+from initmem.costs.versions import table_gpu, version_lines
 from initmem.pipeline.grid import Run, expand_studies
+from initmem.pipeline.levers import levers, levers_lines
 from initmem.pipeline.planning import new_pack_size, plan_studies
 from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images, training_minutes_per_attempt
 
@@ -211,8 +213,10 @@ def _totals(rows: dict[str, dict]) -> list[float]:
 
 def estimate_table(config: dict, jobs: int | None = None) -> str:
     """``python -m initmem estimate``: a markdown table of GPU-hours per study as a low-central-high
-    range, the source of its rates, for the rate model the central total in each precision, and with
-    ``jobs`` (the profile's peak concurrency) the checkpoint disk it needs."""
+    range, the source of its rates, for the rate model the central total in each precision, with
+    ``jobs`` (the profile's peak concurrency) the checkpoint disk it needs, the versions a measured
+    rate table was measured with (:func:`initmem.costs.versions.version_lines`), and the central
+    figure in the chosen precision with the levers it assumes (:mod:`initmem.pipeline.levers`)."""
     rows = pack_gpu_hours(config)
     compute = config["compute"]
     lines = [f"| study | runs | jobs | GPU-hours low | central | high |  ({compute['precision']})", "|---|---:|---:|---:|---:|---:|"]
@@ -224,11 +228,17 @@ def estimate_table(config: dict, jobs: int | None = None) -> str:
                  f"{total[0]:,.0f} | {total[1]:,.0f} | {total[2]:,.0f} |")
     lines.append("source: " + "; ".join(sorted(set().union(*(r["sources"] for r in rows.values())))))
     lines.append(rate_coverage(rows))
+    others = {}
     if compute.get("images_per_second") is None:
         others = {p: _totals(pack_gpu_hours({**config, "compute": {**compute, "precision": p}}))[1]
                   for p in ("float32", "tf32", "bf16") if p != compute["precision"]}
         lines.append("central in other precisions (packs re-planned): " + ", ".join(f"{p} {h:,.0f} h" for p, h in others.items()))
     lines.append("Upper bound where runs stop early (ResNet-56/110, patience 30); one job per GPU at a time.")
+    model = load_rates(compute.get("rate_table"), compute.get("compile", False)) if compute.get("images_per_second") is None \
+        else RateModel()
+    lines += version_lines(model)
+    gpu = table_gpu(model)
+    lines += levers_lines(total[1], compute["precision"], gpu, levers(config, rows, others, gpu))
     if jobs is not None:
         lines.append(_disk_line(checkpoint_disk(config, jobs)))
     return "\n".join(lines)

@@ -23,7 +23,7 @@ from initmem.engine.settings import DEFAULTS, TrainSettings
 from initmem.engine.streams import Tensors
 from initmem.engine.train import train_run
 from initmem.io import write_json
-from initmem.pipeline.continuation import continue_after_stop, job_end_time
+from initmem.pipeline.continuation import continue_after_stop, job_end_time, outgrew_time_limit
 from initmem.pipeline.finished import declare, keep_written, place, same_runs
 from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
 from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack
@@ -114,7 +114,8 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     and one line naming the first, having trained and deleted nothing (unless the first one has
     finished the pack: then it places ``out`` from the store and succeeds); one that gets the pack
     after its holder finished it finds it done. While it trains, a started marker beside the plan
-    (:func:`initmem.pipeline.planning.started_path`) keeps the pack's members planned together.
+    (:func:`initmem.pipeline.planning.started_path`) keeps the pack's members planned together; a job
+    that fails for the pack's size (:func:`release_outgrown`) removes it, so that a smaller pack may be planned.
     Exits with :data:`PREEMPTED_EXIT` after a SIGTERM or SIGINT (a checkpoint was saved: rerun to resume);
     a Slurm job stopped at its time limit first requeues itself (:mod:`initmem.pipeline.continuation`,
     up to ``attempts`` - 1 times, and only after an attempt that finished an epoch; its end time is read as it starts).
@@ -179,7 +180,13 @@ def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path,
             said = continue_after_stop(StopRequest.reason, settings.attempts, os.environ, end_time=end_time,
                                        epochs_finished=EpochsFinished.count)
             print(said, file=sys.stderr, flush=True)
+            if outgrew_time_limit(said) and ckpt_dir is not None:
+                release_outgrown(plan, ckpt_dir, "it reached its time limit without finishing an epoch")
         sys.exit(PREEMPTED_EXIT)
+    except torch.OutOfMemoryError:
+        if ckpt_dir is not None:
+            release_outgrown(plan, ckpt_dir, "the GPU ran out of memory")
+        raise
     for member, record in zip(members, records, strict=True):
         record["key"] = member["key"]
     # first where Snakemake's cleanup of a failed job never reaches it, then the declared output:
@@ -189,6 +196,23 @@ def _train_plan_members(plan: str | Path, members: list[dict], data: str | Path,
     print(kept_line(len(members), store), file=sys.stderr, flush=True)
     finish_pack(members, ckpt_dir, settings.keep_checkpoints)
     place(store, out)
+
+
+def release_outgrown(plan: str | Path, ckpt_dir: Path, why: str) -> None:
+    """Unbind a pack that failed for its size: remove its started marker and say so in one line.
+
+    The marker keeps a started pack's members together whatever the config says later (no checkpoint is
+    orphaned by a regrouping), which would also keep a pack that can never fit its GPU or its time limit
+    as it is. Without it the next invocation plans the pack's runs afresh: a lower ``pack.max_images`` or
+    ``pack.max_models`` (or a longer time limit, a measured rate) regroups them, while an unchanged config
+    plans the same pack, which resumes from its checkpoint. No finished run is in such a pack: a pack's
+    records are written only when all of its members have finished."""
+    marker = started_path(plan)
+    marker.unlink(missing_ok=True)
+    print(f"pack {Path(plan).stem} failed for its size ({why}): removed its started marker {marker}, so its plan no longer "
+          "binds; lower pack.max_images or pack.max_models (or raise the time limit) and run the same command to regroup its "
+          f"runs into smaller packs (its checkpoints in {ckpt_dir} are then unused: delete them), or run it unchanged to "
+          "resume the same pack", file=sys.stderr, flush=True)
 
 
 def keys_folder(members: list[dict]) -> str:
