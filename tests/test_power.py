@@ -181,3 +181,13 @@ def test_the_paired_covariance_is_positive_definite_with_fewer_seeds_than_values
     cells = [V.Cell(k, grid, np.arange(3), 0.8 - 0.02 * grid[:, None] + 0.01 * rng.standard_normal((25, 3))) for k in "ab"]
     mean, cov, k = P.paired_truth(cells)
     assert k == 25 and mean.shape == (48,) and np.linalg.eigvalsh(cov).min() > 0
+
+
+def test_the_seeds_a_would_decide_text_states_are_read_back_by_the_module_that_writes_them():
+    """The README's "what this size decides" reads the seeds for an even chance from the claims table's text."""
+    from initmem.stats.power import seeds_for_half
+
+    text = P.would_decide(lambda n: min(1.0, n / 20), 4)
+    assert text.startswith("~10 seeds per configuration") and seeds_for_half(text) == 10
+    assert seeds_for_half(P.would_decide(lambda n: 0.0, 4, max_seeds=50)) is None   # "more than 50 seeds"
+    assert seeds_for_half("seeds x Sxx(sigma_w) >= 12 (now 3 x 4): ~9 seeds at this sigma_w grid") == 9

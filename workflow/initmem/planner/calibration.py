@@ -30,7 +30,7 @@ from initmem.claims.clock import RETAINED
 from initmem.stats import shapes as Sh
 from initmem.stats.power import jackknife_arrays, side_codes, simulate
 from initmem.stats.spreads import contrast_arrays, residual_sd, spread_arrays
-from initmem.stats.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, Side, between, greater, less
+from initmem.stats.verdicts import NOT_REPRODUCED, REPRODUCED, Cell, greater, less
 
 ROW_KEYS = ("rule", "design", "truth", "n_sims", "false_reproduced", "false_not_reproduced", "coverage", "decision_rate")
 EVIDENCE = paths.EVIDENCE
@@ -402,8 +402,3 @@ def flat_edge_rows(design_name: str, n_sims: int, rng_seed: int) -> list[dict]:
             codes = np.asarray([_code(Sh.flat_decision(beta_cell(d, beta, rng))[0]) for _ in range(n_sims)])
             out.append(_row("beta_flat", d, f"{word} of {Sh.FLAT_ORDERS:g} orders over the settled run (the margin's edge)", None, codes, None))
     return out
-
-
-SIDES: dict[str, Side] = {"spread_nonzero": greater(0), "spread_gone": RETAINED, "spread_below_1pp": less(1.0), "spread_contrast": greater(0),
-                          "accuracy_contrast": greater(0), "beta_flat": between(-Sh.FLAT_ORDERS, Sh.FLAT_ORDERS),
-                          "beta_decay": greater(Sh.DECAY_ORDERS)}

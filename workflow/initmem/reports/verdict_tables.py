@@ -13,6 +13,7 @@ import pandas as pd
 from initmem.claims.catalogue import REGISTRY, lookup, registry_markdown
 from initmem.claims.rows import AT_BEST, AT_END
 from initmem.claims.similarity import section
+from initmem.stats import power as P
 from initmem.stats import verdicts as V
 
 BEGIN, END = "<!-- verdict-table:begin -->", "<!-- verdict-table:end -->"
@@ -241,7 +242,7 @@ def what_size_decides(table: pd.DataFrame) -> str:
     measured = directions(table)[0]
     decided = measured[measured["statistic_verdict"].isin([V.REPRODUCED, V.NOT_REPRODUCED])]
     open_ = measured[measured["statistic_verdict"].isin([V.INCONCLUSIVE, V.UNDECIDABLE, V.BELOW_FLOOR])]
-    seeds = pd.to_numeric(open_["would_decide"].astype(str).str.extract(r"~(\d+) seeds")[0], errors="coerce").dropna()
+    seeds = pd.Series([n for t in open_["would_decide"].fillna("").astype(str) if (n := P.seeds_for_half(t)) is not None], dtype=float)
     nums = measured["n_seeds"][measured["n_seeds"] > 0]
     few, many = (int(nums.min()), int(nums.max())) if len(nums) else (0, 0)
     lines = [f"**What this size decides.** With {few if few == many else f'{few}-{many}'} seeds per "

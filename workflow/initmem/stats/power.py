@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -319,3 +320,10 @@ def would_decide(rate: Callable[[int], float] | None, n_seeds: int, max_seeds: i
         return f"more than {max_seeds} seeds for a 50% chance of a decision ({source})"
     eighty = f"~{need[1]:.0f}" if math.isfinite(need[1]) else f"more than {max_seeds}"
     return f"~{need[0]:.0f} seeds per configuration for a 50% chance of a decision, {eighty} for 80% ({source})"
+
+
+def seeds_for_half(text: str) -> int | None:
+    """The seeds for a 50% chance of a decision that a "would decide" text states (:func:`would_decide`'s, or a |beta|
+    shape's "~N seeds at this sigma_w grid"); None where it states none ("more than N seeds"): the one reader of that format."""
+    found = re.search(r"~(\d+) seeds", text)
+    return int(found.group(1)) if found else None
