@@ -1,3 +1,4 @@
+import json
 import math
 from pathlib import Path
 
@@ -211,6 +212,29 @@ def test_new_runs_form_new_packs_and_trained_packs_keep_their_runs():
     untrained, _ = plan_packs(runs_for([0, 1, 2]), [], size)
     done = [Pack(p.name, p.members, bound=True) for p in list(untrained.values())[:1]]
     assert set(plan_packs(runs_for([0, 1, 2]), done, size)[0]) == set(untrained)
+
+
+def test_a_finished_run_renamed_by_a_default_stated_in_a_grid_list_keeps_its_pack():
+    """The grid turned into a list whose first grid states the default lr: its runs get new ids
+    (sgd_b16_lr0.001_sw0.5_s0) for the same specs, and stay in the packs that trained them; only the
+    appended grid's runs form a new pack."""
+    from initmem.pipeline.planning import Pack, plan_packs
+
+    def size(_):
+        return 8
+
+    before = expand_studies(_cfg(MAIN))["s"]
+    trained = [Pack(p.name, p.members, bound=True) for p in plan_packs(before, [], size)[0].values()]
+    default_lr = load("config.yaml")["defaults"]["lr"]
+    added = {"optimizer": ["sgd_momentum"], "lr": [0.1], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0, 1]}
+    after = expand_studies(_cfg([{**MAIN, "lr": [default_lr]}, added]))["s"]
+    assert f"sgd_b16_lr{default_lr:g}_sw0.5_s0" in {r.run_id for r in after}  # renamed, the same spec
+    packs, pack_of = plan_packs(after, trained, size)
+    spec_pack = {json.dumps(spec, sort_keys=True): p.name for p in trained for _, spec in p.members}
+    for run in after[:len(before)]:
+        assert pack_of[run.run_id] == spec_pack[json.dumps(run.spec, sort_keys=True)]  # reused, not retrained
+    new = {name for name, pack in packs.items() if not pack.bound}
+    assert len(new) == 1 and {pack_of[r.run_id] for r in after[len(before):]} == new
 
 
 @pytest.mark.parametrize("mutate, message", [

@@ -71,6 +71,59 @@ def test_a_new_optimizer_at_its_own_lr_appended_as_a_grid_trains_only_its_runs(w
     assert _plan(work) == {}
 
 
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_a_default_stated_in_a_grid_list_reuses_the_finished_runs(work):
+    """Issue 64: the grid list whose first grid states the default lr renamed its 12 finished runs
+    (sgd_b16_lr0.001_sw0.5_s0 for sgd_b16_sw0.5_s0) and planned them again. Their specs did not
+    change: they are cut from the packs that trained them, under the new ids, and only the appended
+    grid's pack trains."""
+    trained = _trained_files(work)
+    cfg = copy.deepcopy(BASE)
+    main = cfg["studies"]["main"]
+    main["grid"] = [{**main["grid"], "lr": [BASE["defaults"]["lr"]]},
+                    {"optimizer": ["sgd_momentum"], "lr": [1e-2], "batch_size": [16], "sigma_w": [0.5, 2.0], "seed": [0, 1]}]
+    _write(work, cfg)
+    counts = _plan(work)
+    assert counts["train"] == 1 and counts["run_metrics"] == 12 + 4  # the renamed runs cut, the new ones trained
+    snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)
+    after = _trained_files(work)
+    assert {p: after[p] for p in trained} == trained  # no plan rewritten, no pack retrained
+    runs = work / "results/runs/main"
+    renamed = json.loads((runs / "sgd_b16_lr0.001_sw0.5_s0.json").read_text())
+    original = json.loads((runs / "sgd_b16_sw0.5_s0.json").read_text())
+    assert renamed["run_id"] == "sgd_b16_lr0.001_sw0.5_s0" and renamed["history"] == original["history"]
+    assert _plan(work) == {}
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_another_config_with_the_same_run_ids_keeps_both_records(work):
+    """Issue 64: another config whose runs have the same ids and other specs (here two epochs) reported
+    `params have changed since last execution: run_metrics` in its dry run and cut its records over the
+    first config's. Now its records go beside them (<run_id>~<tag>.json), and neither config has
+    anything to do after the other ran."""
+    runs = work / "results/runs/main"
+    first = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in runs.glob("*.json")}
+    other = copy.deepcopy(BASE)
+    other["defaults"]["epochs"] = 2
+    (work / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    dry = snakemake("runs", "-n", "--configfile", "other.yaml", cwd=work)
+    text = dry.stdout + dry.stderr
+    assert "params have changed" not in text.lower() and "--rerun-triggers" not in text
+    counts = job_counts(text)
+    assert counts["train"] == PACKS and counts["run_metrics"] == 12
+    snakemake("runs", "--cores", "1", "--configfile", "other.yaml", cwd=work)
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in runs.glob("*.json")}
+    assert {name: after[name] for name in first} == first  # the first config's records as they were
+    tagged = sorted(set(after) - set(first))
+    assert len(tagged) == 12 and all(name.split("~")[0] + ".json" in first for name in tagged)
+    assert all(json.loads(after[name][1])["history"]["epoch"] == [1, 2] for name in tagged)
+    assert _plan(work) == {}  # back to the first config: nothing to do
+    again = snakemake("runs", "-n", "--configfile", "other.yaml", cwd=work)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
 BOOKKEEPING = [
     ("checkpoint", "every_epochs", 5), ("checkpoint", "keep", True), ("pack", "max_images", 64),
     ("pack", "max_models", 2), ("pack", "engine", "vmap"), ("compute", "device", "auto"), ("compute", "threads", 2),
@@ -263,8 +316,11 @@ def test_a_data_change_is_planned_and_trained_in_one_invocation(work):
     assert counts["prepare_data"] == 1 and counts["train"] == PACKS and counts["run_metrics"] == 12
     snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)  # one real run does all of it
     assert _plan(work) == {}
-    record = json.loads(next((work / "results/runs/main").glob("*.json")).read_text())
-    assert record["spec"]["n_train"] == 48 and record["history"]["epoch"] == [1]
+    # other data under the same run ids: its records go beside the first data's, which stay (initmem.pipeline.runfiles)
+    runs = work / "results/runs/main"
+    records = [json.loads(p.read_text()) for p in runs.glob("*~*.json")]
+    assert len(records) == 12 and all(r["spec"]["n_train"] == 48 and r["history"]["epoch"] == [1] for r in records)
+    assert {json.loads(p.read_text())["spec"]["n_train"] for p in runs.glob("*.json") if "~" not in p.name} == {64}
 
 
 def _trained_files(work) -> dict:

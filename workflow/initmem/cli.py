@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("reanalyse", help="regenerate an evidence folder's tables, figures and README verdict tables (reanalyse -h)")
     e = sub.add_parser("extract-run", help="write one run's metrics file from its pack file")
     e.add_argument("pack")
-    e.add_argument("run_id")
+    e.add_argument("run_id", help="the run id, or its metrics file's name (<run_id>~<tag>: initmem.pipeline.runfiles)")
     e.add_argument("out")
     e.add_argument("log", nargs="?")
     e.add_argument("--key", help="the run's identity key: the pack's record must carry it")
@@ -234,8 +234,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         print(estimate_table(config, args.jobs if args.jobs is not None else profile_jobs()))
     elif args.cmd == "extract-run":
         from initmem.pipeline.records import extract_run
+        from initmem.pipeline.runfiles import run_of_file
 
-        extract_run(args.pack, args.run_id, args.out, args.log, key=args.key)
+        # the workflow passes the file's name, which carries a configuration's tag where another config's run holds the plain one
+        extract_run(args.pack, run_of_file(args.run_id), args.out, args.log, key=args.key)
     elif args.cmd == "prepare":
         cfg = json.loads(args.config_json) if args.config_json else {
             "source": args.source, "archive": args.archive, "verify_md5": not args.no_verify_md5,

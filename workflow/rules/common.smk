@@ -31,7 +31,9 @@ from initmem.pipeline.invocation import (diverged_summary, finished_outputs, pre
                                          record_provenance, restore_file, write_failures, wrote_into)
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
 from initmem.pipeline.packlock import live_packs, live_packs_line  # noqa: E402
-from initmem.pipeline.planning import DATA_ENV, FINAL_TEST_ENV, plan_path, plan_studies, read_plan, write_plan  # noqa: E402
+from initmem.pipeline.planning import (DATA_ENV, FINAL_TEST_ENV, plan_path, plan_studies, read_plan, trained_plan_files,  # noqa: E402
+                                      write_plan)
+from initmem.pipeline.runfiles import run_file_stems  # noqa: E402
 from initmem.spec import ConfigError  # noqa: E402
 from initmem.pipeline.targets import (FIGURES, buildable_figures, figure_studies, job_mem_mb, job_runtime_minutes, needs_analysis,  # noqa: E402
                                      unused_studies_warning)
@@ -77,6 +79,7 @@ SUBMITS_NOTHING = any(getattr(_ARGS, name, None) for name in RUNS_NO_JOB)
 INVOCATION_STARTED = time.time()  # training logs written since belong to this invocation
 PACKS_DIR = "results/packs"
 PLANS_DIR = "results/plans"
+RUNS_DIR = "results/runs"
 # Where this config's tables, figures and their logs go (docs/outputs.md): with `name: X`, under
 # results/X/ and figures/X/, apart from every other config's; without (the default), where they
 # always were. Training (data, plans, packs, run files) is shared: a run's identity key decides it.
@@ -135,6 +138,12 @@ FINAL_TEST = final_test_size(RUNS, config["data"])
 FINAL_DATA = final_test_file(DATA_ID, DATA_CODE, FINAL_TEST) if FINAL_TEST else None
 PACKS = {study: packs for study, (packs, _) in PLANNED.items()}
 PACK_OF = {(study, run_id): pack for study, (_, pack_of) in PLANNED.items() for run_id, pack in pack_of.items()}
+# Each run's metrics file name: its run id, or <run_id>~<tag> where another config's run of the same id
+# (another spec or other data) holds the plain file, so both records stay (initmem.pipeline.runfiles).
+RUN_FILE = {(study, run_id): stem for study, (_, pack_of) in PLANNED.items()
+            for run_id, stem in run_file_stems(RUNS[study], pack_of, trained_plan_files(PLANS_DIR, PACKS_DIR, study), DATA_ID,
+                                               f"{RUNS_DIR}/{study}").items()}
+RUN_OF_FILE = {(study, stem): run_id for (study, run_id), stem in RUN_FILE.items()}
 
 PRECISION = config["compute"]["precision"]
 # The version of the code behind each kind of analysis output (what its scripts import: initmem.pipeline.identity.ANALYSIS_SCRIPTS)
@@ -265,7 +274,18 @@ wildcard_constraints:
 
 def run_files(study):
     """Metrics files of every run of one study."""
-    return [f"results/runs/{study}/{r.run_id}.json" for r in RUNS[study]]
+    return [f"{RUNS_DIR}/{study}/{RUN_FILE[(study, r.run_id)]}.json" for r in RUNS[study]]
+
+
+def run_of(wildcards):
+    """The configured run id of a metrics file (rule run_metrics' wildcard ``run_id`` is the file's name)."""
+    key = (wildcards.study, wildcards.run_id)
+    if key in RUN_OF_FILE:
+        return RUN_OF_FILE[key]
+    if key in RUN_FILE:  # asked for the plain file of a run whose record here is a tagged one
+        raise WorkflowError(f"{RUNS_DIR}/{key[0]}/{key[1]}.json holds another config's run {key[1]}; this config's is "
+                            f"{RUNS_DIR}/{key[0]}/{RUN_FILE[key]}.json")
+    raise WorkflowError(f"run {wildcards.run_id} is not part of study {wildcards.study} in this config")
 
 
 # Each pack's members with their keys, computed once per invocation: its plan, its resources and
@@ -303,21 +323,21 @@ def final_test_input(wildcards):
 
 def pack_of_run(wildcards):
     """The pack file that holds one run's metrics."""
-    key = (wildcards.study, wildcards.run_id)
-    if key not in PACK_OF:
-        raise WorkflowError(f"run {wildcards.run_id} is not part of study {wildcards.study} in this config")
-    return f"{PACKS_DIR}/{wildcards.study}/{PACK_OF[key]}.json"
+    return f"{PACKS_DIR}/{wildcards.study}/{PACK_OF[(wildcards.study, run_of(wildcards))]}.json"
 
 
 def plan_of_run(wildcards):
     """The plan of the pack that holds one run."""
-    return f"{PLANS_DIR}/{wildcards.study}/{PACK_OF[(wildcards.study, wildcards.run_id)]}.json"
+    return f"{PLANS_DIR}/{wildcards.study}/{PACK_OF[(wildcards.study, run_of(wildcards))]}.json"
 
 
 def run_key_of(wildcards):
     """The identity key of one configured run."""
-    pack = PACK_OF[(wildcards.study, wildcards.run_id)]
-    return pack_members(wildcards.study, pack)[wildcards.run_id]["key"]
+    run_id = run_of(wildcards)
+    members = pack_members(wildcards.study, PACK_OF[(wildcards.study, run_id)])
+    if run_id in members:
+        return members[run_id]["key"]
+    return key_of(RUN_BY_ID[(wildcards.study, run_id)].spec)  # reused from a pack that trained its spec under another id
 
 
 def study_tables(studies):

@@ -8,7 +8,9 @@ stays in that pack for good, so adding a seed or a sigma_w value, changing ``pac
 ``pack.max_images``, or removing runs never moves a finished run into another pack (which would
 make Snakemake retrain it), and a measured rate table, ``compute.compile`` or a partition time
 limit that would size packs otherwise never regroups a pack in flight (which would orphan its
-checkpoints). Only the remaining runs are grouped, per configuration, in grid order,
+checkpoints). A configured run whose spec a binding plan holds under another id (a run renamed, e.g.
+by a default stated explicitly in a grid list) is reused from that pack too: its metrics file is
+cut from the pack's record of that spec. Only the remaining runs are grouped, per configuration, in grid order,
 into new packs named after their members. That grouping is also stable while packs finish: taking
 whole packs out of a configuration's list leaves the others' boundaries where they were, so a
 training job that re-reads the workflow on a cluster node finds its own pack again.
@@ -86,19 +88,11 @@ def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str,
     pack kept beside the plan, exists), of the data
     identity ``data_id`` (or of any, for plans that do not say). A damaged plan is skipped: its
     runs are simply planned again."""
-    folder = Path(plans_dir) / study
-    if not folder.is_dir():
-        return []
     packs = []
-    for path in sorted(folder.glob("*.json")):
-        name = path.name[: -len(".json")]
-        if not (Path(packs_dir) / study / f"{name}.json").is_file() and not started_path(path).is_file() \
-                and not finished_path(path).is_file():
-            continue
+    for name, plan in trained_plan_files(plans_dir, packs_dir, study):
         try:
-            plan = read_json(path)
             members = tuple((m["run_id"], m["spec"]) for m in plan["members"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError):
             continue
         if data_id is not None and plan.get("data") not in (None, data_id):
             continue  # another config's data: its packs are neither bound nor touched here
@@ -106,21 +100,50 @@ def read_trained_plans(plans_dir: str | Path, packs_dir: str | Path, study: str,
     return packs
 
 
+def trained_plan_files(plans_dir: str | Path, packs_dir: str | Path, study: str) -> list[tuple[str, dict]]:
+    """``(pack name, plan)`` of every plan of the study whose pack has started or been trained, of any
+    data identity, by name; damaged plans are left out. The workflow reads them to bind packs and again to
+    tell other configs' run files apart (:mod:`initmem.pipeline.runfiles`): a few hundred small files at
+    paper scale."""
+    folder = Path(plans_dir) / study
+    if not folder.is_dir():
+        return []
+    plans = []
+    for path in sorted(folder.glob("*.json")):
+        name = path.name[: -len(".json")]
+        if not (Path(packs_dir) / study / f"{name}.json").is_file() and not started_path(path).is_file() \
+                and not finished_path(path).is_file():
+            continue
+        try:
+            plan = read_json(path)
+        except (OSError, ValueError):
+            continue
+        if isinstance(plan, dict):
+            plans.append((name, plan))
+    return plans
+
+
 def plan_packs(runs: list[Run], trained: list[Pack], size_of: Callable[[list[Run]], int], data_id: dict | None = None
                ) -> tuple[dict[str, Pack], dict[str, str]]:
-    """Every configured run's pack: the trained pack that holds it with the same spec, or a new
+    """Every configured run's pack: the trained pack that holds it with the same spec (under its
+    id, or else under another id: the same run renamed, reused rather than retrained), or a new
     one. New packs group the remaining runs of one configuration, in grid order, ``size_of(members
     of the configuration)`` at a time. Returns the packs that hold at least one configured run, and
     each configured run's pack name."""
     by_entry = {}
+    by_spec = {}
     for pack in trained:
         for run_id, spec in pack.members:
-            by_entry.setdefault((run_id, json.dumps(spec, sort_keys=True)), pack)
+            spec_text = json.dumps(spec, sort_keys=True)
+            by_entry.setdefault((run_id, spec_text), pack)
+            by_spec.setdefault(spec_text, pack)
     used: dict[str, Pack] = {}
     pack_of: dict[str, str] = {}
     pending: dict[str, list[Run]] = {}
     for run in runs:
-        pack = by_entry.get((run.run_id, json.dumps(run.spec, sort_keys=True)))
+        spec_text = json.dumps(run.spec, sort_keys=True)
+        # a spec's identity key holds no run id: a spec trained under another id is this very run
+        pack = by_entry.get((run.run_id, spec_text)) or by_spec.get(spec_text)
         if pack is not None:
             used[pack.name] = pack
             pack_of[run.run_id] = pack.name

@@ -37,7 +37,9 @@ def extract_run(pack_path: str | Path, run_id: str, out_path: str | Path, log_pa
                 key: str | None = None) -> None:
     """Write one run's metrics file from its pack file, and a one-line summary (or the error, which
     names the file and the command that repairs it) to ``log_path``. With ``key``, the pack's record
-    must carry that identity key (a pack file left from another version of the run is refused)."""
+    must carry that identity key (a pack file left from another version of the run is refused); a
+    pack that trained the run under another id (the same spec, renamed since) gives its record of
+    that key, under ``run_id``."""
     try:
         record = _pack_record(pack_path, run_id, key)
         write_json(out_path, record)
@@ -60,13 +62,18 @@ def _pack_record(pack_path: str | Path, run_id: str, key: str | None) -> dict:
         raise RecordError(f"{pack_path}: damaged pack file ({type(exc).__name__}: {exc})") from exc
     if not isinstance(pack, dict) or not isinstance(pack.get("runs"), list):
         raise RecordError(f"{pack_path}: not a pack file (no list of runs)")
-    for record in pack["runs"]:
-        if isinstance(record, dict) and record.get("run_id") == run_id:
+    records = [r for r in pack["runs"] if isinstance(r, dict)]
+    for record in records:
+        if record.get("run_id") == run_id:
             check_record(record, str(pack_path))
             if key is not None and record.get("key") != key:
                 raise RecordError(f"{pack_path}: run {run_id} was trained as {record.get('key')!r}, the config now "
                                   f"defines it as {key!r}")
             return record
+    # the run reused under a new id: the key holds the spec, the data, the code and the precision, never the id
+    for record in records if key is not None else ():
+        if record.get("key") == key:
+            return {**check_record(record, str(pack_path)), "run_id": run_id}
     raise RecordError(f"{pack_path} holds no run {run_id}")
 
 
