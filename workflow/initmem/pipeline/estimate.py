@@ -14,7 +14,7 @@ from initmem import paths
 from initmem.costs.rates import DEFAULTS_SOURCE, RateModel, family, load_rates
 from initmem.costs.versions import table_gpu, version_lines
 from initmem.pipeline.grid import Run, expand_studies
-from initmem.pipeline.levers import levers, levers_lines
+from initmem.costs.levers import levers, levers_lines
 from initmem.pipeline.planning import new_pack_size, plan_studies
 from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images, training_minutes_per_attempt
 
@@ -216,7 +216,7 @@ def estimate_table(config: dict, jobs: int | None = None) -> str:
     range, the source of its rates, for the rate model the central total in each precision, with
     ``jobs`` (the profile's peak concurrency) the checkpoint disk it needs, the versions a measured
     rate table was measured with (:func:`initmem.costs.versions.version_lines`), and the central
-    figure in the chosen precision with the levers it assumes (:mod:`initmem.pipeline.levers`)."""
+    figure in the chosen precision with the levers it assumes (:mod:`initmem.costs.levers`)."""
     rows = pack_gpu_hours(config)
     compute = config["compute"]
     lines = [f"| study | runs | jobs | GPU-hours low | central | high |  ({compute['precision']})", "|---|---:|---:|---:|---:|---:|"]
