@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from initmem import paths
+from initmem.costs.levers import levers, levers_lines
 from initmem.costs.rates import DEFAULTS_SOURCE, RateModel, family, load_rates
 from initmem.costs.versions import table_gpu, version_lines
 from initmem.pipeline.grid import Run, expand_studies
-from initmem.costs.levers import levers, levers_lines
 from initmem.pipeline.planning import new_pack_size, plan_studies
 from initmem.pipeline.targets import pack_rate, pack_runtime_minutes, pack_state_mb, run_images, training_minutes_per_attempt
 
