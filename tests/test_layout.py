@@ -83,6 +83,15 @@ def test_no_import_circle():
     assert circles == []
 
 
+def test_no_room_holds_more_than_a_fifth_of_the_library():
+    """docs/architecture.md: each subpackage stays small enough to read as one concern."""
+    lines = {path: len(path.read_text().splitlines()) for path in LIBRARY.rglob("*.py")}
+    total = sum(lines.values())
+    shares = {package.name: sum(n for path, n in lines.items() if package in path.parents) / total
+              for package in LIBRARY.iterdir() if (package / "__init__.py").is_file()}
+    assert {name: f"{share:.1%}" for name, share in shares.items() if share > 0.2} == {}
+
+
 def test_a_pure_move_of_the_trainer_changes_no_run_key(tmp_path):
     """The trainer's modules laid out flat (as an older checkout had them) with their imports naming the old
     paths hash like today's: run keys read what the code does, not where its files live."""
