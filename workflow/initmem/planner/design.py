@@ -78,6 +78,7 @@ from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours,
 from initmem.pipeline.grid import expand_studies
 from initmem.planner import calibration as Cal
 from initmem.planner import collapse_calibration as CC
+from initmem.stats import collapse_power as CP
 from initmem.stats import power as P
 from initmem.stats import shapes as Sh
 from initmem.stats.spreads import residual_sd
@@ -91,7 +92,6 @@ PILOT_CONFIG = "config/evidence-pilot.yaml"  # what the pilot trained (its sizes
 TARGET = 0.8
 MAX_SEEDS = 200
 MIN_PAIRED_SEEDS = 4  # a contrast's paired noise needs this many seeds run in both arms (else the arms are taken as independent)
-INTERP = published.INTERP_TRAIN_ACC / 100
 SHAPE_SIMS, COLLAPSE_SIMS, COLLAPSE_DRAWS = 100, 100, 100
 CURVE_MAX_SEEDS = 64
 GRID_SIZES = (2, 3, 4, 5, 7, 9, 13, 25)  # --cheapest's sigma_w grids: these sizes (and the full grid) of evenly spaced values
@@ -547,12 +547,12 @@ def _flat_p(level: float, epochs: int, noise: float, n: int, sigmas: tuple[float
 @cache
 def _collapse_shares(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int,
                      sigmas: tuple[float, ...]) -> dict[str, float]:
-    return CC.outcome_shares(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED,
+    return CP.outcome_shares(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED,
                              draws=COLLAPSE_DRAWS)
 
 
 def _collapse_p(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
-    return CC.decision_share(_collapse_shares(configs, n_train, noise, n, sigmas))
+    return CP.decision_share(_collapse_shares(configs, n_train, noise, n, sigmas))
 
 
 def _on(means: np.ndarray, full: Sequence[float], sigmas: Sequence[float]) -> tuple[float, ...]:
