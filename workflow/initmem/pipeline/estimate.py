@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from initmem import paths
+from initmem.costs.checkpoints import SAVE_MIB_PER_S, UNWARNED_STOP_DAYS, campaign_cost, save_seconds, young_minutes
 from initmem.costs.levers import levers, levers_lines
 from initmem.costs.rates import DEFAULTS_SOURCE, RateModel, family, load_rates
 from initmem.costs.versions import table_gpu, version_lines
@@ -239,9 +240,30 @@ def estimate_table(config: dict, jobs: int | None = None) -> str:
     lines += version_lines(model)
     gpu = table_gpu(model)
     lines += levers_lines(total[1], compute["precision"], gpu, levers(config, rows, others, gpu))
+    lines.append(checkpoint_line(config))
     if jobs is not None:
         lines.append(_disk_line(checkpoint_disk(config, jobs)))
     return "\n".join(lines)
+
+
+def checkpoint_line(config: dict) -> str:
+    """What the config's periodic checkpoints cost (:mod:`initmem.costs.checkpoints`): the saves' GPU-hours and
+    TiB at ``checkpoint.every_minutes``, the expected loss to unwarned stops, and Young's interval for the largest
+    pack beside them."""
+    every = float(config["checkpoint"].get("every_minutes") or 0)
+    packs = [(sum(run_images(s) for s in specs) / pack_rate(specs, config["compute"]).central / 3600, pack_state_mb(specs))
+             for specs in _all_packs(config)]
+    if not packs:
+        return "checkpoints: no training job"
+    total, largest = sum(h for h, _ in packs), max(mib for _, mib in packs)
+    now, best = campaign_cost(packs, every), young_minutes(save_seconds(largest))
+    at_best = campaign_cost(packs, best)
+    return (f"checkpoints every {every:g} min (`checkpoint.every_minutes`): saves {now['save hours']:,.0f} GPU-h "
+            f"({now['save hours'] / total:.1%} of {total:,.0f} central), {now['TiB written']:,.1f} TiB written; an unwarned stop "
+            f"(node failure) per job every {UNWARNED_STOP_DAYS:g} days of training (assumed) loses {now['lost hours']:,.1f} h in "
+            f"expectation. Young's interval for the largest pack ({largest:,.0f} MiB: {save_seconds(largest):.1f} s a save at "
+            f"{SAVE_MIB_PER_S:.0f} MiB/s, measured on a local disk): {best:.0f} min, saves {at_best['save hours']:,.0f} h + "
+            f"loss {at_best['lost hours']:,.0f} h")
 
 
 def _disk_line(disk: dict) -> str:
