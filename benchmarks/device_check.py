@@ -16,14 +16,17 @@ Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
    deterministic implementation there; the TF32 self-check (a conv and a matmul);
 3. matmul peaks in bf16, tf32 and float32: the ceiling every rate below is checked against;
 4. single ResNet-9 runs at b = 16/32/64/128/256 (Adam; SGD at 16 and 128);
-5. the pack shapes ``config/paper.yaml`` plans, ResNet-9 first, then ResNet-56 and ResNet-110, most
+5. what would cut the bill, right after the singles so that a GPU slower than expected spends its budget on
+   them rather than on the planned shapes (whose rates otherwise fall back to the stated defaults): first
+   the planned pack shapes they are compared with (the three with the most GPU-hours, the smallest and
+   largest batch, the planned pack of each larger pack's batch size), then packs of 4,096 and 8,192 images
+   a step (b=128 x32, b=256 x16 and x32, beyond the planner's largest), cuDNN autotuning (benchmark)
+   against the trainer's deterministic algorithms for two shapes, ``compute.memory_format: channels_last``,
+   bf16, and both together, each for the three pack shapes with the most GPU-hours (both together also for
+   the 8,192-image pack): each row says its speed-up over the same shape's default row;
+6. the other pack shapes ``config/paper.yaml`` plans, ResNet-9 first, then ResNet-56 and ResNet-110, most
    GPU-hours first: the largest shape of every rate kind (architecture, batch size, optimizer family,
    precision), then as many more as their share of the plan allows (``--plan`` lists those left out);
-   then packs of 4,096 and 8,192 images a step (b=128 x32, b=256 x16 and x32), beyond the planner's largest;
-6. cuDNN autotuning (benchmark) against the trainer's deterministic algorithms for two shapes;
-   ``compute.memory_format: channels_last``, bf16, and both together, each for the three pack shapes
-   with the most GPU-hours (both together also for the 8,192-image pack): the road to fewer GPU-hours
-   (each row says its speed-up over the same shape's row of step 5);
 7. one real pack epoch with evaluation (the paper's data sizes): its wall time against the step rate;
 8. peer rows: the same ResNet-9 in plain PyTorch (``benchmarks/peer.py``) at b=16 and b=128, against
    the engine's single-run rows of step 4;
@@ -200,7 +203,40 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
     if quick:
         singles = [(16, "adam"), (16, "sgd")]
     rows += [train_row("resnet9", width, b, opt, 1, precision) for b, opt in singles]
-    left_out, covered = [], set()
+    planned, left_out = planned_pack_rows(shapes, width, cap, batch, quick)
+    packs = [r for r in planned if r["pack"] > 1]
+    large = large_pack_rows(width, precision, quick)
+    top = packs[:3]
+    by_b = {r["b"]: r for r in reversed(packs) if r["arch"] == "resnet9"}  # the first planned shape of each batch size
+    two = [by_b[b] for b in sorted(by_b)]
+    two = two[:1] + two[1:][-1:]  # the smallest and the largest batch
+    # the cost rows (what would cut the bill) come right after the singles, so a slow GPU's budget keeps them; before
+    # them only the planned shapes they are compared with (their default-settings rows)
+    first = [r for r in packs if any(r is x for x in top + two) or any(_compared_with(big, r) for big in large)]
+    rows += first + large
+    rows += [{**r, "cudnn": "benchmark", "jobs": None, "hours": None, "group": "autotune"} for r in two]
+    rows += [{**r, "memory_format": "channels_last", "jobs": None, "hours": None, "group": "channels_last"} for r in top]
+    rows += [{**r, "precision": "bf16", "jobs": None, "hours": None, "group": "bf16"} for r in top]
+    fastest = top + large[-1:]  # the road to fewer GPU-hours: all three together
+    rows += [{**r, "precision": "bf16", "memory_format": "channels_last", "jobs": None, "hours": None,
+              "group": "bf16_channels_last"} for r in fastest]
+    rows += [r for r in planned if not any(r is x for x in first)]
+    epoch = max((r for r in packs if r["arch"] == "resnet9"), key=lambda r: r.get("jobs") or 0, default=None)
+    if epoch is not None:
+        n = {"n_train": 48, "n_val": 16, "n_test": 16} if quick else data
+        rows.append({**epoch, "kind": "epoch", "data": n, "jobs": None, "hours": None})
+    rows += [dict(kind="peer", arch="resnet9", width=width, b=b, opt=o, pack=1, precision=precision)
+             for b in ((16, 128) if not quick else (16,)) for o in ("adam", "sgd")]
+    rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step", group="compile")]
+    for r in rows:
+        r["expected_s"] = round(expected_seconds(r, quick), 1)
+    return rows, left_out
+
+
+def planned_pack_rows(shapes: list[dict], width: int, cap, batch, quick: bool) -> tuple[list[dict], list[dict]]:
+    """The planned shapes to measure, most GPU-hours first, and those left out: the first (most hours) shape of every
+    rate kind, then the others by hours within their group's share (:data:`PACK_SHARE_S`); quick: one or two small ones."""
+    rows, left_out, covered = [], [], set()
     for group, archs in (("resnet9", ("resnet9",)), ("deep", ("resnet56", "resnet110"))):
         spent, taken = 0.0, 0
         members = [s for s in shapes if s["arch"] in archs]
@@ -213,7 +249,7 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
             cost = expected_seconds(row, quick)
             if quick:
                 skip = shape["pack"] == 1 or taken >= (2 if group == "resnet9" else 1)
-            else:  # the first (most hours) shape of every rate kind, then the others by hours within the group's share
+            else:
                 skip = rate_kind(shape) in covered and (shape["pack"] == 1 or shape["hours"] < floor
                                                         or spent + cost > PACK_SHARE_S[group])
             if skip:
@@ -222,28 +258,13 @@ def plan_rows(quick: bool, source: dict | None = None) -> tuple[list[dict], list
             rows.append(row)
             covered.add(rate_kind(shape))
             spent, taken = spent + cost, taken + 1
-    packs = [r for r in rows if r["kind"] == "train" and r["pack"] > 1]
-    rows += large_pack_rows(width, precision, quick)
-    top = packs[:3]
-    by_b = {r["b"]: r for r in reversed(packs) if r["arch"] == "resnet9"}  # the first planned shape of each batch size
-    two = [by_b[b] for b in sorted(by_b)]
-    two = two[:1] + two[1:][-1:]  # the smallest and the largest batch
-    rows += [{**r, "cudnn": "benchmark", "jobs": None, "hours": None, "group": "autotune"} for r in two]
-    rows += [{**r, "memory_format": "channels_last", "jobs": None, "hours": None, "group": "channels_last"} for r in top]
-    rows += [{**r, "precision": "bf16", "jobs": None, "hours": None, "group": "bf16"} for r in top]
-    fastest = top + [r for r in rows if r.get("group") == "large_pack"][-1:]  # the road to fewer GPU-hours: all three together
-    rows += [{**r, "precision": "bf16", "memory_format": "channels_last", "jobs": None, "hours": None,
-              "group": "bf16_channels_last"} for r in fastest]
-    epoch = max((r for r in packs if r["arch"] == "resnet9"), key=lambda r: r.get("jobs") or 0, default=None)
-    if epoch is not None:
-        n = {"n_train": 48, "n_val": 16, "n_test": 16} if quick else data
-        rows.append({**epoch, "kind": "epoch", "data": n, "jobs": None, "hours": None})
-    rows += [dict(kind="peer", arch="resnet9", width=width, b=b, opt=o, pack=1, precision=precision)
-             for b in ((16, 128) if not quick else (16,)) for o in ("adam", "sgd")]
-    rows += [train_row("resnet9", width, 16, "adam", 1, precision, compile="step", group="compile")]
-    for r in rows:
-        r["expected_s"] = round(expected_seconds(r, quick), 1)
     return rows, left_out
+
+
+def _compared_with(large: dict, planned: dict) -> bool:
+    """Whether a large-pack row's per-job rate is read against ``planned`` (:func:`largest_planned_pack`'s shape)."""
+    keys = ("arch", "width", "b", "opt", "precision")
+    return all(large[k] == planned[k] for k in keys)
 
 
 def large_pack_rows(width: int, precision: str, quick: bool) -> list[dict]:
