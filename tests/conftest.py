@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib.util
 import os
@@ -89,6 +90,14 @@ def workdir_copy(tmp_path: Path) -> Path:
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
     return tmp_path
+
+
+def mark_incomplete(work: Path, path: Path) -> None:
+    """What Ctrl-C between a job's last write and Snakemake's bookkeeping leaves in the project ``work``:
+    ``path`` (one of its outputs) marked incomplete in ``.snakemake/incomplete``."""
+    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(path.relative_to(work)).encode()).decode()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text('{"external_jobid": null}')
 
 
 # The finished tiny pipeline the workflow tests share (tests/test_reruns.py, tests/test_code_identity.py):

@@ -2,15 +2,11 @@
 design (false ``reproduced`` <= 5% under every null, coverage >= 93% where 95% is stated), and the
 bar check itself catches a rule that does not."""
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from conftest import script
 
 from initmem.planner import calibration as C
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _benchmark():

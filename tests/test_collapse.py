@@ -5,8 +5,9 @@ import math
 
 import numpy as np
 import pytest
-from test_verdicts import claims, clock_history, clock_table, runs_of
+from helpers.clock_tier import clock_history, clock_table, runs_of
 
+from initmem.claims.table import claims
 from initmem.planner import collapse_calibration as K
 from initmem.stats import collapse as C
 from initmem.stats import collapse_power as S

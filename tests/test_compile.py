@@ -14,7 +14,7 @@ import re
 
 import pytest
 import torch._dynamo
-from test_packed import _runs, assert_same_records
+from helpers.packs import assert_same_records, pack_runs
 
 from initmem.engine.packed import train_packed
 from initmem.engine.settings import TrainSettings
@@ -31,7 +31,7 @@ def _compiled_graphs() -> int:
 
 
 def test_compiled_single_run_matches_eager(tiny_tensors):
-    spec = _runs(sigmas=(1.0,), seeds=(0,), augment=True, batch_size=40, l2=1e-3, lr=0.01)[0]["spec"]  # partial last batch
+    spec = pack_runs(sigmas=(1.0,), seeds=(0,), augment=True, batch_size=40, l2=1e-3, lr=0.01)[0]["spec"]  # partial last batch
     eager = train_run(spec, tiny_tensors, "r0", log=None)
     before = _compiled_graphs()
     compiled = train_run(spec, tiny_tensors, "r0", settings=TrainSettings(compile=True), log=None)
@@ -48,11 +48,11 @@ def test_a_compiled_pack_matches_eager_and_a_diverging_member_does_not_recompile
     for sigmas in ((1.0, 2.0, 0.5), (1.0, 1e30, 0.5)):
         torch._dynamo.reset()
         before = _compiled_graphs()
-        records = train_packed(_runs(sigmas=sigmas, lr=0.01), tiny_tensors, settings=TrainSettings(compile=True), log=None)
+        records = train_packed(pack_runs(sigmas=sigmas, lr=0.01), tiny_tensors, settings=TrainSettings(compile=True), log=None)
         compiled.append(_compiled_graphs() - before)
     assert [r["status"] for r in records] == ["ok", "diverged", "ok"] and all(r["env"]["compile"] for r in records)
     assert compiled[1] == compiled[0] > 0
-    assert_same_records(records, train_packed(_runs(sigmas=(1.0, 1e30, 0.5), lr=0.01), tiny_tensors, log=None), rtol=RTOL)
+    assert_same_records(records, train_packed(pack_runs(sigmas=(1.0, 1e30, 0.5), lr=0.01), tiny_tensors, log=None), rtol=RTOL)
 
 
 class EpochLog(io.StringIO):
@@ -77,7 +77,7 @@ class EpochLog(io.StringIO):
 def test_compiled_step_matches_eager_and_compiles_only_in_the_first_epoch(tiny_tensors, optimizer, lr):
     """``compile: step``: forward, loss, backward and the optimizer's update compiled; the cosine rate
     (and Adam's step count) change every step without a recompile: the graphs after epoch 3 are those after epoch 1."""
-    spec = _runs(sigmas=(1.0,), seeds=(0,), augment=True, batch_size=40, l2=1e-3, lr=lr, optimizer=optimizer, epochs=3)[0]["spec"]
+    spec = pack_runs(sigmas=(1.0,), seeds=(0,), augment=True, batch_size=40, l2=1e-3, lr=lr, optimizer=optimizer, epochs=3)[0]["spec"]
     eager = train_run(spec, tiny_tensors, "r0", log=None)
     torch._dynamo.reset()
     before, log = _compiled_graphs(), EpochLog()
@@ -91,7 +91,7 @@ def test_compiled_step_matches_eager_and_compiles_only_in_the_first_epoch(tiny_t
 def test_compiled_pack_step_matches_eager_and_a_diverging_member_does_not_recompile(tiny_tensors, optimizer, lr):
     """The masked pack update compiled: the second member diverges in epoch 1 and is masked from
     epoch 2 on, in the same graphs (the mask is a tensor from the start)."""
-    runs = _runs(sigmas=(1.0, 1e30, 0.5), lr=lr, optimizer=optimizer, epochs=3)
+    runs = pack_runs(sigmas=(1.0, 1e30, 0.5), lr=lr, optimizer=optimizer, epochs=3)
     eager = train_packed(runs, tiny_tensors, log=None)
     torch._dynamo.reset()
     before, log = _compiled_graphs(), EpochLog()
@@ -104,7 +104,7 @@ def test_compiled_pack_step_matches_eager_and_a_diverging_member_does_not_recomp
 def test_compiled_pack_step_resumes_from_a_mid_epoch_checkpoint(tmp_path, tiny_tensors, stop_request):
     """SIGTERM after epoch 1 (a member diverged and is masked): the checkpoint written one step into
     epoch 2 resumes compiled to the records of an uninterrupted eager pack (running sums, mask, Adam's step count)."""
-    runs = _runs(sigmas=(1.0, 1e30, 0.5), lr=1e-3, optimizer="adam", epochs=3)
+    runs = pack_runs(sigmas=(1.0, 1e30, 0.5), lr=1e-3, optimizer="adam", epochs=3)
     eager = train_packed(runs, tiny_tensors, log=None)
     ckpt = tmp_path / "pack.ckpt"
     with stop_request.stops("epoch 1 step 1"):
@@ -116,4 +116,4 @@ def test_compiled_pack_step_resumes_from_a_mid_epoch_checkpoint(tmp_path, tiny_t
 
 def test_unknown_compile_setting_is_refused(tiny_tensors):
     with pytest.raises(ValueError, match="unknown compute.compile 'graph'; choose false, true"):
-        train_run(_runs(sigmas=(1.0,), seeds=(0,))[0]["spec"], tiny_tensors, "r0", settings=TrainSettings(compile="graph"), log=None)
+        train_run(pack_runs(sigmas=(1.0,), seeds=(0,))[0]["spec"], tiny_tensors, "r0", settings=TrainSettings(compile="graph"), log=None)

@@ -127,7 +127,7 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
     import sys
 
     from conftest import ROOT
-    from test_interruptions import _plan, _wait_for_line
+    from helpers.train_jobs import one_run_plan, wait_for_line
 
     from initmem.pipeline.interrupted import PREEMPTED_EXIT
 
@@ -137,7 +137,7 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
                        ("scontrol", f'echo "$@" >> {tmp_path / "scontrol.calls"}')):
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / name).chmod(stat.S_IRWXU)
-    plan, data = _plan(tmp_path, epochs=6)
+    plan, data = one_run_plan(tmp_path, epochs=6)
     log = tmp_path / "train.log"
     settings = {"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 0, "attempts": 3}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "OMP_NUM_THREADS": "1", "SLURM_JOB_ID": "4242",
@@ -146,7 +146,7 @@ def test_a_training_job_at_its_time_limit_requeues_itself(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "initmem", "train-plan", str(plan), str(data), str(tmp_path / "pack.json"),
                              "--settings", json.dumps(settings), "--checkpoint-dir", str(tmp_path / "ckpt"), "--log", str(log)],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    _wait_for_line(proc, log, "epoch 1/")
+    wait_for_line(proc, log, "epoch 1/")
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == PREEMPTED_EXIT, out

@@ -9,36 +9,16 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, tiny_config
+from conftest import ROOT
+from helpers.planner import measured_configuration, planner_config
 
 from initmem.claims.clock import RETAINED
 from initmem.planner import design as D
 from initmem.stats.verdicts import greater
 
 
-def _measured(source: str, optimizer: str = "sgd", b: int = 16, spread_pp: float = 10.0, sd: float = 0.02, n_test: int = 500,
-              steps_to_fit: float = np.nan, steps: int = 1000, n_train: int = 1000, resolution: int = 16, lr: float = 1e-3,
-              deviations: np.ndarray | None = None) -> D.Measured:
-    """A measured configuration: 8 seeds of independent noise ``sd`` about a linear fall of ``spread_pp``
-    (or the given per-seed ``deviations``, sigma_w x seeds)."""
-    sigmas = np.array([0.1, 0.5, 1.2, 2.5])
-    means = 0.5 - spread_pp / 100 * (sigmas - 0.1) / 2.4
-    spec = {"optimizer": optimizer, "lr": lr, "batch_size": b, "epochs": 10, "l2": 0.0, "n_train": n_train, "n_test": n_test}
-    if deviations is None:
-        deviations = sd * np.random.default_rng(len(source) + b).standard_normal((4, 8))
-    values = pd.DataFrame(means[:, None] + deviations, index=sigmas)
-    return D.Measured(source, spec, resolution, sigmas, means, sd, values.shape[1], steps, np.full(4, steps_to_fit), values)
-
-
-def _config(seeds: int = 4, lr_l2_seeds: int = 4, **data) -> dict:
-    grid = {"optimizer": ["sgd", "adam"], "batch_size": [16], "sigma_w": [0.1, 0.5, 1.2, 2.5], "seed": list(range(seeds))}
-    lr_l2 = {"set": {"optimizer": "sgd", "batch_size": 16}, "grid": {"lr": [1e-3, 1e-1], "sigma_w": [0.1, 2.5], "seed": list(range(lr_l2_seeds))}}
-    return tiny_config({"main": {"grid": grid}, "lr_l2": lr_l2},
-                       data={"source": "synthetic", "n_train": 256, "n_val": 100, "n_test": 500, "resolution": 16, **data}, lr=1e-3, epochs=10)
-
-
 def test_configurations_group_the_runs_that_differ_in_sigma_w_and_seed():
-    ps = D.planned(_config(seeds=3))
+    ps = D.planned(planner_config(seeds=3))
     main = [p for p in ps if p.study == "main"]
     assert sorted(p.spec["optimizer"] for p in main) == ["adam", "sgd"]
     assert {p.seeds for p in main} == {3} and {p.sigmas for p in main} == {(0.1, 0.5, 1.2, 2.5)}
@@ -47,28 +27,28 @@ def test_configurations_group_the_runs_that_differ_in_sigma_w_and_seed():
 
 
 def test_the_assumed_spread_is_the_smallest_estimate_and_direct_measurements_come_first():
-    p = next(p for p in D.planned(_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")
-    sources = [_measured("tier-a", spread_pp=12), _measured("tier-b", spread_pp=4), _measured("tier-c", b=64, spread_pp=1)]
+    p = next(p for p in D.planned(planner_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")
+    sources = [measured_configuration("tier-a", spread_pp=12), measured_configuration("tier-b", spread_pp=4), measured_configuration("tier-c", b=64, spread_pp=1)]
     t = D.spread_truth(p, sources)
     assert np.ptp(t.means[0]) == pytest.approx(0.04)   # tier-b: the b=64 source is not a direct measurement at b=16
     assert "tier-b" in t.source and "the smallest of 3" in t.source  # two tiers and the paper's 22.8 pp
-    only_other_b = D.spread_truth(p, [_measured("tier-c", b=64, spread_pp=1)])
+    only_other_b = D.spread_truth(p, [measured_configuration("tier-c", b=64, spread_pp=1)])
     assert np.ptp(only_other_b.means[0]) == pytest.approx(0.01)  # no direct one: any batch size
 
 
 def test_the_noise_moves_its_test_sampling_part_to_the_planned_test_size():
     p_bar = 0.5 - 0.1 * (np.array([0.1, 0.5, 1.2, 2.5]) - 0.1) / 2.4
     binomial = float(np.mean(p_bar) * (1 - np.mean(p_bar)))
-    m = _measured("t", sd=np.sqrt(binomial / 500 + 0.01 ** 2))
+    m = measured_configuration("t", sd=np.sqrt(binomial / 500 + 0.01 ** 2))
     assert D.noise_at(m, 500) == pytest.approx(m.sd)
     assert D.noise_at(m, 10_000) == pytest.approx(np.sqrt(binomial / 10_000 + 0.01 ** 2))
 
 
 def test_a_contrast_assumes_the_smallest_difference_of_a_source_that_measured_both_arms():
-    ps = [p for p in D.planned(_config()) if p.study == "main"]
+    ps = [p for p in D.planned(planner_config()) if p.study == "main"]
     sgd, adam = sorted(ps, key=lambda p: p.spec["optimizer"] != "sgd")
-    sources = [_measured("tier-a", spread_pp=12), _measured("tier-a", optimizer="adam", spread_pp=2),
-               _measured("tier-b", spread_pp=6), _measured("tier-b", optimizer="adam", spread_pp=5)]
+    sources = [measured_configuration("tier-a", spread_pp=12), measured_configuration("tier-a", optimizer="adam", spread_pp=2),
+               measured_configuration("tier-b", spread_pp=6), measured_configuration("tier-b", optimizer="adam", spread_pp=5)]
     t = D.contrast_truth(sgd, adam, sources)
     assert np.ptp(t.means[0]) - np.ptp(t.means[1]) == pytest.approx(0.01) and "tier-b" in t.source
 
@@ -80,12 +60,12 @@ def test_a_contrast_assumes_the_seed_pairing_its_source_measured():
     from initmem.stats import power as P
     from initmem.stats import verdicts as V
 
-    ps = [p for p in D.planned(_config(seeds=12)) if p.study == "main"]
+    ps = [p for p in D.planned(planner_config(seeds=12)) if p.study == "main"]
     sgd, adam = sorted(ps, key=lambda p: p.spec["optimizer"] != "sgd")
     rng = np.random.default_rng(0)
     shared, own = rng.standard_normal((1, 12)), rng.standard_normal((2, 4, 12))
     noise = [0.02 * (shared + 0.5 * own[0]) * np.linspace(0.5, 1.5, 4)[:, None], 0.02 * (shared + 0.5 * own[1])]
-    sources = [_measured("tier", spread_pp=10, deviations=noise[0]), _measured("tier", optimizer="adam", spread_pp=2, deviations=noise[1])]
+    sources = [measured_configuration("tier", spread_pp=10, deviations=noise[0]), measured_configuration("tier", optimizer="adam", spread_pp=2, deviations=noise[1])]
     t = D.contrast_truth(sgd, adam, sources)
     assert t.deviations is not None and "12 seed-paired seeds" in t.source
     cells = [V.Cell(m.label(), m.sigmas, np.arange(12), m.values.to_numpy(float)) for m in sources]
@@ -93,7 +73,8 @@ def test_a_contrast_assumes_the_seed_pairing_its_source_measured():
     own_rate = P.paired_decision_rate(mean, cov, k, 12, greater(0))
     planned = D.contrast_rate(t, sgd.sigmas, greater(0))(12, sgd.sigmas)
     assert planned == pytest.approx(own_rate, abs=0.02)
-    few = [_measured("tier", spread_pp=10, deviations=noise[0][:, :3]), _measured("tier", optimizer="adam", spread_pp=2, deviations=noise[1][:, :3])]
+    few = [measured_configuration("tier", spread_pp=10, deviations=noise[0][:, :3]),
+           measured_configuration("tier", optimizer="adam", spread_pp=2, deviations=noise[1][:, :3])]
     t_few = D.contrast_truth(sgd, adam, few)
     assert t_few.deviations is None and "independent arms" in t_few.source  # too few seeds to measure a pairing
 
@@ -123,7 +104,7 @@ def test_the_planned_contrast_power_is_the_rate_of_the_rule_on_seed_paired_runs(
 
 
 def test_the_chance_of_a_decision_grows_with_seeds_and_the_cheapest_design_is_the_least_that_reaches_80_percent():
-    p = next(p for p in D.planned(_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")
+    p = next(p for p in D.planned(planner_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")
     truth = D.Truth((0.5 - 0.05 * (np.array(p.sigmas) - 0.1) / 2.4,), 0.03, "test")
     rate = D.spread_rate(truth, p.sigmas, RETAINED)
     assert rate(2, p.sigmas) < rate(4, p.sigmas) < rate(16, p.sigmas)
@@ -137,9 +118,9 @@ def test_the_chance_of_a_decision_grows_with_seeds_and_the_cheapest_design_is_th
 
 
 def test_the_report_names_every_claim_and_a_one_seed_study_is_not_testable():
-    sources = [_measured("tier", spread_pp=10), _measured("tier", optimizer="adam", spread_pp=2),
-               _measured("tier", lr=0.1, spread_pp=2)]
-    text = D.report(_config(lr_l2_seeds=1), "c.yaml", sources=sources)
+    sources = [measured_configuration("tier", spread_pp=10), measured_configuration("tier", optimizer="adam", spread_pp=2),
+               measured_configuration("tier", lr=0.1, spread_pp=2)]
+    text = D.report(planner_config(lr_l2_seeds=1), "c.yaml", sources=sources)
     for cid in ("sgd_keeps_spread_b16", "sgd_gt_adam_b16", "lr_reduces_sgd_b16_0.001_to_0.1"):
         assert f"`{cid}`" in text
     line = next(row for row in text.splitlines() if "lr_reduces_sgd" in row)
@@ -148,13 +129,13 @@ def test_the_report_names_every_claim_and_a_one_seed_study_is_not_testable():
 
 
 def test_the_regime_expects_a_fit_only_where_a_run_of_that_size_fitted_within_the_planned_steps():
-    p = next(p for p in D.planned(_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")  # 160 steps
-    fits = [_measured("pilot", steps_to_fit=100, steps=150, n_train=256)]
+    p = next(p for p in D.planned(planner_config()) if p.study == "main" and p.spec["optimizer"] == "sgd")  # 160 steps
+    fits = [measured_configuration("pilot", steps_to_fit=100, steps=150, n_train=256)]
     assert D.fit_expected(p, fits) == "expected to fit at every sigma_w"
     # a longer run's fit by step 100 of 6,000: not within half of the planned 160
-    assert D.fit_expected(p, [_measured("pilot", steps_to_fit=100, steps=6000, n_train=256)]).startswith("not expected")
-    assert D.fit_expected(p, [_measured("pilot", steps_to_fit=400, steps=150, n_train=256)]).startswith("not expected")
-    assert D.fit_expected(p, [_measured("pilot", steps_to_fit=100, steps=150, n_train=512)]).startswith("fit unknown")
+    assert D.fit_expected(p, [measured_configuration("pilot", steps_to_fit=100, steps=6000, n_train=256)]).startswith("not expected")
+    assert D.fit_expected(p, [measured_configuration("pilot", steps_to_fit=400, steps=150, n_train=256)]).startswith("not expected")
+    assert D.fit_expected(p, [measured_configuration("pilot", steps_to_fit=100, steps=150, n_train=512)]).startswith("fit unknown")
 
 
 @pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
@@ -238,12 +219,12 @@ def test_the_outcome_sets_each_planned_row_beside_its_verdict(tmp_path):
 
     from initmem.claims.rows import COLUMNS
 
-    sources = [_measured("tier", spread_pp=10), _measured("tier", optimizer="adam", spread_pp=2)]
+    sources = [measured_configuration("tier", spread_pp=10), measured_configuration("tier", optimizer="adam", spread_pp=2)]
     row = dict.fromkeys(COLUMNS, None) | {"id": "sgd_keeps_spread_b16", "verdict": "reproduced", "statistic_verdict": "reproduced",
                                           "reproduced": 12.5, "ci_low": 10.0, "ci_high": 15.0, "share_fit": 0.75, "verdict_holm": "reproduced"}
     (tmp_path / "tables").mkdir()
     pd.DataFrame([row], columns=COLUMNS).to_csv(tmp_path / "tables" / "claims.csv", index=False)
-    text = D.outcome(_config(), tmp_path, sources)
+    text = D.outcome(planner_config(), tmp_path, sources)
     line = next(r for r in text.splitlines() if r.startswith("| `sgd_keeps_spread_b16`"))
     assert "**reproduced**" in line and "12.5 [10, 15]" in line and "75%" in line
     assert "| `sgd_gt_adam_b16` |" in text and "not in the claims table" in text
@@ -254,7 +235,7 @@ def test_the_collapse_plan_counts_partly_tested_apart_from_its_decisions(monkeyp
     """P(decision) of the collapse is reproduced or not reproduced, as for every rule; partly tested is its own share."""
     shares = {"reproduced": 0.10, "not reproduced": 0.05, "partly tested": 0.70, "inconclusive": 0.15, "not identifiable": 0.0}
     monkeypatch.setattr(D, "_collapse_shares", lambda *args: shares)
-    reads = [p for p in D.planned(_config()) if p.spec["optimizer"] == "adam"]
+    reads = [p for p in D.planned(planner_config()) if p.spec["optimizer"] == "adam"]
     assert D.collapse_rate(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.15)
     assert D.collapse_partly(reads, 0.02)(4, (0.1, 2.5)) == pytest.approx(0.70)
 
@@ -270,9 +251,9 @@ def test_cheapest_says_each_claims_search_and_writes_the_config_that_runs_its_de
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.grid import expand_studies
 
-    sources = (_measured("tier-a", spread_pp=12), _measured("tier-a", optimizer="adam", spread_pp=2))
+    sources = (measured_configuration("tier-a", spread_pp=12), measured_configuration("tier-a", optimizer="adam", spread_pp=2))
     monkeypatch.setattr(D, "measured", lambda evidence=D.EVIDENCE, leave_out=(): sources)
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(_config(), sort_keys=False))
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(planner_config(), sort_keys=False))
     monkeypatch.chdir(tmp_path)
     main(["design", "c.yaml", "--write-config", "cheap.yaml"])
     out, err = capsys.readouterr()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
-from test_design import _config, _measured
+from helpers.planner import measured_configuration, planner_config
 
 from initmem.planner import design as D
 from initmem.planner import design_check as K
@@ -60,18 +60,18 @@ def test_one_draw_is_tested_exactly_and_overlapping_resamples_by_their_u_statist
 
 
 def test_design_warns_under_a_plan_whose_kind_missed_on_a_committed_tier(tmp_path, monkeypatch):
-    sources = [_measured("tier", spread_pp=10), _measured("tier", optimizer="adam", spread_pp=2)]
+    sources = [measured_configuration("tier", spread_pp=10), measured_configuration("tier", optimizer="adam", spread_pp=2)]
     row = {"tier": "jpeg-cifar10-regime", "claim": "sgd_gt_adam_b16", "family": "sgd_gt_adam", "design": "--cheapest", "seeds": 5,
            "sigmas": "0.1 2.5", "planned": 0.997, "realised": 0.3, "missed": True, "arithmetic_missed": False}
     checks = tmp_path / "check.csv"
     pd.DataFrame([row]).to_csv(checks, index=False)
     monkeypatch.setattr(D, "CHECKS", checks)
-    text = D.report(_config(), "test", sources=sources)
+    text = D.report(planner_config(), "test", sources=sources)
     warned = [line for line in text.splitlines() if line.startswith("- **warning**")]
     assert len(warned) == 1 and warned[0].startswith("- **warning** `sgd_gt_adam_b16`: plans of `sgd_gt_adam` missed")
     assert "jpeg-cifar10-regime `sgd_gt_adam_b16`, 5 seeds at sigma_w 0.1 2.5 (--cheapest): planned 100%, realised 30%" in warned[0]
     pd.DataFrame([row | {"missed": False}]).to_csv(checks, index=False)
-    assert "**warning**" not in D.report(_config(), "test", sources=sources)
+    assert "**warning**" not in D.report(planner_config(), "test", sources=sources)
 
 
 def test_plans_of_one_kind_share_a_family():

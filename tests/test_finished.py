@@ -169,8 +169,7 @@ def test_the_rerun_after_a_cleanup_of_a_written_pack_trains_nothing(tmp_path):
     failed job removes it (Ctrl-C as the job ended: the output gone, its marker left), with its run
     files not yet cut. The same command trains nothing, cuts the run files from the kept pack, and
     leaves nothing to do."""
-    from conftest import snakemake, workdir_copy
-    from test_reruns import _mark_incomplete
+    from conftest import mark_incomplete, snakemake, workdir_copy
 
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text(yaml.safe_dump(copy.deepcopy(TWO_RUNS), sort_keys=False))
@@ -182,7 +181,7 @@ def test_the_rerun_after_a_cleanup_of_a_written_pack_trains_nothing(tmp_path):
     log = work / "results/logs/train/main" / pack.name.replace(".json", ".log")
     assert log.read_text().count("training 2 run(s)") == 1
     pack.unlink()  # `Removing output files of failed job train since they might be corrupted`
-    _mark_incomplete(work, pack)
+    mark_incomplete(work, pack)
     for run in runs:
         run.unlink()
     proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, tiny_spec
+from helpers.train_jobs import one_run_plan, wait_for_line
 
 from initmem.engine.settings import TrainSettings
 from initmem.pipeline.interrupted import PREEMPTED_EXIT
@@ -85,33 +86,12 @@ def test_a_finished_run_resumes_to_its_record_without_training(tmp_path, tiny_te
     assert _strip([again]) == _strip([first])
 
 
-def _plan(tmp_path: Path, epochs: int) -> tuple[Path, Path]:
-    """A one-run pack plan and its prepared data, as the workflow's train job gets them."""
-    from initmem.engine.data import build_splits, save_prepared
-    from initmem.pipeline.planning import write_plan
-
-    data = tmp_path / "data.npz"
-    save_prepared(build_splits({"source": "synthetic", "n_train": 600, "n_val": 32, "n_test": 32}), data)
-    spec = tiny_spec(epochs=epochs, batch_size=16, n_train=600, n_val=32, n_test=32)
-    write_plan(tmp_path / "plan.json", [{"run_id": "r", "spec": spec, "key": "k"}], data_id={"test": 1})
-    return tmp_path / "plan.json", data
-
-
 def _train_plan(tmp_path: Path, plan: Path, data: Path, log: Path) -> subprocess.Popen:
     settings = {"device": "cpu", "engine": "loop", "precision": "float32", "compile": False, "checkpoint_every": 0}
     return subprocess.Popen([sys.executable, "-m", "initmem", "train-plan", str(plan), str(data), str(tmp_path / "pack.json"),
                              "--settings", json.dumps(settings), "--checkpoint-dir", str(tmp_path / "ckpt"), "--log", str(log)],
                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "OMP_NUM_THREADS": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _wait_for_line(proc: subprocess.Popen, log: Path, text: str) -> None:
-    """Block until ``text`` appears in ``log`` (the trainer flushes each line), or fail if the process ends first."""
-    import time
-
-    while text not in (log.read_text() if log.exists() else ""):
-        assert proc.poll() is None, f"the trainer ended before logging {text!r}:\n{proc.stdout.read()}"
-        time.sleep(0.02)  # polling for the event, not waiting for a duration
 
 
 STOP_LINE = r"stopped at epoch \d+ step \d+, checkpoint saved: run the same command to resume"
@@ -123,10 +103,10 @@ def test_a_stop_checkpoints_says_so_in_one_line_and_the_rerun_resumes(tmp_path, 
     """SIGINT (Ctrl-C) or SIGTERM to the trainer: a checkpoint at the next step, one line after the
     last epoch line of its log (no traceback, no exit-status noise) and the stopped-job status;
     the rerun resumes from it and finishes the run."""
-    plan, data = _plan(tmp_path, epochs=6)
+    plan, data = one_run_plan(tmp_path, epochs=6)
     log = tmp_path / "train.log"
     proc = _train_plan(tmp_path, plan, data, log)
-    _wait_for_line(proc, log, "epoch 1/")
+    wait_for_line(proc, log, "epoch 1/")
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == PREEMPTED_EXIT, out

@@ -1,6 +1,6 @@
 """The library's architecture, as the folder listing shows it: subpackages by concern,
 imports only go down, no import circle, and a run's identity reads what the trainer's code does,
-not where its files live."""
+not where its files live. And the test suite's own: no test module imports another."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from conftest import ROOT
 from initmem.pipeline.identity import TRAINER_MODULES, code_version
 
 LIBRARY = ROOT / "workflow" / "initmem"
+TESTS = ROOT / "tests"
 # Floors, bottom up: a module may import its own subpackage and anything on a lower floor.
 FLOORS = {"spec": 0, "io": 0, "paper": 0, "paths": 0, "checkout": 0, "presentation": 1, "costs": 1, "tiers": 1, "engine": 1, "pipeline": 2, "theory": 2, "stats": 2,
           "claims": 3, "planner": 4, "reports": 4, "figures": 4, "evidence": 5, "scriptjobs": 6, "cli": 7, "__main__": 8, "__init__": 0}
@@ -139,3 +140,30 @@ def test_an_installed_copy_reads_the_checkout_that_initmem_root_names(tmp_path):
                            capture_output=True, text=True, check=True).stdout.strip()
     here = subprocess.run([sys.executable, "-c", probe], env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     assert named == here == str(ROOT / "evidence")
+
+
+def imports_of_test_modules(tests: Path) -> list[str]:
+    """``file:line: module`` for every import of a test module (a ``test_*.py`` of ``tests``) by any file
+    under ``tests`` (test modules, conftest.py, helpers/), at any depth (lazy imports count), also by
+    ``__import__`` or ``importlib.import_module`` with the name written out."""
+    test_modules = {p.stem for p in tests.glob("test_*.py")}
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("__import__", "import_module")
+                  and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                names = [node.args[0].value]
+            else:
+                continue
+            found += [f"{path.relative_to(tests)}:{node.lineno}: {name}" for name in names if name.split(".")[0] in test_modules]
+    return found
+
+
+def test_no_test_module_imports_another():
+    """What several test files share lives in tests/helpers/ (or conftest.py), never in a test module: importing
+    one runs its module-level code in another file's collection, and its private helpers become another file's API."""
+    assert imports_of_test_modules(TESTS) == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import tiny_config
-from test_packed import _runs, assert_same_records
+from helpers.packs import assert_same_records, pack_runs
 
 from initmem.engine.compute import Layout
 from initmem.engine.packed import Pack, train_packed
@@ -60,7 +60,7 @@ RTOL = 5e-3
     dict(optimizer="muon", lr=1e-3, batch_size=40),                        # Newton-Schulz on the dense kernels
 ])
 def test_channels_last_trains_the_same_records(tiny_tensors, overrides):
-    runs = _runs(epochs=1, **overrides)
+    runs = pack_runs(epochs=1, **overrides)
     nchw = train_run(runs[0]["spec"], tiny_tensors, "r0", log=None)
     nhwc = train_run(runs[0]["spec"], tiny_tensors, "r0", settings=TrainSettings(memory_format="channels_last"), log=None)
     assert (nchw["env"]["memory_format"], nhwc["env"]["memory_format"]) == ("contiguous", "channels_last")
@@ -70,7 +70,7 @@ def test_channels_last_trains_the_same_records(tiny_tensors, overrides):
 
 
 def test_a_packs_kernels_really_are_channels_last(tiny_tensors):
-    specs = [r["spec"] for r in _runs()]
+    specs = [r["spec"] for r in pack_runs()]
     gens = [torch.Generator().manual_seed(i) for i in range(3)]
     pack = Pack(specs, gens, torch.device("cpu"), "float32", False, None, memory_format="channels_last")
     convs = [t for t in pack.model.params.values() if t.dim() == 5]
@@ -95,7 +95,7 @@ class StopAfterEpochOne:
 
 @pytest.mark.parametrize("first, second", [("contiguous", "channels_last"), ("channels_last", "contiguous")])
 def test_a_checkpoint_resumes_in_the_other_layout(tmp_path, tiny_tensors, first, second, stop_request):
-    runs = _runs(optimizer="adam", lr=1e-3)
+    runs = pack_runs(optimizer="adam", lr=1e-3)
     reference = train_packed(runs, tiny_tensors, settings=TrainSettings(memory_format=second), log=None)
     ckpt = tmp_path / "pack.ckpt"
     with stop_request.stops():

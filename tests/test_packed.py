@@ -3,7 +3,7 @@
 What is exact and what is not: the schedule, clocks, epochs, initial kernel norm, status and early
 stopping decisions are the same arithmetic and must be equal. Losses, accuracies and kernel norms go
 through convolutions whose summation order differs (grouped vs plain), so they agree to float32
-rounding amplified by training: tolerances below. Two cases amplify rounding into visible
+rounding amplified by training: tolerances in tests/helpers/packs.py. Two cases amplify rounding into visible
 differences and are therefore tested at the first step only: Adam-family updates of conv biases in
 front of BatchNorm (their gradient is pure rounding noise, and Adam turns noise into +-lr steps that
 move the BN moving mean) and deep ResNet-56/110 with small batches (chaotic within a few steps).
@@ -19,44 +19,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import tiny_spec
+from helpers.packs import PACK_RTOL, assert_same_records, pack_runs
 
 from initmem.engine.compute import set_precision
 from initmem.engine.models import build_model, init_weights
 from initmem.engine.packed import PackedModel, check_packable, train_packed
 from initmem.engine.settings import TrainSettings
 from initmem.engine.train import train_run
-
-EXACT = ("epoch", "lr", "T_sgd", "T_l2", "T_wd", "T_adapt")
-LOSSES = ("train_loss", "val_loss", "test_loss", "kernel_norm")
-ACCURACIES = ("train_acc", "val_acc", "test_acc")
-
-
-def _runs(sigmas=(0.5, 1.5, 1.0), seeds=(0, 1, 3), **overrides) -> list[dict]:
-    return [{"run_id": f"r{i}", "spec": tiny_spec(sigma_w=sw, seed=seed, **overrides)}
-            for i, (sw, seed) in enumerate(zip(sigmas, seeds, strict=True))]
-
-
-# Grouped (pack) and plain (single-run) convolutions sum in different orders, and oneDNN picks its
-# kernels per CPU: after two epochs of SGD over BatchNorm the losses differed by <= 4e-5 relative on
-# the machine these tests were written on and by up to 2.1e-4 on an AMD EPYC (2026-11-30).
-PACK_RTOL = 5e-4
-
-
-def assert_same_records(packed: list[dict], single: list[dict], rtol: float | None, n_eval: int = 48) -> None:
-    """Same ids, statuses, early stopping and exact fields; with ``rtol``, losses and accuracies too."""
-    for p, s in zip(packed, single, strict=True):
-        assert (p["run_id"], p["status"], p["stopped_early"]) == (s["run_id"], s["status"], s["stopped_early"])
-        assert p["summary"]["kernel_norm_init"] == s["summary"]["kernel_norm_init"]
-        for key in EXACT:
-            assert p["history"][key] == s["history"][key], key
-        if rtol is None:
-            continue
-        for key in LOSSES:
-            assert p["history"][key] == pytest.approx(s["history"][key], rel=rtol), key
-        for key in ACCURACIES:  # at most one example may flip
-            assert all(abs(a - b) <= 1 / n_eval + 1e-12 for a, b in zip(p["history"][key], s["history"][key], strict=True)), key
-        assert p["summary"]["tau_best"] == s["summary"]["tau_best"]
 
 
 @pytest.mark.parametrize("overrides", [
@@ -68,7 +37,7 @@ def assert_same_records(packed: list[dict], single: list[dict], rtol: float | No
     dict(optimizer="muon_full", lr=1e-3, norm="layernorm"),
 ])
 def test_vectorised_pack_matches_single_runs(tiny_tensors, overrides):
-    runs = _runs(**overrides)
+    runs = pack_runs(**overrides)
     packed = train_packed(runs, tiny_tensors, log=None)
     single = [train_run(r["spec"], tiny_tensors, r["run_id"], log=None) for r in runs]
     assert_same_records(packed, single, rtol=PACK_RTOL)
@@ -113,7 +82,7 @@ def test_first_step_is_as_accurate_as_a_single_float32_run(arch, width, norm, gr
 
 
 def test_diverged_member_leaves_the_pack_and_the_others_go_on(tiny_tensors):
-    runs = _runs(sigmas=(1.0, 1e30, 0.5), lr=0.01)
+    runs = pack_runs(sigmas=(1.0, 1e30, 0.5), lr=0.01)
     packed = train_packed(runs, tiny_tensors, log=None)
     single = [train_run(r["spec"], tiny_tensors, r["run_id"], log=None) for r in runs]
     assert [r["status"] for r in packed] == ["ok", "diverged", "ok"]
@@ -124,7 +93,7 @@ def test_diverged_member_leaves_the_pack_and_the_others_go_on(tiny_tensors):
 def test_members_stop_early_at_their_own_epochs(tiny_tensors):
     # three members that stop at three different epochs (full length, 2, 3); chosen by trying the
     # sigma_w x seed grid at lr 0.1 once the BatchNorm moved to the native kernel (at lr 0.5 the stops moved with its rounding)
-    runs = _runs(sigmas=(0.3, 0.5, 1.5), seeds=(0, 0, 2), lr=0.1, epochs=5, patience=1)
+    runs = pack_runs(sigmas=(0.3, 0.5, 1.5), seeds=(0, 0, 2), lr=0.1, epochs=5, patience=1)
     packed = train_packed(runs, tiny_tensors, log=None)
     single = [train_run(r["spec"], tiny_tensors, r["run_id"], log=None) for r in runs]
     assert [len(r["history"]["epoch"]) for r in packed] == [len(r["history"]["epoch"]) for r in single] == [5, 2, 3]
@@ -132,7 +101,7 @@ def test_members_stop_early_at_their_own_epochs(tiny_tensors):
 
 
 def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensors, stop_request):
-    runs = _runs(sigmas=(0.3, 1.0, 2.0), seeds=(0, 1, 2), lr=0.5, epochs=5, patience=1, augment=True, optimizer="adam")
+    runs = pack_runs(sigmas=(0.3, 1.0, 2.0), seeds=(0, 1, 2), lr=0.5, epochs=5, patience=1, augment=True, optimizer="adam")
     reference = train_packed(runs, tiny_tensors, log=None)
     ckpt = tmp_path / "pack.ckpt"
     # stop in the middle of epoch 3, after the second member left the pack at the end of epoch 2
@@ -145,7 +114,7 @@ def test_sigterm_checkpoint_resumes_a_pack_bit_identically(tmp_path, tiny_tensor
 
 
 def test_pack_members_must_differ_only_in_sigma_and_seed():
-    runs = _runs()
+    runs = pack_runs()
     runs[1]["spec"]["lr"] = 0.5
     with pytest.raises(ValueError, match=r"r1 differs from r0 in \['lr'\]"):
         check_packable(runs)
@@ -154,7 +123,7 @@ def test_pack_members_must_differ_only_in_sigma_and_seed():
 
 
 def test_bf16_precision_is_recorded_and_close_to_float32(tiny_tensors):
-    runs = _runs(sigmas=(0.5, 1.0), seeds=(0, 1), norm="layernorm", optimizer="adam", lr=1e-3)
+    runs = pack_runs(sigmas=(0.5, 1.0), seeds=(0, 1), norm="layernorm", optimizer="adam", lr=1e-3)
     fp32 = train_packed(runs, tiny_tensors, log=None)
     bf16 = train_packed(runs, tiny_tensors, settings=TrainSettings(precision="bf16"), log=None)
     set_precision("float32")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_interruptions import _plan, _wait_for_line
+from helpers.train_jobs import one_run_plan, wait_for_line
 
 from initmem.pipeline.jobs import keys_folder
 from initmem.pipeline.packlock import BUSY_EXIT, LEASE_NAME, LOCK_NAME, PackBusy, hold_pack
@@ -45,10 +45,10 @@ def _folder_state(folder: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_a_second_trainer_on_a_pack_in_flight_exits_with_one_line_naming_the_first(tmp_path):
-    plan, data = _plan(tmp_path, epochs=40)
+    plan, data = one_run_plan(tmp_path, epochs=40)
     folder = tmp_path / "ckpt" / keys_folder(read_plan(plan))
     first = _train_plan(tmp_path, plan, data, tmp_path / "first.log", job="4242")
-    _wait_for_line(first, tmp_path / "first.log", "epoch 2/")  # it has saved a checkpoint (every epoch)
+    wait_for_line(first, tmp_path / "first.log", "epoch 2/")  # it has saved a checkpoint (every epoch)
     assert started_path(plan).is_file()  # the pack is marked started: its plan binds
     second = _train_plan(tmp_path, plan, data, tmp_path / "second.log", job="4343")
     before = _folder_state(folder)
@@ -72,7 +72,7 @@ def test_a_second_trainer_on_a_pack_in_flight_exits_with_one_line_naming_the_fir
 
 @pytest.mark.slow  # over 8 s (docs/measured-numbers.md: make test-fast)
 def test_a_pack_written_while_waiting_is_not_trained_again(tmp_path):
-    plan, data = _plan(tmp_path, epochs=2)
+    plan, data = one_run_plan(tmp_path, epochs=2)
     first = _train_plan(tmp_path, plan, data, tmp_path / "first.log", job="1")
     assert first.wait(timeout=300) == 0, first.stdout.read()
     written = (tmp_path / "pack.json").stat().st_mtime_ns
@@ -197,8 +197,6 @@ def test_a_node_local_lock_lets_no_second_trainer_in_while_the_lease_names_a_liv
 def test_a_file_system_without_posix_locks_says_so_in_one_line_and_the_lease_decides(tmp_path, monkeypatch, capsys):
     """Lustre mounted noflock: lockf raises ENOSYS (a bare traceback before). The trainer says so in one
     line, refuses while the lease names a live holder, trains once it is gone, and exits 16 with no traceback."""
-    from test_interruptions import _plan
-
     from initmem.pipeline.jobs import train_plan_file
 
     def no_locks(fd, op):
@@ -207,7 +205,7 @@ def test_a_file_system_without_posix_locks_says_so_in_one_line_and_the_lease_dec
     monkeypatch.setattr(fcntl, "lockf", no_locks)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     _fake_squeue(tmp_path, monkeypatch, "4242 4242 RUNNING\n")
-    plan, data = _plan(tmp_path, epochs=1)
+    plan, data = one_run_plan(tmp_path, epochs=1)
     folder = tmp_path / "ckpt" / keys_folder(read_plan(plan))
     _lease(folder, slurm_job_id="4242")
     (folder / "r.ckpt").write_bytes(b"the holder's checkpoint")

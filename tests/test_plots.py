@@ -415,10 +415,10 @@ def test_overlapping_optimizers_stay_visible_and_figure_2_names_its_spread_axis(
 
 
 def _clock_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Figure 10's input: the clock tier's grid (tests/test_plots_clock.py), Adam at two (lr, b) and SGD."""
-    from test_plots_clock import _history
+    """Figure 10's input: the clock tier's grid (tests/helpers/clock_figure.py), Adam at two (lr, b) and SGD."""
+    from helpers.clock_figure import figure10_history
 
-    history = _history([("adam", 0.01, 16, 0.0), ("adam", 0.1, 32, 0.0), ("sgd", 0.3, 16, 0.0), ("sgd", 0.3, 16, 0.01)])
+    history = figure10_history([("adam", 0.01, 16, 0.0), ("adam", 0.1, 32, 0.0), ("sgd", 0.3, 16, 0.0), ("sgd", 0.3, 16, 0.01)])
     return history.drop_duplicates("run_id"), history
 
 

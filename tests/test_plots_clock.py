@@ -1,34 +1,14 @@
 """Figure 10: the clock-matched tier's |beta| and spread against epochs, steps and the clock."""
 
 import numpy as np
-import pandas as pd
 import pytest
+from helpers.clock_figure import figure10_history
 
 from initmem.figures.clock import fig10, spread_curves
 
-CELL = dict(study="clock", arch="resnet9", width=8, norm="batchnorm", pool="max", schedule="cosine", alpha=0.01,
-            weight_decay=None, momentum=None, augment=False, patience=None, variant=None, n_train=64, n_val=32, n_test=32,
-            weight_decay_mode="decoupled", status="ok", stopped_early=False)
-
-
-def _history(cells) -> pd.DataFrame:
-    rows = []
-    for optimizer, lr, b, l2 in cells:
-        steps = int(np.ceil(64 / b))
-        for sw in (0.1, 0.5, 1.2, 2.5):
-            for seed in (0, 1, 2):
-                for epoch in range(1, 5):
-                    k = epoch * steps
-                    clock = k * lr if optimizer == "adam" else k * lr * lr / b
-                    rows.append({**CELL, "optimizer": optimizer, "lr": lr, "batch_size": b, "l2": l2, "epochs": 4,
-                                 "sigma_w": sw, "seed": seed, "run_id": f"{optimizer}{lr}{b}{l2}_{sw}_{seed}", "epoch": epoch,
-                                 "val_acc": 0.5 - 0.05 * np.exp(-clock) * sw + 0.001 * seed, "train_acc": 1.0,
-                                 "T_sgd": k * lr * lr / b, "T_l2": k * lr * l2, "T_wd": 0.0, "T_adapt": k * lr})
-    return pd.DataFrame(rows)
-
 
 def test_spread_is_max_minus_min_of_seed_means_in_pp():
-    h = _history([("adam", 0.01, 16, 0.0)])
+    h = figure10_history([("adam", 0.01, 16, 0.0)])
     s = spread_curves(h).set_index("epoch")
     # val_acc = 0.5 - 0.05 e^{-T} sigma_w: spread over sigma_w 0.1..2.5 = 0.05 e^{-T} x 2.4 (seed offsets cancel in max - min)
     t1 = 4 * 0.01
@@ -36,7 +16,7 @@ def test_spread_is_max_minus_min_of_seed_means_in_pp():
 
 
 def test_figure_draws_each_cell_in_its_family_and_says_what_is_missing():
-    h = _history([("adam", 0.01, 16, 0.0), ("adam", 0.1, 32, 0.0), ("sgd", 0.3, 16, 0.0)])
+    h = figure10_history([("adam", 0.01, 16, 0.0), ("adam", 0.1, 32, 0.0), ("sgd", 0.3, 16, 0.0)])
     runs = h.drop_duplicates("run_id")
     fig = fig10(runs, h)
     axes = fig.axes

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import tiny_spec
-from test_packed import PACK_RTOL, assert_same_records
+from helpers.packs import PACK_RTOL, assert_same_records
 
 from initmem.engine.loop import HISTORY_KEYS
 from initmem.engine.models import batch_norms, build_model, init_weights, precise_statistics

@@ -16,7 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 from conftest import ROOT, tiny_config
-from test_packed import PACK_RTOL, _runs, assert_same_records
+from helpers.packs import PACK_RTOL, assert_same_records, pack_runs
 
 from initmem.engine.data import DataError, build_splits
 from initmem.pipeline.identity import data_folder, data_identity
@@ -70,7 +70,7 @@ def test_lion_packs_match_single_runs(tiny_tensors):
     from initmem.engine.packed import train_packed
     from initmem.engine.train import train_run
 
-    runs = _runs(optimizer="lion", lr=1e-3, norm="layernorm", weight_decay=0.01)
+    runs = pack_runs(optimizer="lion", lr=1e-3, norm="layernorm", weight_decay=0.01)
     packed = train_packed(runs, tiny_tensors, log=None)
     single = [train_run(r["spec"], tiny_tensors, r["run_id"], log=None) for r in runs]
     assert_same_records(packed, single, rtol=PACK_RTOL)

@@ -3,7 +3,6 @@ planned when a seed or sigma_w is added; bookkeeping settings, moving the direct
 analysis code retrain nothing; editing the trainer retrains everything; a damaged pack or metrics
 file costs no good file; outputs follow the umask; logs keep every attempt."""
 
-import base64
 import copy
 import json
 import os
@@ -14,7 +13,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import ROOT, TINY_PIPELINE, job_counts, project_copy, snakemake, tiny_config, workdir_copy
+from conftest import ROOT, TINY_PIPELINE, job_counts, mark_incomplete, project_copy, snakemake, tiny_config, workdir_copy
 
 BASE = TINY_PIPELINE  # 12 runs in 3 packs of 4 (SGD, Adam, Lion), one epoch
 PACKS = 3
@@ -268,18 +267,11 @@ def test_the_same_command_goes_on_after_an_interruption(work):
     """Ctrl-C between a job's write and Snakemake's bookkeeping leaves a complete file marked
     incomplete; the same command (the workflow profile passes --rerun-incomplete) finishes."""
     run = next((work / "results/runs/main").glob("*.json"))
-    _mark_incomplete(work, run)
+    mark_incomplete(work, run)
     proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "rule train:" not in proc.stdout + proc.stderr  # nothing retrains: the run is cut again from its pack
     assert run.stat().st_size > 1000 and _plan(work) == {}
-
-
-def _mark_incomplete(work, path):
-    """What Ctrl-C between a job's last write and Snakemake's bookkeeping leaves: the output marked incomplete."""
-    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(str(path.relative_to(work)).encode()).decode()
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text('{"external_jobid": null}')
 
 
 @pytest.mark.slow
@@ -295,9 +287,9 @@ def test_a_finished_pack_marked_incomplete_is_kept_and_the_same_command_does_the
     pack = next((work / "results/packs/main").glob("*.json"))
     finished = [pack, *(work / "results/runs/main").glob("*.json")]
     before = {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in finished}
-    _mark_incomplete(work, pack)
+    mark_incomplete(work, pack)
     assert _plan(work) == remaining
-    _mark_incomplete(work, pack)  # the dry run let go of the marker: the real invocation meets it too
+    mark_incomplete(work, pack)  # the dry run let go of the marker: the real invocation meets it too
     proc = snakemake("runs", "--cores", "1", "--configfile", "c.yaml", cwd=work)
     assert (proc.stdout + proc.stderr).count("rule train:") == PACKS  # the new packs only
     assert {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in finished} == before
