@@ -155,11 +155,13 @@ def test_the_invocation_line_names_every_stopped_job(tmp_path):
 
 
 def test_shipped_configs_checkpoint_on_a_time_basis():
-    """Every shipped config saves at least every 15 minutes (mid-epoch too), so a hard kill loses at most that."""
+    """Every shipped config saves on a time basis (mid-epoch too), so a hard kill loses at most that: the CPU configs at
+    least every 15 minutes; the paper config at Young's interval for its largest pack (its save time measured, its
+    stops assumed rare: ``tests/test_checkpoint_cost.py`` holds it to what ``estimate`` prints)."""
     from initmem.pipeline.configfiles import load_config
 
     for path in sorted((ROOT / "config").glob("*.yaml")):
         if path.name == "schema.yaml":
             continue
         minutes = load_config([path])["checkpoint"].get("every_minutes", 0)
-        assert 0 < minutes <= 15, f"{path.name}: checkpoint.every_minutes = {minutes}"
+        assert 0 < minutes <= (165 if path.name == "paper.yaml" else 15), f"{path.name}: checkpoint.every_minutes = {minutes}"
