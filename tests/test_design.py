@@ -259,7 +259,7 @@ def test_cheapest_says_each_claims_search_and_writes_the_config_that_runs_its_de
     out, err = capsys.readouterr()
     config = load_config(["c.yaml"])
     ps = D.plans(config, sources)
-    assert [line for line in err.splitlines() if line.startswith("design --cheapest: claim")] == [
+    assert [re.sub(r" \(\d+ CPU-s so far\)$", "", line) for line in err.splitlines() if line.startswith("design --cheapest: claim")] == [
         f"design --cheapest: claim {i}/{len(ps)}, {p.cid}" for i, p in enumerate(ps, 1)]
     assert "## The least compute" in out
     written = load_config(["c.yaml", "cheap.yaml"])
@@ -272,7 +272,34 @@ def test_cheapest_says_each_claims_search_and_writes_the_config_that_runs_its_de
         for r in p.reads if found else ():
             mine = [x for x in runs[r.study].values() if x.config_id == r.config_id]
             assert len({x.spec["seed"] for x in mine}) >= found[0] and set(found[1]) <= {x.spec["sigma_w"] for x in mine}
-    assert err.rstrip().endswith("run it after the config's own files: .venv/bin/snakemake --cores 2 --configfile c.yaml cheap.yaml")
+    assert "run it with: .venv/bin/snakemake --cores 2 --configfile cheap.yaml" in err
+    assert load_config(["cheap.yaml"]) == written  # complete on its own: --configfile cheap.yaml alone is the same config
+
+
+def test_the_written_config_is_complete_and_its_command_is_the_slurm_profiles_for_a_gpu_config():
+    """A GPU config's written file sets every section as the config's own files do (Snakemake's --configfile
+    replaces the Slurm profile's configfiles, so the file alone must be the config) and runs under the profile."""
+    config = {**planner_config(), "compute": {**planner_config()["compute"], "device": "cuda"}}
+    sgd = next(p for p in D.planned(config) if p.study == "main" and p.spec["optimizer"] == "sgd")
+    plan = D.Plan("sgd_keeps_spread_b16", "spread", [sgd], None, None, "")
+    written = D.written_config(config, [plan], [(3, (0.1, 2.5), 0.9, 1.0)])
+    assert {k: v for k, v in written.items() if k != "studies"} == {k: v for k, v in config.items() if k != "studies"}
+    assert written["studies"]["main"]["grid"] == [{"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.1, 2.5], "seed": [0, 1, 2]}]
+    assert D.run_command(config, "cheap.yaml") == ".venv/bin/snakemake --profile slurm --configfile cheap.yaml"
+
+
+def test_the_report_says_what_the_designs_cost_together_per_claim_family():
+    """The cheapest section ends with the designs together (each configuration once): their compute against the whole
+    config's and the 10% goal, a row per claim family with the claim that costs it most."""
+    sources = [measured_configuration("tier", spread_pp=10), measured_configuration("tier", optimizer="adam", spread_pp=2)]
+    config = planner_config()
+    ps = D.plans(config, sources)
+    found = D.cheapest_designs(config, ps)
+    text = D.report(config, "c.yaml", sources=sources, ps=ps, found=found)
+    together = text.split("## The cheapest designs together", 1)[1]
+    total = D.designs_compute(ps, found, D.cpu_price)
+    assert f"{total:,.1f} minutes on 2 cores" in together and "the goal of 10%" in together
+    assert "| optimizers |" in together and ("`sgd_gt_adam_b16`" in together or "`sgd_keeps_spread_b16`" in together)
 
 
 @pytest.mark.parametrize("tier", sorted(__import__("initmem.planner.design_check", fromlist=["TIERS"]).TIERS))

@@ -339,3 +339,28 @@ def test_a_compiled_train_job_asks_for_its_compile_minutes_and_workers_memory(tm
     cfg["compute"]["compile"] = "step"
     (work / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert _train_requests(work, "") == [(runtime + 15, mem + COMPILE_WORKERS_MB)]
+
+
+def test_the_cheapest_config_dry_runs_alone_under_the_profile_with_its_gpu_hours(tmp_path):
+    """`design --write-config FILE` of the paper writes a config complete on its own: `--profile slurm --configfile
+    FILE` (which replaces the profile's config/paper.yaml) plans exactly FILE's runs at paper scale, and the dry run's
+    estimate is FILE's `all` row, the GPU-hours the design printed."""
+    from conftest import job_counts, workdir_copy
+
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.estimate import cluster_config, config_gpu_hours
+    from initmem.planner import design as D
+
+    work = workdir_copy(tmp_path)
+    shipped_slurm_profile(work)
+    paper = load_config([ROOT / "config/paper.yaml"])
+    sgd = next(p for p in D.planned(paper) if p.study == "main" and p.spec["optimizer"] == "sgd" and p.spec["batch_size"] == 16)
+    plan = D.Plan("sgd_keeps_spread_b16", "spread", [sgd], None, None, "")
+    (work / "cheap.yaml").write_text(yaml.safe_dump(D.written_config(paper, [plan], [(3, (0.1, 2.5), 0.9, 1.0)]), sort_keys=False))
+    assert D.run_command(paper, "cheap.yaml") == ".venv/bin/snakemake --profile slurm --configfile cheap.yaml"
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "runs", "--profile", "slurm", "--configfile", "cheap.yaml", "-n",
+                           "--quiet", "rules", "--slurm-no-account"], cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert job_counts(proc.stdout)["run_metrics"] == 6  # 3 seeds x 2 sigma_w, not the paper's 8,200
+    central = config_gpu_hours(cluster_config(load_config([work / "cheap.yaml"])))[1]
+    assert f"{central:,.0f} central" in proc.stderr, proc.stderr[-2000:]

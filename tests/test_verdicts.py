@@ -714,3 +714,19 @@ def test_the_claims_and_spreads_read_the_final_test_where_every_run_has_it():
     partial = final.assign(test_acc_final=final["test_acc_final"].where(final.index > 0))
     assert claims(partial).set_index("id").loc["sgd_keeps_spread_b16", "reproduced"] == pytest.approx(
         claims(runs).set_index("id").loc["sgd_keeps_spread_b16", "reproduced"])
+
+
+def test_a_complete_cells_sums_are_the_masked_sums_bit_for_bit():
+    """Every run present (a bootstrap draw of whole cells): the per-replicate sums, counts and OLS fits are the same
+    bits as the masked arithmetic gives (NaN runs set to 0 and uncounted), for the full sample and each seed left out."""
+    values = np.random.default_rng(4).normal(0.6, 0.05, (30, 5, 7))
+    cell = V.Cell("c", np.linspace(0.1, 2.5, 5), np.arange(7), values, np.arange(1.0, 31.0))
+    seeds = list(range(7))
+    for power in (1, 2):
+        v, c = np.where(np.isfinite(values), values, 0.0) ** power, np.isfinite(values).astype(float)
+        masked = (np.stack([v.sum(-1)] + [v.sum(-1) - v[..., [j]].sum(-1) for j in seeds]),
+                  np.stack([c.sum(-1)] + [c.sum(-1) - c[..., [j]].sum(-1) for j in seeds]))
+        total, count = cell.sums(seeds, power)
+        assert np.array_equal(total, masked[0]) and np.array_equal(count, masked[1])
+    holed = V.Cell("c", cell.sigmas, cell.seeds, np.where(np.arange(7) == 3, np.nan, values), cell.epochs)
+    assert np.isfinite(holed.fits(seeds)[0]).all() and holed.sums([], 1)[1].max() == 6  # a missing seed: masked and uncounted

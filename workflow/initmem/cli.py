@@ -268,27 +268,50 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
 def _design_cheapest(args: argparse.Namespace, config: dict, sources) -> None:
     """``design --cheapest [--write-config FILE]``: the plan with the least compute per claim, each
-    claim's search said on stderr as it starts; with FILE, the config that runs those designs."""
+    claim's search said on stderr as it starts; with FILE, the config that runs those designs, from the
+    same search."""
+    import time
+
+    from initmem.planner.design import cheapest_designs, plans, report
+
+    ps = plans(config, sources)
+    print(f"design --cheapest: {len(ps)} claims to search (claims of one truth share their simulations)", file=sys.stderr, flush=True)
+    start = time.process_time()
+    found = cheapest_designs(config, ps, lambda line: print(f"{line} ({time.process_time() - start:.0f} CPU-s so far)",
+                                                            file=sys.stderr, flush=True))
+    print(report(config, " ".join(args.config), True, sources, ps, found), end="")
+    if args.write_config:
+        _write_cheapest_config(args, config, ps, found)
+
+
+def _write_cheapest_config(args: argparse.Namespace, config: dict, ps, found) -> None:
+    """``--write-config FILE``: the config that runs the cheapest designs (complete on its own), and on stderr
+    the command that runs it with its compute (``estimate``'s ``all`` row), by claim family."""
     import yaml
 
     from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.estimate import cluster_config, config_gpu_hours
     from initmem.pipeline.grid import expand_studies
-    from initmem.planner.design import CPU_CORES, cheapest_config, cheapest_designs, config_price, planned, plans, report
+    from initmem.planner.design import CPU_CORES, family_compute, run_command, whole_compute, written_config
 
-    ps = plans(config, sources)
-    print(f"design --cheapest: {len(ps)} claims to search (minutes each for the |beta| and collapse rules)", file=sys.stderr, flush=True)
-    found = cheapest_designs(config, ps, lambda line: print(line, file=sys.stderr, flush=True))
-    print(report(config, " ".join(args.config), True, sources, ps, found), end="")
-    if args.write_config:
-        Path(args.write_config).write_text("# the least compute per claim of `design --cheapest " + " ".join(args.config) + "`, its designs "
-                                           "merged per configuration (the most seeds, the union of sigma_w)\n"
-                                           + yaml.safe_dump(cheapest_config(config, ps, found), sort_keys=False))
-        written = load_config([*args.config, args.write_config])
-        price, runs = config_price(written), sum(len(r) for r in expand_studies(written).values())
-        total = sum(price(p, p.seeds * len(p.sigmas)) for p in planned(written))
-        unit = "GPU-hours central" if written["compute"]["device"] != "cpu" else f"minutes on {CPU_CORES} cores"
-        print(f"wrote {args.write_config}: {runs:,} runs, {total:,.1f} {unit}; run it after the config's own files: "
-              f".venv/bin/snakemake --cores 2 --configfile {' '.join(args.config)} {args.write_config}", file=sys.stderr)
+    path, given = args.write_config, " ".join(args.config)
+    command = run_command(config, path)
+    Path(path).write_text(f"# the least compute per claim of `design --cheapest {given}`, its designs merged per configuration (the most "
+                          f"seeds, the union of sigma_w); every other section as {given} sets it, so this file is complete on its own: "
+                          f"{command}\n" + yaml.safe_dump(written_config(load_config(args.config), ps, found), sort_keys=False))
+    written = cluster_config(load_config([path]))
+    runs = sum(len(r) for r in expand_studies(written).values())
+    whole = whole_compute(config)
+    if written["compute"]["device"] == "cpu":
+        total, unit = whole_compute(written), f"minutes on {CPU_CORES} cores"
+        amount = f"{total:,.1f} {unit}"
+    else:
+        lo, total, hi = config_gpu_hours(written)
+        unit = "GPU-hours"
+        amount = f"{total:,.1f} GPU-hours central ({lo:,.1f} low, {hi:,.1f} high; the `all` row of `initmem estimate {path}`)"
+    print(f"wrote {path}: {runs:,} runs, {amount}, {total / whole:.1%} of {given}'s {whole:,.1f}; run it with: {command}", file=sys.stderr)
+    for family, amount in family_compute(config, ps, found).items():
+        print(f"  {family}: {amount:,.1f} {unit} (the configurations its claims read)", file=sys.stderr)
 
 
 def _train_runs_json(args: argparse.Namespace) -> None:

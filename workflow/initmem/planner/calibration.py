@@ -351,6 +351,17 @@ def beta_cell(design: Design, beta: np.ndarray, rng: np.random.Generator) -> Cel
     return Cell("sim", s, np.arange(design.seeds), values, e, {"epoch": e})
 
 
+def beta_cells(design: Design, beta: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """(m, epochs, sigma_w, seeds): the values of ``m`` successive :func:`beta_cell` draws, the same numbers
+    from the same stream; a design of independent normal noise draws them in one block."""
+    if design.persistence or design.offset or math.isfinite(design.tails):
+        return np.stack([beta_cell(design, beta, rng).values for _ in range(m)])
+    s, n, k, epochs = np.asarray(design.sigmas, float), design.seeds, len(design.sigmas), design.epochs
+    z = rng.standard_normal((m, n + epochs * k * n))  # per cell: its seed effects, then its run noise (beta_cell's order)
+    seed, noise = z[:, :n].reshape(m, 1, 1, n), z[:, n:].reshape(m, epochs, k, n)
+    return 0.7 - beta[None, :, None, None] * s[None, None, :, None] + SEED_SD * seed + design.noise * noise
+
+
 def _code(v: str) -> int:
     return 1 if v == REPRODUCED else (-1 if v == NOT_REPRODUCED else 0)
 

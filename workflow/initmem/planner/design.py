@@ -53,6 +53,7 @@ train accuracy within the planned steps, in a run no longer than the planned one
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -67,7 +68,7 @@ from initmem import paper as published
 from initmem import paths
 from initmem.claims import catalogue
 from initmem.claims.cells import selected_test
-from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, SPREAD_READ, Claim, selected_outside
+from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, Claim, selected_outside
 from initmem.claims.clock import T_DROPS, T_RETAINS
 from initmem.claims.rows import ADAPTIVE, LABEL
 from initmem.claims.selection import ALIGN, CONTRAST, DECAY, FLAT, SPREAD, STATISTICS, PlannedRead, Selection, planned_of
@@ -80,9 +81,12 @@ from initmem.planner import calibration as Cal
 from initmem.planner import collapse_calibration as CC
 from initmem.stats import collapse_power as CP
 from initmem.stats import power as P
-from initmem.stats import shapes as Sh
+from initmem.stats import shape_power as SP
+from initmem.stats.collapse import CLOCKS
+from initmem.stats.collapse_power import SimDesign, verdicts
+from initmem.stats.drawn import Drawn
 from initmem.stats.spreads import residual_sd
-from initmem.stats.verdicts import NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side
+from initmem.stats.verdicts import INCONCLUSIVE, NOT_IDENTIFIABLE, NOT_REPRODUCED, PARTLY_TESTED, REPRODUCED, Side
 
 EVIDENCE = paths.EVIDENCE
 # The planner checked against the committed tiers (benchmarks/planner_check.py): a plan of a kind that missed there is warned of.
@@ -93,7 +97,8 @@ TARGET = 0.8
 MAX_SEEDS = 200
 MIN_PAIRED_SEEDS = 4  # a contrast's paired noise needs this many seeds run in both arms (else the arms are taken as independent)
 SHAPE_SIMS, COLLAPSE_SIMS, COLLAPSE_DRAWS = 100, 100, 100
-CURVE_MAX_SEEDS = 64
+SHAPE_BLOCK = 2_000_000  # values per block of simulated curve cells (each cell's runs and its leave-one-seed-out sums)
+COLLAPSE_MAX_SEEDS = 64  # --cheapest's seed cap for the collapse (each simulation a whole clock fit); MAX_SEEDS for every other rule
 GRID_SIZES = (2, 3, 4, 5, 7, 9, 13, 25)  # --cheapest's sigma_w grids: these sizes (and the full grid) of evenly spaced values
 PAPER_FALL_ORDERS = 1.0  # "decay by 1-2 orders of magnitude": the lower end
 # CPU cost of one single-thread job on this machine (2 vCPU AMD EPYC, ResNet-9 width 8, float32, loop engine),
@@ -170,6 +175,23 @@ class Truth:
         return float(max(np.max(np.asarray(v, float)) for v in (self.sd if isinstance(self.sd, tuple) else (self.sd,))))
 
 
+@dataclass(frozen=True)
+class Chance:
+    """A rule's P(decision) at (seeds, sigma_w grid) (``of``), and whether it reaches a target (``settles``: the
+    same answer as comparing ``of``, from only the simulations that settle it: :meth:`initmem.stats.drawn.Drawn.reaches`)."""
+
+    of: Callable[[int, tuple[float, ...]], float]
+    settles: Callable[[int, tuple[float, ...], float], bool]
+
+    def __call__(self, n: int, sigmas: tuple[float, ...]) -> float:
+        return self.of(n, sigmas)
+
+
+def reaches(rate: Callable[[int, tuple[float, ...]], float], n: int, sigmas: tuple[float, ...], target: float) -> bool:
+    """Whether ``rate(n, sigmas)`` >= ``target`` (a :class:`Chance` draws only the simulations that settle it)."""
+    return rate.settles(n, sigmas, target) if isinstance(rate, Chance) else rate(n, sigmas) >= target
+
+
 @dataclass
 class Plan:
     """One claim as planned: its rule's decision rate at the config's design, and what it reads."""
@@ -183,6 +205,7 @@ class Plan:
     note: str = ""
     side: Side | None = None   # a spread's or a contrast's side, as the claims table reads it
     partly: Callable[[int, tuple[float, ...]], float] | None = None   # the collapse's: P(partly tested), apart from P(decision)
+    max_seeds: int = MAX_SEEDS   # the most seeds --cheapest searches
 
     @property
     def kind(self) -> str:
@@ -528,27 +551,38 @@ def _profile_p(x: tuple[tuple[float, ...], ...], arms: int, n: int, side: Side) 
     return P.spread_truth_rate(mean, cov, k, n, side) if arms == 1 else P.paired_decision_rate(mean, cov, k, n, side)
 
 
-@cache
-def _decay_p(peak: float, epochs: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
-    t = np.arange(epochs) / max(epochs - 1, 1)
-    beta = peak * 10 ** (-PAPER_FALL_ORDERS * t)
-    d, rng = Cal.Design("design", sigmas, n, noise, epochs), np.random.default_rng(P.POWER_RNG_SEED)
-    return float(np.mean([Sh.decay_decision(Cal.beta_cell(d, beta, rng), floor_is_enough=False)[0] in (REPRODUCED, NOT_REPRODUCED)
-                          for _ in range(SHAPE_SIMS)]))
+def _shape_beta(kind: str, level: float, epochs: int) -> np.ndarray:
+    """The |beta| truth of a curve rule: a PAPER_FALL_ORDERS fall from ``level`` (DECAY), or flat at it (FLAT)."""
+    if kind == DECAY:
+        return level * 10 ** (-PAPER_FALL_ORDERS * (np.arange(epochs) / max(epochs - 1, 1)))
+    return np.full(epochs, level)
 
 
 @cache
-def _flat_p(level: float, epochs: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
-    d, rng = Cal.Design("design", sigmas, n, noise, epochs), np.random.default_rng(P.POWER_RNG_SEED)
-    return float(np.mean([Sh.flat_decision(Cal.beta_cell(d, np.full(epochs, level), rng))[0] in (REPRODUCED, NOT_REPRODUCED)
-                          for _ in range(SHAPE_SIMS)]))
+def _shape_sims(kind: str, level: float, epochs: int, noise: float, n: int, sigmas: tuple[float, ...]) -> Drawn:
+    """SHAPE_SIMS curve cells of the calibration's model (:func:`initmem.planner.calibration.beta_cells`) at this
+    truth and design, read by the rule (:func:`initmem.stats.shape_power.decay_codes` or ``flat_codes``: the
+    claims table's rule, cell for cell), drawn as far as a question needs (:class:`initmem.stats.drawn.Drawn`)."""
+    d, beta, rng = Cal.Design("design", sigmas, n, noise, epochs), _shape_beta(kind, level, epochs), np.random.default_rng(P.POWER_RNG_SEED)
+    rule, s, e = SP.decay_codes if kind == DECAY else SP.flat_codes, np.asarray(sigmas, float), np.arange(1, epochs + 1, dtype=float)
+    block = max(1, min(SHAPE_SIMS, SHAPE_BLOCK // (epochs * len(sigmas) * (n + 1))))
+    return Drawn(lambda m: list(rule(Cal.beta_cells(d, beta, m, rng), s, e)), SHAPE_SIMS, bool, block)
 
 
 @cache
+def _collapse_sims(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int, sigmas: tuple[float, ...]) -> Drawn:
+    """COLLAPSE_SIMS draws of Adam's |beta| curves under the paper's clock (:func:`initmem.stats.collapse_power.outcome_shares`),
+    each read by the collapse rule, drawn as far as a question needs."""
+    d = SimDesign("power", "adam", "T_adapt", configs, sigmas, n, noise, n_train)
+    rng = np.random.default_rng(P.POWER_RNG_SEED)
+    return Drawn(lambda m: verdicts(d, CLOCKS["T_adapt"], "beta", m, rng, COLLAPSE_DRAWS), COLLAPSE_SIMS,
+                 lambda v: v in (REPRODUCED, NOT_REPRODUCED))
+
+
 def _collapse_shares(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int,
                      sigmas: tuple[float, ...]) -> dict[str, float]:
-    return CP.outcome_shares(configs, n, noise, "adam", COLLAPSE_SIMS, sigmas, n_train, "beta", rng_seed=P.POWER_RNG_SEED,
-                             draws=COLLAPSE_DRAWS)
+    v = np.array(_collapse_sims(configs, n_train, noise, n, sigmas).all())
+    return {word: float(np.mean(v == word)) for word in (REPRODUCED, NOT_REPRODUCED, PARTLY_TESTED, INCONCLUSIVE, NOT_IDENTIFIABLE)}
 
 
 def _collapse_p(configs: tuple[tuple[float, int, int], ...], n_train: int, noise: float, n: int, sigmas: tuple[float, ...]) -> float:
@@ -602,20 +636,28 @@ def contrast_rate(truth: Truth, full: Sequence[float], side: Side) -> Callable[[
     return rate
 
 
-def decay_rate(peak: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
+def decay_rate(peak: float, epochs: int, noise: float) -> Chance:
     """|beta| falling PAPER_FALL_ORDERS from ``peak`` over the run, read by :func:`initmem.stats.shapes.decay_decision`."""
-    return lambda n, s: 0.0 if n < 2 else _decay_p(peak, epochs, noise, n, tuple(s))
+    return _shape_chance(DECAY, peak, epochs, noise)
 
 
-def flat_rate(level: float, epochs: int, noise: float) -> Callable[[int, tuple[float, ...]], float]:
+def flat_rate(level: float, epochs: int, noise: float) -> Chance:
     """|beta| flat at ``level`` over the run, read by :func:`initmem.stats.shapes.flat_decision`."""
-    return lambda n, s: 0.0 if n < 2 else _flat_p(level, epochs, noise, n, tuple(s))
+    return _shape_chance(FLAT, level, epochs, noise)
 
 
-def collapse_rate(reads: Sequence[Planned], noise: float) -> Callable[[int, tuple[float, ...]], float]:
+def _shape_chance(kind: str, level: float, epochs: int, noise: float) -> Chance:
+    sims = lambda n, s: _shape_sims(kind, level, epochs, noise, n, tuple(s))
+    return Chance(lambda n, s: 0.0 if n < 2 else sims(n, s).share(), lambda n, s, t: t <= 0 if n < 2 else sims(n, s).reaches(t))
+
+
+def collapse_rate(reads: Sequence[Planned], noise: float) -> Chance:
     """The collapse rule at the calibration's clock truth (:func:`initmem.stats.collapse_power.power`)."""
     configs = tuple((float(p.spec["lr"]), int(p.spec["batch_size"]), int(p.spec["epochs"])) for p in reads)
-    return lambda n, s: 0.0 if n < 2 else _collapse_p(configs, int(reads[0].spec["n_train"]), noise, n, tuple(s))
+    n_train = int(reads[0].spec["n_train"])
+    of = lambda n, s: 0.0 if n < 2 else _collapse_p(configs, n_train, noise, n, tuple(s))
+    return Chance(of, lambda n, s, t: t <= 0 if n < 2 else _collapse_sims(configs, n_train, noise, n, tuple(s)).reaches(
+        t, lambda: of(n, s)))
 
 
 def collapse_partly(reads: Sequence[Planned], noise: float) -> Callable[[int, tuple[float, ...]], float]:
@@ -728,7 +770,7 @@ def _collapse_plan(s: Selection, reads: list[Planned], sources: Sequence[Measure
     noise = max((CC.tier_noise(f.parent.parent) for f in _tables(sources, "history.csv.gz") if f.parent.parent.name != PILOT),
                 default=CC.PAPER_NOISE)
     return Plan(s.cid, s.rule, reads, Truth((), noise, "the calibration's clock truth (T_adapt)"), collapse_rate(reads, noise),
-                regime(s.claim, reads, sources), partly=collapse_partly(reads, noise))
+                regime(s.claim, reads, sources), partly=collapse_partly(reads, noise), max_seeds=COLLAPSE_MAX_SEEDS)
 
 
 # --- compute --------------------------------------------------------------------------------------
@@ -781,24 +823,31 @@ def grids(full: Sequence[float]) -> list[tuple[float, ...]]:
 
 def cheapest(plan: Plan, price: Price) -> tuple[int, tuple[float, ...], float, float] | None:
     """(seeds, sigma_w grid, P, compute) of the least compute with P(decision) >= TARGET, or None (beyond the
-    seed cap: MAX_SEEDS for spreads and contrasts; CURVE_MAX_SEEDS for the curve rules, whose every simulation
-    is a whole |beta| or clock fit). A seed costs at least its share at the cap (packs are fullest there)."""
+    plan's seed cap, :attr:`Plan.max_seeds`); of equal compute, the larger grid. The smallest grid first: the
+    cheapest design so far caps the seeds searched on the larger ones (a seed costs at least its share at the
+    cap: packs are fullest there), and the chance grows with the seeds, so a grid whose chance at its cap falls
+    short is not searched below it."""
     if plan.rate is None:
         return None
     best = None
-    max_seeds = MAX_SEEDS if plan.kind == SPREAD_READ else CURVE_MAX_SEEDS
-    for g in reversed(grids(plan.sigmas)):  # the full grid first: its cost bounds the search on the smaller ones
-        per_seed = cost(plan.reads, max_seeds, len(g), price) / max_seeds
-        cap = max_seeds if best is None else min(max_seeds, math.ceil(best[3] / per_seed) - 1)
-        if best is not None and (cap < 2 or plan.rate(cap, g) < TARGET):  # the chance grows with the seeds: none below the cap
+    for g in grids(plan.sigmas):
+        cap = _seed_cap(plan, g, price, None if best is None else best[3])
+        if cap < 2 or not reaches(plan.rate, cap, g, TARGET):
             continue
-        n = P.seeds_to_reach(lambda n, g=g: plan.rate(n, g), 2, TARGET, cap)
-        if not math.isfinite(n):
-            continue
-        c = cost(plan.reads, int(n), len(g), price)
-        if best is None or c < best[3]:
-            best = (int(n), g, plan.rate(int(n), g), c)
+        n = int(P.seeds_where(lambda n, g=g: reaches(plan.rate, n, g, TARGET), 2, cap))
+        c = cost(plan.reads, n, len(g), price)
+        if best is None or c < best[3] or (c == best[3] and len(g) > len(best[1])):
+            best = (n, g, plan.rate(n, g), c)
     return best
+
+
+def _seed_cap(plan: Plan, g: tuple[float, ...], price: Price, bound: float | None) -> int:
+    """The most seeds worth searching on grid ``g``: the plan's cap, and below it the most whose compute can be
+    at most ``bound`` (each seed costs at least its share at the cap)."""
+    if bound is None:
+        return plan.max_seeds
+    per_seed = cost(plan.reads, plan.max_seeds, len(g), price) / plan.max_seeds
+    return min(plan.max_seeds, math.floor(bound / per_seed * (1 + 1e-12)))
 
 
 # --- the printed plan -----------------------------------------------------------------------------
@@ -840,6 +889,13 @@ def compute_unit(config: dict) -> str:
     sources = "; ".join(sorted(set().union(*(r["sources"] for r in pack_gpu_hours(config).values()))))
     return (f"central GPU-hours in {config['compute']['precision']} at {sources}, each configuration's runs packed "
             "as the workflow packs them (the rates and packs of `initmem estimate`)")
+
+
+def whole_compute(config: dict) -> float:
+    """The compute of every run of ``config`` (the report's last line): GPU-hours central, or minutes on this machine."""
+    if config["compute"]["device"] == "cpu":
+        return sum(cpu_price(p, p.seeds * len(p.sigmas)) for p in planned(config))
+    return config_gpu_hours(config)[1]
 
 
 def whole_config_line(config: dict, name: str) -> str:
@@ -912,10 +968,65 @@ def report(config: dict, name: str, with_cheapest: bool = False, sources: Sequen
         lines += ["", f"## The least compute for P(decision) >= {TARGET:.0%} (seeds and an evenly spaced sigma_w sub-grid with both ends)", "",
                   "| claim | seeds | sigma_w | P(decision) | compute |", "|---|---|---|---|---|"]
         for p, c in zip(ps, found, strict=True):
-            cap = MAX_SEEDS if p.kind == SPREAD_READ else CURVE_MAX_SEEDS
-            lines.append(f"| `{p.cid}` | " + ((f"more than {cap}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
+            lines.append(f"| `{p.cid}` | " + ((f"more than {p.max_seeds}" if p.rate else "no truth to simulate") + " | | | |" if c is None else
                                                f"{c[0]} | {_grid_text(c[1])} | {c[2]:.0%} | {c[3]:,.1f} |"))
+        lines += together_section(config, ps, found)
     return "\n".join(lines) + "\n"
+
+
+# --- the cheapest designs together -----------------------------------------------------------------
+
+GOAL_SHARE = 0.10  # the goal of --cheapest: every planned claim at >= TARGET for at most this share of the whole config's compute
+
+
+def family_of(cid: str) -> str:
+    """The catalogue family (:attr:`initmem.claims.claim.Claim.family`) of the claim making ``cid``."""
+    claim = catalogue.lookup(cid)
+    return claim.family if claim is not None else cid
+
+
+def designs_compute(ps: Sequence[Plan], found: Sequence[Found], price: Price) -> float:
+    """The compute of the configurations the decidable claims of ``ps`` read, each once at the design
+    :func:`merged_designs` gives it (the most seeds, the union of sigma_w): what ``--write-config`` runs."""
+    reads = {(r.study, r.config_id): r for p, c in zip(ps, found, strict=True) if c is not None for r in p.reads}
+    return sum(price(reads[key], n * len(sigmas)) for key, (n, sigmas) in merged_designs(ps, found).items())
+
+
+def _costliest(ps: Sequence[Plan], found: Sequence[Found]) -> str:
+    """The claim of ``ps`` whose own design costs most: its id, seeds x sigma_w, compute and assumed truth."""
+    p, c = max(((p, c) for p, c in zip(ps, found, strict=True) if c is not None), key=lambda pc: pc[1][3])
+    return f"`{p.cid}`: {c[0]} seeds x {len(c[1])} sigma_w ({c[3]:,.1f}); {p.truth.source if p.truth else 'no truth'}"
+
+
+def _undecided(ps: Sequence[Plan], found: Sequence[Found]) -> str:
+    """How many claims of ``ps`` no design plans to TARGET, and why (beyond the seed cap, or no truth)."""
+    beyond = sum(c is None and p.rate is not None for p, c in zip(ps, found, strict=True))
+    none = sum(p.rate is None for p in ps)
+    parts = [f"{beyond} beyond the seed cap"] * bool(beyond) + [f"{none} with no truth to simulate"] * bool(none)
+    return ", ".join(parts) or "none"
+
+
+def together_section(config: dict, ps: Sequence[Plan], found: Sequence[Found]) -> list[str]:
+    """The report's section on the cheapest designs together (the config ``--write-config`` writes): their compute
+    against the whole config's and :data:`GOAL_SHARE` of it, and per claim family the compute of what its decidable
+    claims read (a configuration read by several families counts in each) and the claim that costs it most."""
+    price, whole = config_price(config), whole_compute(config)
+    total = designs_compute(ps, found, price)
+    unit = "GPU-hours" if config["compute"]["device"] != "cpu" else f"minutes on {CPU_CORES} cores"
+    verdict = "within" if total <= GOAL_SHARE * whole else "above"
+    lines = ["", "## The cheapest designs together (what `--write-config` writes)", "",
+             f"Every decidable claim at its cheapest design, each configuration once at the most seeds and the union of sigma_w its "
+             f"claims need: {total:,.1f} {unit}, {total / whole:.1%} of the whole config's {whole:,.1f}: {verdict} the goal of "
+             f"{GOAL_SHARE:.0%}. Per claim family, the configurations its decidable claims read (one read by several families "
+             "counts in each), and the claim whose own design costs most:", "",
+             f"| claim family | claims planned to {TARGET:.0%} | not planned to {TARGET:.0%} | {unit} | share of the whole config | "
+             "the costliest claim: its design and assumed truth |", "|---|---|---|---|---|---|"]
+    for family, hours in family_compute(config, ps, found).items():
+        fp, ff = zip(*[(p, c) for p, c in zip(ps, found, strict=True) if family_of(p.cid) == family], strict=True)
+        costliest = _costliest(fp, ff) if any(c is not None for c in ff) else ""
+        lines.append(f"| {family.replace('|', chr(92) + '|')} | {sum(c is not None for c in ff)} of {len(fp)} | {_undecided(fp, ff)} | {hours:,.1f} | "
+                     f"{hours / whole:.1%} | {costliest.replace('|', chr(92) + '|')} |")
+    return lines
 
 
 # --- the config that runs the cheapest design -----------------------------------------------------
@@ -968,6 +1079,30 @@ def cheapest_config(config: dict, ps: Sequence[Plan], found: Sequence[Found]) ->
         entry = studies.setdefault(study, {**({"set": own["set"]} if own.get("set") else {}), "grid": []})
         entry["grid"].append(grid)
     return {"studies": studies}
+
+
+def written_config(base: dict, ps: Sequence[Plan], found: Sequence[Found]) -> dict:
+    """The config ``--write-config`` writes: ``base`` (the config as its files layer it, every section) with the studies of
+    :func:`cheapest_config`. Complete on its own: Snakemake's ``--configfile FILE`` on the command line replaces a profile's
+    ``configfiles``, and FILE alone gives the same config as FILE after the config's own files."""
+    return {**copy.deepcopy(base), **cheapest_config(base, ps, found)}
+
+
+def run_command(config: dict, path: str) -> str:
+    """The command that runs the config file ``path`` (complete on its own): under the Slurm profile for a GPU config,
+    else on this machine's cores."""
+    how = "--profile slurm" if config["compute"]["device"] != "cpu" else f"--cores {CPU_CORES}"
+    return f".venv/bin/snakemake {how} --configfile {path}"
+
+
+def family_compute(config: dict, ps: Sequence[Plan], found: Sequence[Found]) -> dict[str, float]:
+    """Per claim family (:func:`family_of`), the compute of the configurations its decidable claims read at the
+    merged designs (:func:`designs_compute`; a configuration read by several families counts in each)."""
+    price, out = config_price(config), {}
+    for family in dict.fromkeys(family_of(p.cid) for p in ps):
+        pairs = [(p, c) for p, c in zip(ps, found, strict=True) if family_of(p.cid) == family]
+        out[family] = designs_compute([p for p, _ in pairs], [c for _, c in pairs], price)
+    return out
 
 
 def outcome(config: dict, folder: Path, sources: Sequence[Measured] | None = None) -> str:

@@ -90,6 +90,12 @@ def judge(design: SimDesign, cells: list[Cell], what: str, draws: int) -> C.Cloc
                             draws=draws)
 
 
+def verdicts(design: SimDesign, truth, what: str, n_sims: int, rng: np.random.Generator, draws: int) -> list[str]:
+    """The rule's verdicts of the next ``n_sims`` draws of ``design`` under ``truth`` from ``rng`` (those of
+    :func:`verdict_rates`, one stream: two calls of m and m' draws give the verdicts of one call of m + m')."""
+    return [C.collapse_decision(judge(design, simulate(design, truth, rng), what, draws)).verdict for _ in range(n_sims)]
+
+
 def verdict_rates(design: SimDesign, truth, what: str, n_sims: int, rng: np.random.Generator, draws: int) -> dict:
     """``n_sims`` draws of ``design`` under ``truth``, each read by the rule: their verdicts (an array) and the share
     whose interval holds the truth (``coverage``: over the draws where the truth is :func:`_searchable`; NaN where none is)."""

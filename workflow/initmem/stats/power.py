@@ -267,16 +267,21 @@ def mean_decision_rate(effect: float, sd: float, seeds: int, side: Side, n_sims:
 
 
 def seeds_to_reach(rate: Callable[[int], float], start: int, target: float, max_seeds: int = MAX_SEEDS) -> float:
-    """The smallest n >= ``start`` with ``rate(n)`` >= ``target`` (doubling, then bisection: the
-    chance of a decision grows with the seeds); inf beyond ``max_seeds``."""
+    """The smallest n >= ``start`` with ``rate(n)`` >= ``target`` (:func:`seeds_where`); inf beyond ``max_seeds``."""
+    return seeds_where(lambda n: rate(n) >= target, start, max_seeds)
+
+
+def seeds_where(enough: Callable[[int], bool], start: int, max_seeds: int = MAX_SEEDS) -> float:
+    """The smallest n >= ``start`` where ``enough(n)`` (doubling, then bisection: the chance of a decision
+    grows with the seeds); inf beyond ``max_seeds``."""
     lo, n = start - 1, max(start, 2)
-    while rate(n) < target:
+    while not enough(n):
         if n >= max_seeds:
             return math.inf
         lo, n = n, min(2 * n, max_seeds)
     while n - lo > 1:
         mid = (lo + n) // 2
-        lo, n = (lo, mid) if rate(mid) >= target else (mid, n)
+        lo, n = (lo, mid) if enough(mid) else (mid, n)
     return float(n)
 
 

@@ -195,13 +195,15 @@ class Cell:
         (replicates: the full sample, then each of ``seeds`` left out), summed along
         the seed axis by numpy (pairwise, the same bits on every machine; a left-out seed subtracted)."""
         present = np.isfinite(self.values)
-        v = np.where(present, self.values, 0.0) ** power
-        c = present.astype(float)
-        total, count = [v.sum(-1)], [c.sum(-1)]
+        # every run has a value (as in a bootstrap draw of whole cells): the same sums without masking
+        whole = self.values.dtype == np.float64 and bool(present.all())
+        v = (self.values if whole else np.where(present, self.values, 0.0)) ** power
+        c = None if whole else present.astype(float)
+        total, count = [v.sum(-1)], [np.full(v.shape[:-1], float(v.shape[-1])) if whole else c.sum(-1)]
         for s in seeds:
             out = self.seeds == s
             total.append(total[0] - v[..., out].sum(-1))
-            count.append(count[0] - c[..., out].sum(-1))
+            count.append(count[0] - (float(np.count_nonzero(out)) if whole else c[..., out].sum(-1)))
         return np.stack(total), np.stack(count)
 
     def means(self, seeds: Sequence) -> np.ndarray:
