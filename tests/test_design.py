@@ -282,8 +282,9 @@ def test_the_written_config_is_complete_and_its_command_is_the_slurm_profiles_fo
     config = {**planner_config(), "compute": {**planner_config()["compute"], "device": "cuda"}}
     sgd = next(p for p in D.planned(config) if p.study == "main" and p.spec["optimizer"] == "sgd")
     plan = D.Plan("sgd_keeps_spread_b16", "spread", [sgd], None, None, "")
-    written = D.written_config(config, [plan], [(3, (0.1, 2.5), 0.9, 1.0)])
-    assert {k: v for k, v in written.items() if k != "studies"} == {k: v for k, v in config.items() if k != "studies"}
+    written = D.written_config(config, [plan], [(3, (0.1, 2.5), 0.9, 1.0)], D.written_name("results/cheap.yaml"))
+    assert {k: v for k, v in written.items() if k not in ("studies", "name")} == {k: v for k, v in config.items() if k not in ("studies", "name")}
+    assert written["name"] == "cheap"   # its tables and figures apart from the config's own (results/cheap/, figures/cheap/)
     assert written["studies"]["main"]["grid"] == [{"optimizer": ["sgd"], "batch_size": [16], "sigma_w": [0.1, 2.5], "seed": [0, 1, 2]}]
     assert D.run_command(config, "cheap.yaml") == ".venv/bin/snakemake --profile slurm --configfile cheap.yaml"
 

@@ -292,13 +292,13 @@ def _write_cheapest_config(args: argparse.Namespace, config: dict, ps, found) ->
     from initmem.pipeline.configfiles import load_config
     from initmem.pipeline.estimate import cluster_config, config_gpu_hours
     from initmem.pipeline.grid import expand_studies
-    from initmem.planner.design import CPU_CORES, family_compute, run_command, whole_compute, written_config
+    from initmem.planner.design import CPU_CORES, family_compute, run_command, whole_compute, written_config, written_name
 
     path, given = args.write_config, " ".join(args.config)
     command = run_command(config, path)
     Path(path).write_text(f"# the least compute per claim of `design --cheapest {given}`, its designs merged per configuration (the most "
                           f"seeds, the union of sigma_w); every other section as {given} sets it, so this file is complete on its own: "
-                          f"{command}\n" + yaml.safe_dump(written_config(load_config(args.config), ps, found), sort_keys=False))
+                          f"{command}\n" + yaml.safe_dump(written_config(load_config(args.config), ps, found, written_name(path)), sort_keys=False))
     written = cluster_config(load_config([path]))
     runs = sum(len(r) for r in expand_studies(written).values())
     whole = whole_compute(config)

@@ -1081,11 +1081,19 @@ def cheapest_config(config: dict, ps: Sequence[Plan], found: Sequence[Found]) ->
     return {"studies": studies}
 
 
-def written_config(base: dict, ps: Sequence[Plan], found: Sequence[Found]) -> dict:
+def written_config(base: dict, ps: Sequence[Plan], found: Sequence[Found], name: str | None = None) -> dict:
     """The config ``--write-config`` writes: ``base`` (the config as its files layer it, every section) with the studies of
-    :func:`cheapest_config`. Complete on its own: Snakemake's ``--configfile FILE`` on the command line replaces a profile's
-    ``configfiles``, and FILE alone gives the same config as FILE after the config's own files."""
-    return {**copy.deepcopy(base), **cheapest_config(base, ps, found)}
+    :func:`cheapest_config`, its tables and figures filed under ``name`` (results/<name>/, figures/<name>/: apart from
+    the config's own; training stays shared, so finished runs are reused). Complete on its own: Snakemake's
+    ``--configfile FILE`` on the command line replaces a profile's ``configfiles``, and FILE alone gives the same config as
+    FILE after the config's own files, its name aside."""
+    return {**copy.deepcopy(base), **cheapest_config(base, ps, found), **({"name": name} if name else {})}
+
+
+def written_name(path: str) -> str | None:
+    """The ``name`` a written config file files its outputs under: its file name's stem, where it is a valid name."""
+    stem = Path(path).stem
+    return stem if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", stem) else None
 
 
 def run_command(config: dict, path: str) -> str:
