@@ -17,7 +17,7 @@ import numpy as np
 from scipy import stats
 
 from initmem.stats.shapes import DECAY_ORDERS, FLAT_ORDERS, FLOOR_SE, SIGNAL_ORDERS, WINDOWS
-from initmem.stats.verdicts import LEVEL, Side, between, greater
+from initmem.stats.verdicts import LEVEL, Side, between, greater, ols_from_sums
 
 
 def replicate_fits(values: np.ndarray, sigmas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -29,17 +29,7 @@ def replicate_fits(values: np.ndarray, sigmas: np.ndarray) -> tuple[np.ndarray, 
     tot = np.concatenate([total[:, None], total[:, None] - np.moveaxis(values, -1, 1)], axis=1)
     sq = np.concatenate([squares[:, None], squares[:, None] - np.moveaxis(values ** 2, -1, 1)], axis=1)
     count = np.concatenate([np.full((1, *values.shape[1:3]), float(n)), np.full((n, *values.shape[1:3]), float(n - 1))])
-    x = np.asarray(sigmas, float)
-    cnt, csx, csxx = count.sum(-1), count @ x, count @ (x * x)
-    sy, sxy, syy = tot.sum(-1), tot @ x, sq.sum(-1)
-    den = cnt * csxx - csx * csx
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ok = den > 1e-9 * np.maximum(cnt * csxx, 1e-300)
-        slope = np.where(ok, (cnt * sxy - csx * sy) / den, np.nan)
-        intercept = (sy - slope * csx) / cnt
-        rss = np.maximum(syy - intercept * sy - slope * sxy, 0.0)
-        se = np.where(ok & (cnt > 2), np.sqrt(rss / (cnt - 2) * cnt / den), np.nan)
-    return slope, se
+    return ols_from_sums(tot, sq, count, np.asarray(sigmas, float))
 
 
 def window_means(y: np.ndarray, epochs: np.ndarray) -> np.ndarray:

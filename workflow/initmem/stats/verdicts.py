@@ -217,20 +217,25 @@ class Cell:
         the same numbers as an OLS over the individual runs (statsmodels' ``beta`` and ``se``)."""
         total, count = self.sums(seeds)
         squares, _ = self.sums(seeds, power=2)
-        x = self.sigmas
-        n, sx, sxx = count.sum(-1), count @ x, count @ (x * x)
-        sy, sxy, syy = total.sum(-1), total @ x, squares.sum(-1)
-        den = n * sxx - sx * sx
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ok = den > 1e-9 * np.maximum(n * sxx, 1e-300)
-            slope = np.where(ok, (n * sxy - sx * sy) / den, np.nan)
-            intercept = (sy - slope * sx) / n
-            rss = np.maximum(syy - intercept * sy - slope * sxy, 0.0)
-            se = np.where(ok & (n > 2), np.sqrt(rss / (n - 2) * n / den), np.nan)
-        return slope, se
+        return ols_from_sums(total, squares, count, self.sigmas)
 
     def slopes(self, seeds: Sequence) -> np.ndarray:
         return self.fits(seeds)[0]
+
+
+def ols_from_sums(total: np.ndarray, squares: np.ndarray, count: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OLS slope of y on ``x`` and its standard error from per-x sums of y (``total``), of y**2 (``squares``) and
+    run counts (``count``), x the last axis: the same numbers as an OLS over the individual runs."""
+    n, sx, sxx = count.sum(-1), count @ x, count @ (x * x)
+    sy, sxy, syy = total.sum(-1), total @ x, squares.sum(-1)
+    den = n * sxx - sx * sx
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = den > 1e-9 * np.maximum(n * sxx, 1e-300)
+        slope = np.where(ok, (n * sxy - sx * sy) / den, np.nan)
+        intercept = (sy - slope * sx) / n
+        rss = np.maximum(syy - intercept * sy - slope * sxy, 0.0)
+        se = np.where(ok & (n > 2), np.sqrt(rss / (n - 2) * n / den), np.nan)
+    return slope, se
 
 
 # --- the tests behind the intervals ------------------------------------------------------------
