@@ -240,24 +240,25 @@ def estimate_table(config: dict, jobs: int | None = None) -> str:
     lines += version_lines(model)
     gpu = table_gpu(model)
     lines += levers_lines(total[1], compute["precision"], gpu, levers(config, rows, others, gpu))
-    lines.append(checkpoint_line(config))
+    packs = _all_packs(config)
+    lines.append(checkpoint_line(config, packs))
     if jobs is not None:
-        lines.append(_disk_line(checkpoint_disk(config, jobs)))
+        lines.append(_disk_line(packs_checkpoint_disk(packs, jobs)))
     return "\n".join(lines)
 
 
-def checkpoint_line(config: dict) -> str:
+def checkpoint_line(config: dict, packs: list[list[dict]] | None = None) -> str:
     """What the config's periodic checkpoints cost (:mod:`initmem.costs.checkpoints`): the saves' GPU-hours and
     TiB at ``checkpoint.every_minutes``, the expected loss to unwarned stops, and Young's interval for the largest
-    pack beside them."""
+    pack beside them. ``packs``: every pack's specs as :func:`_all_packs` plans them (planned here when not given)."""
     every = float(config["checkpoint"].get("every_minutes") or 0)
-    packs = [(sum(run_images(s) for s in specs) / pack_rate(specs, config["compute"]).central / 3600, pack_state_mb(specs))
-             for specs in _all_packs(config)]
-    if not packs:
+    costed = [(sum(run_images(s) for s in specs) / pack_rate(specs, config["compute"]).central / 3600, pack_state_mb(specs))
+             for specs in (_all_packs(config) if packs is None else packs)]
+    if not costed:
         return "checkpoints: no training job"
-    total, largest = sum(h for h, _ in packs), max(mib for _, mib in packs)
-    now, best = campaign_cost(packs, every), young_minutes(save_seconds(largest))
-    at_best = campaign_cost(packs, best)
+    total, largest = sum(h for h, _ in costed), max(mib for _, mib in costed)
+    now, best = campaign_cost(costed, every), young_minutes(save_seconds(largest))
+    at_best = campaign_cost(costed, best)
     return (f"checkpoints every {every:g} min (`checkpoint.every_minutes`): saves {now['save hours']:,.0f} GPU-h "
             f"({now['save hours'] / total:.1%} of {total:,.0f} central), {now['TiB written']:,.1f} TiB written; an unwarned stop "
             f"(node failure) per job every {UNWARNED_STOP_DAYS:g} days of training (assumed) loses {now['lost hours']:,.1f} h in "
