@@ -1,6 +1,6 @@
 """What `design --cheapest --write-config` costs: the command run as it is typed, its CPU seconds (user + system:
 the measure that holds on a loaded machine, where wall time does not), its wall time and the load it ran under.
-The goal: at most 120 CPU seconds for config/paper.yaml (issue 64).
+The goal: at most 120 CPU seconds for config/paper.yaml.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/cheapest_speed.py > benchmarks/cheapest_speed.md
     PYTHONPATH=workflow .venv/bin/python benchmarks/cheapest_speed.py config/evidence-decisive.yaml   # a quick look

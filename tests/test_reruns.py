@@ -73,7 +73,7 @@ def test_a_new_optimizer_at_its_own_lr_appended_as_a_grid_trains_only_its_runs(w
 @pytest.mark.slow
 @pytest.mark.workflow
 def test_a_default_stated_in_a_grid_list_reuses_the_finished_runs(work):
-    """Issue 64: the grid list whose first grid states the default lr renamed its 12 finished runs
+    """The grid list whose first grid states the default lr renamed its 12 finished runs
     (sgd_b16_lr0.001_sw0.5_s0 for sgd_b16_sw0.5_s0) and planned them again. Their specs did not
     change: they are cut from the packs that trained them, under the new ids, and only the appended
     grid's pack trains."""
@@ -98,7 +98,7 @@ def test_a_default_stated_in_a_grid_list_reuses_the_finished_runs(work):
 @pytest.mark.slow
 @pytest.mark.workflow
 def test_another_config_with_the_same_run_ids_keeps_both_records(work):
-    """Issue 64: another config whose runs have the same ids and other specs (here two epochs) reported
+    """Another config whose runs have the same ids and other specs (here two epochs) reported
     `params have changed since last execution: run_metrics` in its dry run and cut its records over the
     first config's. Now its records go beside them (<run_id>~<tag>.json), and neither config has
     anything to do after the other ran."""
