@@ -340,11 +340,13 @@ def matmul_peak(device, precision: str, quick: bool, clock=time.perf_counter) ->
     import torch
     from peer import StepWindow
 
+    from initmem.engine.compute import set_tf32, tf32_state
+
     n = 256 if quick else 8192
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    before = tf32_state()
+    set_tf32(precision == "tf32")
     timer = StepWindow(2, 20, 1_000_000, device, clock=clock)
     try:
         window = None
@@ -353,7 +355,7 @@ def matmul_peak(device, precision: str, quick: bool, clock=time.perf_counter) ->
             a @ b
             window = timer.after()
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = before
+        set_tf32(before["matmul"], before["cudnn"])
     flops = 2 * n ** 3 * window.steps / window.seconds
     return {"flops_per_s": flops, "result": f"{flops / 1e12:,.4g} TFLOP/s ({n}x{n}x{n}, {window.steps} in {window.seconds:.2f} s)"}
 

@@ -210,6 +210,27 @@ def _winograd_f4x4_3x3(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return y.permute(0, 1, 2, 4, 3, 5).reshape(n, w.shape[0], h, h)
 
 
+@pytest.mark.parametrize("precision", ["tf32", "float32", "bf16"])
+def test_every_tf32_flag_torch_and_inductor_read_agrees_with_the_precision(precision):
+    """PyTorch raises on reading a legacy TF32 flag the new fp32_precision API contradicts, and
+    TorchInductor reads both (its autotuner torch.get_float32_matmul_precision, its convolution
+    templates cuDNN's fp32_precision): after set_precision every reader answers, and the same."""
+    from initmem.engine.compute import set_precision
+
+    on = precision == "tf32"
+    try:
+        set_precision(precision)
+        assert torch.backends.cuda.matmul.allow_tf32 is on and torch.backends.cudnn.allow_tf32 is on
+        assert torch.get_float32_matmul_precision() == ("high" if on else "highest")
+        new_api = (torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.fp32_precision,
+                   torch.backends.cudnn.conv.fp32_precision)
+        assert new_api == (("tf32",) * 3 if on else ("ieee",) * 3)
+        env = devmod.device_environment(torch.device("cpu"))
+        assert env["tf32_matmul"] is on and env["tf32_cudnn"] is on
+    finally:
+        set_precision("float32")
+
+
 def test_the_tf32_check_tells_a_float32_winograd_conv_from_tf32_and_covers_a_matmul():
     """TF32 keeps 10 mantissa bits, float32 23: the check's threshold (a quarter of the emulated TF32
     error) lies above a float32 Winograd convolution's rounding and below TF32's, for a conv and a matmul."""

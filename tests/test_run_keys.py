@@ -77,7 +77,7 @@ def test_the_engine_core_keys_runs_as_the_finished_runs_were_keyed(monkeypatch):
     monkeypatch.setattr(identity, "SAME_NUMBERS_AS", {})
     identity.trainer_version.cache_clear()
     try:
-        assert identity.trainer_version() == "77176b513701050e"
+        assert identity.trainer_version() == "9b70a81224d002c3"
     finally:
         identity.trainer_version.cache_clear()
 

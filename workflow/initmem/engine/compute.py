@@ -29,11 +29,32 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    set_tf32(precision == "tf32")
     if precision == "bf16":
         return lambda device: torch.autocast(device.type, dtype=torch.bfloat16)
     return lambda device: contextlib.nullcontext()
+
+
+def set_tf32(matmul: bool, cudnn: bool | None = None) -> None:
+    """TensorFloat-32 for cuBLAS matmuls and cuDNN convolutions (``cudnn``, default as ``matmul``) on or
+    off, through both of PyTorch's
+    APIs at once. PyTorch 2.14 raises on reading a legacy flag (``allow_tf32``,
+    ``torch.get_float32_matmul_precision``) that the new ``fp32_precision`` API has set differently, and
+    TorchInductor reads both: its autotuner and its convolution backward template the legacy ones, its
+    convolution templates ``torch.backends.cudnn.fp32_precision``. Setting the legacy flags first (they
+    carry ``cuda.matmul.fp32_precision`` along) and then cuDNN's ``fp32_precision`` leaves every reader
+    the same answer (tests/test_packed.py)."""
+    cudnn = matmul if cudnn is None else cudnn
+    torch.backends.cuda.matmul.allow_tf32 = matmul
+    torch.backends.cudnn.allow_tf32 = cudnn
+    torch.backends.cudnn.fp32_precision = "tf32" if cudnn else "ieee"
+
+
+def tf32_state() -> dict[str, bool]:
+    """Whether TF32 is on for cuBLAS matmuls and for cuDNN convolutions, read through the new API
+    (which :func:`set_tf32` keeps equal to the legacy one)."""
+    return {"matmul": torch.backends.cuda.matmul.fp32_precision == "tf32",
+            "cudnn": torch.backends.cudnn.conv.fp32_precision == "tf32"}
 
 
 class Layout:

@@ -171,9 +171,12 @@ def device_environment(device: torch.device) -> dict:
     """What a metrics record's ``env`` says about the hardware and numerics beyond the device name."""
     import torch
 
+    from initmem.engine.compute import tf32_state
+
+    tf32 = tf32_state()
     env = {"host": socket.gethostname(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
            "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "torch_cuda": torch.version.cuda,
-           "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32), "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32)}
+           "tf32_matmul": tf32["matmul"], "tf32_cudnn": tf32["cudnn"]}
     if device.type != "cuda":
         return env | {"determinism": "cpu: same results for the same threads and build"}
     props = torch.cuda.get_device_properties(device)
@@ -214,13 +217,15 @@ def tf32_check(device: torch.device, conv: Callable | None = None) -> list[dict]
     import torch
     import torch.nn.functional as F
 
+    from initmem.engine.compute import set_tf32, tf32_state
+
     g = torch.Generator().manual_seed(0)
     x, w = torch.randn(16, 128, 16, 16, generator=g), torch.randn(128, 128, 3, 3, generator=g) / 34
     a, b = torch.randn(512, 1152, generator=g), torch.randn(1152, 512, generator=g) / 34
     conv = conv or (lambda p, q: F.conv2d(p, q, padding=1))
     ops = {"conv 16x128x16x16, 3x3": (conv, x, w, "cudnn"),
            "matmul 512x1152x512": (torch.matmul, a, b, "matmul")}
-    flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    before = tf32_state()
     rel = lambda got, ref: float((got.double().cpu() - ref).norm() / ref.norm())
     out = []
     try:
@@ -231,16 +236,13 @@ def tf32_check(device: torch.device, conv: Callable | None = None) -> list[dict]
             emulated = rel(exact(round_to_tf32(p).double(), round_to_tf32(q).double(), **pad), ref)
             errors = {}
             for tf32 in (False, True):
-                if backend == "cudnn":
-                    torch.backends.cudnn.allow_tf32 = tf32
-                else:
-                    torch.backends.cuda.matmul.allow_tf32 = tf32
+                set_tf32(tf32)
                 errors[tf32] = rel(fn(p.to(device), q.to(device)), ref)
             threshold = TF32_THRESHOLD_FRACTION * emulated
             out.append({"op": name, "off": errors[False], "on": errors[True], "tf32_expected": emulated, "threshold": threshold,
                         "off_ok": errors[False] < threshold, "on_is_tf32": errors[True] > threshold if device.type == "cuda" else None})
     finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = flags
+        set_tf32(before["matmul"], before["cudnn"])
     return out
 
 

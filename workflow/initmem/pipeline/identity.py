@@ -169,6 +169,12 @@ SAME_NUMBERS_AS = {
                                              "checkpoints too, and evaluated once after training on the first final_test "
                                              "test images): a spec without it keeps nothing, evaluates nothing more and "
                                              "records the same history and summary"),
+    "9b70a81224d002c3": ("a6a2e72afa3b8440", "TF32 set through both of PyTorch's APIs (engine/compute.py set_tf32): "
+                                             "cuBLAS and cuDNN get the same flags as before in every precision; only "
+                                             "TorchInductor's own Triton convolution templates, which read the new "
+                                             "flag, now follow cuDNN's TF32 setting under compute.precision tf32 with "
+                                             "compute.compile on, a rounding-level choice of the same kind as "
+                                             "compile itself, which no run key holds"),
 }
 
 
