@@ -19,6 +19,9 @@ The noise models (the truths the design cannot tell apart, each of which could m
 At 500 test images (the epochs' test evaluation) and at 10,000 (the kept best weights evaluated once,
 ``final_test``), and at 7 seeds (the recipe design) and at 64 (the most one configuration can be given:
 :data:`initmem.claims.clock.FEASIBLE_SEEDS`).
+Then, once the recipe tier is committed, at its design (7 seeds, 10,000 images) under each of its own
+configurations' measured noise (the same three models): the noise its runs showed, which the design could not
+know before them.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py > benchmarks/gone_calibration.md
 """
@@ -40,13 +43,24 @@ from initmem.stats import verdicts as V
 SIGMAS = np.array([0.1, 0.5, 1.2, 2.5])
 TRUTHS_PP = (0.0, 0.5, 1.0, 1.5, 3.0)
 SEED_SD, RNG_SEED = 0.05, 7100
+RECIPE = "jpeg-cifar10-recipe"
 WORDS = (V.NOT_REPRODUCED, V.REPRODUCED, V.UNDECIDABLE, V.INCONCLUSIVE)
 
 
 def measured_covariance(n_test: int) -> np.ndarray:
     """The selected tier's SGD seeds' covariance per sigma_w (fractions^2) at ``n_test`` test images."""
     m = next(m for m in D.measured() if m.source == "jpeg-cifar10-selected" and m.spec["optimizer"] == "sgd")
+    return covariance(m, n_test)
+
+
+def covariance(m: D.Measured, n_test: int) -> np.ndarray:
+    """``m``'s seeds' covariance per sigma_w (fractions^2) at ``n_test`` test images."""
     return np.cov(D.seed_deviations([m], [tuple(SIGMAS)], n_test))
+
+
+def recipe_configurations() -> list[D.Measured]:
+    """The recipe tier's own configurations (each measured at 7 seeds on 10,000 final-test images), where committed."""
+    return [m for m in D.measured() if m.source == RECIPE]
 
 
 def draw(truth_pp: float, cov: np.ndarray, model: str, seeds: int, rng: np.random.Generator) -> np.ndarray:
@@ -77,6 +91,30 @@ def upper(share: float, sims: int) -> float:
     return 1.0 if k == sims else float(stats.beta.ppf(0.95, k + 1, sims - k))
 
 
+def recipe_rows(sims: int, rng: np.random.Generator) -> list[str]:
+    """The rule at the recipe design (7 seeds, 10,000 test images) under each of the recipe tier's own configurations'
+    noise, as its runs measured it (a truth the design could not know before them), with the same three models."""
+    lines = []
+    for m in recipe_configurations():
+        cov = covariance(m, D.test_images(m.spec))
+        sds = ", ".join(f"{100 * s:.2f}" for s in np.sqrt(np.diag(cov)))
+        lines += [f"## The recipe tier's own noise: SGD lr {m.spec['lr']:g}, L2 {m.spec['l2']:g} "
+                  f"({D.test_images(m.spec):,} test images, {m.seeds} seeds; per sigma_w: {sds} pp)", "",
+                  "| noise | seeds | true spread (pp) | gone | reproduced | undecidable at this size | inconclusive |",
+                  "|---|---|---|---|---|---|---|"]
+        for model in ("measured", "independent", "offset-t3"):
+            for truth in TRUTHS_PP:
+                lines.append(row(model, 7, truth, shares(truth, cov, model, 7, sims, rng), sims))
+        lines.append("")
+    return lines
+
+
+def row(model: str, seeds: int, truth: float, s: dict[str, float], sims: int) -> str:
+    """One table row: the share of each word, and the one-sided upper bound of "gone" where gone is false."""
+    gone = f"{s[V.NOT_REPRODUCED]:.1%}" + (f" (<= {upper(s[V.NOT_REPRODUCED], sims):.1%})" if truth >= 1 else "")
+    return f"| {model} | {seeds} | {truth:g} | {gone} | {s[V.REPRODUCED]:.1%} | {s[V.UNDECIDABLE]:.1%} | {s[V.INCONCLUSIVE]:.1%} |"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=400, help="simulated configurations per row (default 400)")
@@ -92,11 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         for model in ("measured", "independent", "offset-t3"):
             for seeds in (7, FEASIBLE_SEEDS):
                 for truth in TRUTHS_PP:
-                    s = shares(truth, cov, model, seeds, args.sims, rng)
-                    gone = f"{s[V.NOT_REPRODUCED]:.1%}" + (f" (<= {upper(s[V.NOT_REPRODUCED], args.sims):.1%})" if truth >= 1 else "")
-                    lines.append(f"| {model} | {seeds} | {truth:g} | {gone} | {s[V.REPRODUCED]:.1%} | {s[V.UNDECIDABLE]:.1%} | "
-                                 f"{s[V.INCONCLUSIVE]:.1%} |")
+                    lines.append(row(model, seeds, truth, shares(truth, cov, model, seeds, args.sims, rng), args.sims))
         lines.append("")
+    lines += recipe_rows(args.sims, rng)
     print("# The gone rule at the recipe tier's design\n")
     about = __doc__.split("\n", 2)[2].split("    PYTHONPATH")[0].strip()
     print(f"`PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py > benchmarks/gone_calibration.md` "

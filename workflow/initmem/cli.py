@@ -259,11 +259,36 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
         with log_to(args.log, attempts=True) if args.log else contextlib.nullcontext():
             settings = TrainSettings.from_json(args.settings)  # once: the job hands this one object down to the loop
+            warming = _shared_compile_cache(args.plan, settings) if settings.compile else None  # before torch, too
             with stoppable_start():  # Ctrl-C during `import torch`: one line, no traceback
                 from initmem.pipeline.jobs import train_plan_file
-            train_plan_file(args.plan, args.data, args.out, settings, threads=args.threads, checkpoint_dir=args.checkpoint_dir)
+            with _warm_when_compiled(warming):
+                train_plan_file(args.plan, args.data, args.out, settings, threads=args.threads, checkpoint_dir=args.checkpoint_dir)
     else:
         _train_runs_json(args)
+
+
+def _shared_compile_cache(plan: str, settings):
+    """Inductor's cache for this job, by its pack's shape (:func:`initmem.pipeline.compilecache.inductor_cache`), set
+    in the environment and said in one line; this job's claim where it warms the shape."""
+    import dataclasses
+
+    from initmem.pipeline.compilecache import inductor_cache, shape_key
+    from initmem.pipeline.planning import read_plan
+
+    variables, warming, line = inductor_cache(os.environ, shape_key(read_plan(plan), dataclasses.asdict(settings)), Path.cwd())
+    os.environ.update(variables)
+    print(line, file=sys.stderr, flush=True)
+    return warming
+
+
+def _warm_when_compiled(warming) -> contextlib.AbstractContextManager:
+    """While the job trains, the shape's warmer marks it warm after its first epoch (nothing to do for another job)."""
+    if warming is None:
+        return contextlib.nullcontext()
+    from initmem.engine.loop import EpochsFinished
+
+    return warming.watching(lambda: EpochsFinished.count)
 
 
 def _design_cheapest(args: argparse.Namespace, config: dict, sources) -> None:

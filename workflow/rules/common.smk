@@ -169,9 +169,9 @@ TRAIN_SETTINGS_JSON = json.dumps(dict(
 os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TRAIN_SETTINGS=TRAIN_SETTINGS_JSON,
                   INITMEM_DATA_CONFIG=DATA_CONFIG_JSON, **{DATA_ENV: json.dumps(DATA_ID)},
                   **({FINAL_TEST_ENV: FINAL_DATA} if FINAL_DATA else {}))
-# TorchInductor's cache on shared storage (results/compile_cache/ or $INITMEM_COMPILE_CACHE), not the
-# node's /tmp: a job compiles what no earlier job of the same shapes compiled. Triton's kernel cache
-# stays on the node, one folder per job, set by the trainer itself (initmem.pipeline.compilecache).
+# The shared compile cache's root (results/compile_cache/ or $INITMEM_COMPILE_CACHE), absolute: a job compiles
+# what no earlier job of the same shapes compiled, one job per shape writing it; each job chooses its
+# Inductor and Triton folders itself (initmem.pipeline.compilecache).
 os.environ.update(compile_cache_environment(os.environ, Path.cwd()))
 
 
