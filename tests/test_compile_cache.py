@@ -5,14 +5,27 @@ network file system crashes concurrent compiles); a cache folder the environment
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from initmem.pipeline.compilecache import compile_cache_environment, inductor_cache, job_compile_environment, shape_key
+from initmem.pipeline import packlock
+from initmem.pipeline.compilecache import (
+    STAMP,
+    Warming,
+    claim_is_gone,
+    compile_cache_environment,
+    gpu_models,
+    inductor_cache,
+    job_compile_environment,
+    shape_key,
+)
 
 
 def test_jobs_share_one_compile_cache_root_under_the_project_s_results_by_default(tmp_path):
@@ -27,8 +40,10 @@ def test_a_shared_root_or_a_cache_folder_the_environment_names_is_kept(tmp_path)
     assert relative["INITMEM_COMPILE_CACHE"] == str(tmp_path / "cache")  # absolute: a job on another node finds it
     assert compile_cache_environment({"TORCHINDUCTOR_CACHE_DIR": "/site/inductor"}, tmp_path) == {}
     assert job_compile_environment({"TRITON_CACHE_DIR": "/site/triton", "SLURM_JOB_ID": "4242"}) == {}
-    kept = inductor_cache({"TORCHINDUCTOR_CACHE_DIR": "/site/inductor"}, "s", tmp_path)
-    assert kept[:2] == ({}, None) and not (tmp_path / "results").exists()  # nothing claimed
+    kept = inductor_cache({"TORCHINDUCTOR_CACHE_DIR": "/site/inductor", "INITMEM_COMPILE_CACHE": str(tmp_path / "root")}, "s", tmp_path)
+    assert kept[:2] == ({}, None) and not (tmp_path / "root").exists()  # nothing claimed
+    by_hand = inductor_cache({}, "s", tmp_path)  # train-plan outside the workflow: Inductor's default, as before
+    assert by_hand[:2] == ({}, None) and not (tmp_path / "results").exists()
 
 
 def _members(seeds=(0, 1), batch_size=16) -> list[dict]:
@@ -37,31 +52,61 @@ def _members(seeds=(0, 1), batch_size=16) -> list[dict]:
 
 
 def test_a_shape_is_what_shapes_the_graphs_not_sigma_w_or_the_seed():
-    settings = {"precision": "tf32", "compile": "step", "memory_format": "contiguous", "engine": "vmap", "max_images": 2048}
-    key = shape_key(_members(), settings, "2.14.1")
-    assert shape_key(_members(seeds=(5, 6)), settings, "2.14.1") == key
-    assert shape_key(_members(batch_size=128), settings, "2.14.1") != key
-    assert shape_key(_members(seeds=(0, 1, 2)), settings, "2.14.1") != key  # the pack's size
-    assert shape_key(_members(), {**settings, "precision": "bf16"}, "2.14.1") != key
-    assert shape_key(_members(), settings, "2.15.0") != key
+    settings = {"precision": "tf32", "compile": "step", "memory_format": "contiguous", "engine": "vmap", "max_images": 2048,
+                "device": "auto", "checkpoint_every": 1}
+    data = {"origin": "o", "n_train": 256, "n_val": 500, "n_test": 500}
+    key = shape_key(_members(), settings, "2.14.1", data, ["NVIDIA H100 80GB HBM3"])
+    assert shape_key(_members(seeds=(5, 6)), {**settings, "checkpoint_every": 5}, "2.14.1", data, ["NVIDIA H100 80GB HBM3"]) == key
+    assert shape_key(_members(batch_size=128), settings, "2.14.1", data, ["NVIDIA H100 80GB HBM3"]) != key
+    assert shape_key(_members(seeds=(0, 1, 2)), settings, "2.14.1", data, ["NVIDIA H100 80GB HBM3"]) != key  # the pack's size
+    assert shape_key(_members(), {**settings, "precision": "bf16"}, "2.14.1", data, ["NVIDIA H100 80GB HBM3"]) != key
+    assert shape_key(_members(), {**settings, "device": "cpu"}, "2.14.1", data, ["NVIDIA H100 80GB HBM3"]) != key
+    assert shape_key(_members(), settings, "2.15.0", data, ["NVIDIA H100 80GB HBM3"]) != key
+    assert shape_key(_members(), settings, "2.14.1", {**data, "resolution": 64}, ["NVIDIA H100 80GB HBM3"]) != key  # the images' size
+    assert shape_key(_members(), settings, "2.14.1", data, ["NVIDIA A100-SXM4-80GB"]) != key  # another GPU: Inductor's other entries
+
+
+def test_the_node_s_gpu_models_are_read_from_the_driver_without_torch(tmp_path):
+    for bus, model in (("0000:17:00.0", "NVIDIA H100 80GB HBM3"), ("0000:65:00.0", "NVIDIA H100 80GB HBM3")):
+        (tmp_path / bus).mkdir()
+        (tmp_path / bus / "information").write_text(f"Model: \t\t {model}\nIRQ:   \t\t 140\nGPU UUID: \t GPU-1\n")
+    assert gpu_models(tmp_path) == ["NVIDIA H100 80GB HBM3"]
+    assert gpu_models(tmp_path / "absent") == []  # a CPU node
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
 def test_one_job_per_shape_writes_the_shared_cache_the_others_compile_on_their_node(tmp_path):
-    shared, warm = tmp_path / "root" / "inductor", tmp_path / "root" / "warm"
+    root = tmp_path / "root"
+    shared, warm = root / "inductor", root / "warm"
     alive = lambda claim: False  # the claim's job is alive
-    env = {"INITMEM_COMPILE_CACHE": str(tmp_path / "root"), "TMPDIR": str(tmp_path / "node"), "SLURM_JOB_ID": "7"}
+    env = {"INITMEM_COMPILE_CACHE": str(root), "TMPDIR": str(tmp_path / "node"), "SLURM_JOB_ID": "7"}
     first, warming, line = inductor_cache(env, "shapeA", tmp_path, gone=alive)
     assert first == {"TORCHINDUCTOR_CACHE_DIR": str(shared)} and warming is not None and "warms shape shapeA" in line
-    assert (warm / "shapeA.warming").is_file()
+    assert (warm / "shapeA.warming").is_file() and warming.lease["pid"] == os.getpid()
+    before = _listing(root)
     second, none, line = inductor_cache({**env, "SLURM_JOB_ID": "8"}, "shapeA", tmp_path, gone=alive)
     assert second == {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "node" / "initmem-inductor-8")} and none is None
-    assert "another job is warming" in line
+    assert "another job is warming" in line and "compiles cold" in line
+    assert _listing(root) == before  # the second job wrote nothing shared
     other = inductor_cache({**env, "SLURM_JOB_ID": "9"}, "shapeB", tmp_path, gone=alive)
     assert other[0] == first and other[1] is not None  # another shape has its own warmer
+    shared.mkdir()  # what Inductor wrote while the warmer compiled
     warming.mark_warm()
     assert (warm / "shapeA.done").is_file() and not (warm / "shapeA.warming").exists()
     third, none, line = inductor_cache({**env, "SLURM_JOB_ID": "10"}, "shapeA", tmp_path, gone=alive)
     assert third == first and none is None and "is warm" in line
+    assert not (warm / "shapeA.warming").exists()  # a reader claims nothing
+
+
+def test_a_warm_mark_whose_graphs_were_deleted_is_warmed_anew(tmp_path):
+    env = {"INITMEM_COMPILE_CACHE": str(tmp_path)}
+    (tmp_path / "warm").mkdir()
+    (tmp_path / "warm" / "s.done").write_text("{}")  # inductor/ deleted by hand, warm/ left
+    variables, warming, line = inductor_cache(env, "s", tmp_path, gone=lambda claim: False)
+    assert warming is not None and "warms shape s" in line and not (tmp_path / "warm" / "s.done").exists()
 
 
 def test_a_claim_whose_job_is_gone_is_taken_over(tmp_path):
@@ -71,6 +116,83 @@ def test_a_claim_whose_job_is_gone_is_taken_over(tmp_path):
     variables, warming, _ = inductor_cache(env, "s", tmp_path, gone=lambda claim: judged.append(claim) or True)
     assert warming is not None and variables["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "inductor")
     assert judged and judged[0]["pid"] == os.getpid()  # the claim names the job that wrote it
+    assert json.loads((tmp_path / "warm" / "s.warming").read_text()) == warming.lease  # the claim is this job's now
+
+
+def test_a_stale_claim_left_by_a_dead_job_on_this_host_is_taken_over_by_default(tmp_path, monkeypatch):
+    """No fake judge: the lease's pid on this host decides (pids faked: none is started)."""
+    (tmp_path / "warm").mkdir()
+    stale = {"host": socket.gethostname(), "pid": 424242, "user": "me", "slurm_job_id": None, "since": "2026-01-01T00:00:00Z"}
+    (tmp_path / "warm" / "s.warming").write_text(json.dumps(stale))
+    monkeypatch.setattr(packlock, "pid_alive", lambda pid: pid != 424242)
+    variables, warming, line = inductor_cache({"INITMEM_COMPILE_CACHE": str(tmp_path)}, "s", tmp_path)
+    assert warming is not None and "warms shape s" in line and warming.lease["pid"] == os.getpid()
+    monkeypatch.setattr(packlock, "pid_alive", lambda pid: True)  # now its pid is alive: the next job compiles on its node
+    assert inductor_cache({"INITMEM_COMPILE_CACHE": str(tmp_path), "TMPDIR": str(tmp_path / "n")}, "s", tmp_path)[1] is None
+
+
+def _stamp(seconds: float) -> str:
+    return time.strftime(STAMP, time.gmtime(seconds))
+
+
+def test_a_claim_s_job_is_judged_by_its_pid_here_by_squeue_elsewhere_and_a_fresh_one_asks_no_squeue(monkeypatch):
+    now = 1_800_000_000.0
+    asked = []
+
+    def queue(jobs):
+        def ask(users):
+            asked.append(users)
+            return packlock.SlurmQueue(frozenset(jobs))
+        return ask
+
+    other = {"host": "node-elsewhere", "pid": 1, "user": "me", "slurm_job_id": "77"}
+    fresh, old = {**other, "since": _stamp(now - 60)}, {**other, "since": _stamp(now - 3600)}
+    assert not claim_is_gone(fresh, "80", now, queue([])) and asked == []  # a wave starting together asks Slurm nothing
+    assert claim_is_gone(old, "80", now, queue([])) and asked == [["me"]]  # no longer queued or running
+    assert not claim_is_gone(old, "80", now, queue(["77"]))
+    assert claim_is_gone(fresh, "77", now, queue(["77"]))  # an earlier attempt of this very job
+    monkeypatch.setattr(packlock, "pid_alive", lambda pid: pid == 5)
+    here = {"host": socket.gethostname(), "user": "me", "slurm_job_id": None, "since": _stamp(now - 5)}
+    assert claim_is_gone({**here, "pid": 6}, None, now, queue([])) and not claim_is_gone({**here, "pid": 5}, None, now, queue([]))
+
+
+def test_a_claim_whose_job_cannot_be_judged_is_taken_over_only_once_stale(tmp_path, monkeypatch):
+    now = 1_800_000_000.0
+    outside_slurm = {"host": "node-elsewhere", "pid": 1, "user": "me", "slurm_job_id": None}
+    assert not claim_is_gone({**outside_slurm, "since": _stamp(now - 3 * 3600)}, None, now)
+    assert claim_is_gone({**outside_slurm, "since": _stamp(now - 13 * 3600)}, None, now)
+    failing = lambda users: packlock.SlurmQueue(None, "squeue did not answer")
+    slurm = {**outside_slurm, "slurm_job_id": "77"}
+    assert not claim_is_gone({**slurm, "since": _stamp(now - 3600)}, None, now, failing)
+    assert claim_is_gone({**slurm, "since": _stamp(now - 13 * 3600)}, None, now, failing)
+    from initmem.pipeline.compilecache import read_claim
+
+    empty = tmp_path / "s.warming"
+    empty.write_text("")  # a job died between creating its claim and writing it: its file's time counts
+    os.utime(empty, (now - 13 * 3600, now - 13 * 3600))
+    assert claim_is_gone(read_claim(empty), None, now)
+    os.utime(empty, (now - 60, now - 60))
+    assert not claim_is_gone(read_claim(empty), None, now)
+    monkeypatch.setattr(packlock, "pid_alive", lambda pid: True)  # a pid reused on this host
+    here = {"host": socket.gethostname(), "pid": 5, "user": "me", "slurm_job_id": None}
+    assert not claim_is_gone({**here, "since": _stamp(now - 3600)}, None, now)
+    assert claim_is_gone({**here, "since": _stamp(now - 13 * 3600)}, None, now)
+
+
+def test_a_warmer_gives_up_only_its_own_claim(tmp_path):
+    env = {"INITMEM_COMPILE_CACHE": str(tmp_path)}
+    _, warming, _ = inductor_cache(env, "s", tmp_path, gone=lambda claim: False)
+    warming.claim.write_text(json.dumps({"host": "elsewhere", "pid": 9}))  # another job took it over meanwhile
+    warming.give_up()
+    assert warming.claim.is_file()
+
+
+def test_a_shared_root_that_cannot_be_written_leaves_the_job_on_its_node(tmp_path):
+    (tmp_path / "file").write_text("")
+    env = {"INITMEM_COMPILE_CACHE": str(tmp_path / "file" / "root"), "TMPDIR": str(tmp_path / "node"), "SLURM_JOB_ID": "3"}
+    variables, warming, line = inductor_cache(env, "s", tmp_path)
+    assert variables == {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "node" / "initmem-inductor-3")} and warming is None
+    assert "could not claim shape s" in line
 
 
 def test_the_warmer_marks_its_shape_warm_after_its_first_epoch_and_gives_up_a_claim_it_never_used(tmp_path):
@@ -87,10 +209,20 @@ def test_the_warmer_marks_its_shape_warm_after_its_first_epoch_and_gives_up_a_cl
     assert warming.done.is_file() and not warming.claim.exists()
 
 
+def test_a_warmer_that_cannot_write_its_mark_says_so_and_does_not_fail(tmp_path, capsys):
+    import shutil
+
+    _, warming, _ = inductor_cache({"INITMEM_COMPILE_CACHE": str(tmp_path / "root")}, "s", tmp_path, gone=lambda claim: False)
+    (tmp_path / "root" / "warm").rename(tmp_path / "gone")  # the shared root vanished under the job
+    (tmp_path / "root" / "warm").write_text("")  # and a file stands where its folder was
+    with warming.watching(lambda: 1, poll=3600):
+        pass
+    assert "could not mark shape s warm" in capsys.readouterr().err
+    shutil.rmtree(tmp_path / "gone")
+
+
 def test_the_watch_marks_the_shape_warm_while_the_job_still_trains(tmp_path):
     import threading
-
-    from initmem.pipeline.compilecache import Warming
 
     marked = threading.Event()
 
@@ -100,7 +232,7 @@ def test_the_watch_marks_the_shape_warm_while_the_job_still_trains(tmp_path):
             marked.set()
 
     _, claimed, _ = inductor_cache({"INITMEM_COMPILE_CACHE": str(tmp_path)}, "s", tmp_path, gone=lambda claim: False)
-    warming, looked, epochs = Watched(claimed.claim, claimed.done), threading.Event(), [0]
+    warming, looked, epochs = Watched(claimed.claim, claimed.done, claimed.lease), threading.Event(), [0]
 
     def finished() -> int:
         looked.set()
@@ -163,6 +295,22 @@ def test_a_compiling_training_job_claims_its_shape_and_marks_it_warm_after_an_ep
     assert seen["claimed"][0].endswith(".warming")
     assert [p.suffix for p in (tmp_path / "root" / "warm").iterdir()] == [".done"]
     assert "this job warms shape" in capsys.readouterr().err
+
+
+def test_a_training_job_with_compile_off_claims_nothing(tmp_path, monkeypatch):
+    from initmem import cli
+    from initmem.io import write_json
+    from initmem.pipeline import jobs
+
+    write_json(tmp_path / "plan.json", {"format": 1, "members": _members(), "data": "d"})
+    seen = {}
+    monkeypatch.setattr(jobs, "train_plan_file", lambda *a, **k: seen.update(inductor=os.environ.get("TORCHINDUCTOR_CACHE_DIR")))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("INITMEM_COMPILE_CACHE", str(tmp_path / "root"))
+    monkeypatch.chdir(tmp_path)
+    cli.main(["train-plan", "plan.json", "data.npz", "pack.json", "--settings",
+              '{"device": "cpu", "engine": "loop", "precision": "float32", "compile": false}'])
+    assert seen == {"inductor": None} and not (tmp_path / "root").exists()
 
 
 @pytest.mark.slow

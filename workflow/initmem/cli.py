@@ -273,10 +273,12 @@ def _shared_compile_cache(plan: str, settings):
     in the environment and said in one line; this job's claim where it warms the shape."""
     import dataclasses
 
+    from initmem.io import read_json
     from initmem.pipeline.compilecache import inductor_cache, shape_key
     from initmem.pipeline.planning import read_plan
 
-    variables, warming, line = inductor_cache(os.environ, shape_key(read_plan(plan), dataclasses.asdict(settings)), Path.cwd())
+    shape = shape_key(read_plan(plan), dataclasses.asdict(settings), data=read_json(plan).get("data"))
+    variables, warming, line = inductor_cache(os.environ, shape, Path.cwd())
     os.environ.update(variables)
     print(line, file=sys.stderr, flush=True)
     return warming
