@@ -247,10 +247,11 @@ def what_size_decides(table: pd.DataFrame) -> str:
     few, many = (int(nums.min()), int(nums.max())) if len(nums) else (0, 0)
     lines = [f"**What this size decides.** With {few if few == many else f'{few}-{many}'} seeds per "
              f"configuration, the intervals alone decide {len(decided)} of {len(measured)} measured claims "
-             f"(`statistic alone`: reproduced or not reproduced); {len(open_)} stay open."]
+             f"(`statistic alone`: reproduced or not reproduced); {len(open_)} {'stays' if len(open_) == 1 else 'stay'} open."]
     if len(seeds):
-        lines.append(f"At the measured effects and noise those open rows would need ~{int(seeds.min())}-{int(seeds.max())} seeds per "
-                     f"configuration (median {int(seeds.median())}; column `would decide`: the seeds at which the row's own rule, "
+        need = (f"that open row would need ~{int(seeds.iloc[0])} seeds per configuration (" if len(seeds) == 1 else
+                f"those open rows would need ~{int(seeds.min())}-{int(seeds.max())} seeds per configuration (median {int(seeds.median())}; ")
+        lines.append(f"At the measured effects and noise {need}column `would decide`: the seeds at which the row's own rule, "
                      "simulated from its fitted means and noise, decides with 50% chance; for |beta| shapes below the floor, "
                      "seeds x Sxx of the sigma_w grid, since the noise floor is 2 sigma_r / sqrt(seeds x Sxx)).")
     return " ".join(lines) + "\n"
