@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from initmem.pipeline import packlock
-from initmem.pipeline.compilecache import (
+from initmem.cluster import packlock
+from initmem.cluster.compilecache import (
     STAMP,
     Warming,
     claim_is_gone,
@@ -165,7 +165,7 @@ def test_a_claim_whose_job_cannot_be_judged_is_taken_over_only_once_stale(tmp_pa
     slurm = {**outside_slurm, "slurm_job_id": "77"}
     assert not claim_is_gone({**slurm, "since": _stamp(now - 3600)}, None, now, failing)
     assert claim_is_gone({**slurm, "since": _stamp(now - 13 * 3600)}, None, now, failing)
-    from initmem.pipeline.compilecache import read_claim
+    from initmem.cluster.compilecache import read_claim
 
     empty = tmp_path / "s.warming"
     empty.write_text("")  # a job died between creating its claim and writing it: its file's time counts

@@ -17,11 +17,11 @@ import pytest
 import yaml
 from conftest import ROOT, tiny_config, tiny_spec
 
+from initmem.cluster.packlock import BUSY_EXIT
 from initmem.engine.metrics import METRICS_FORMAT
 from initmem.engine.settings import TrainSettings
 from initmem.pipeline.finished import declare, same_runs, stored
 from initmem.pipeline.interrupted import RESUME, STOPPED_BEFORE_TRAINING, stop_line
-from initmem.pipeline.packlock import BUSY_EXIT
 from initmem.pipeline.planning import finished_path, read_trained_plans, write_plan
 from initmem.pipeline.records import write_pack
 from initmem.pipeline.stops import CTRL_C_LINE, KEPT, lost_summary, what_jobs_lost
@@ -141,7 +141,7 @@ def test_a_duplicate_trainer_refused_after_the_original_kept_the_pack_declares_i
     plan, data, members = _tiny_plan(tmp_path)
     out = tmp_path / "packs/main/p.json"
     holder = subprocess.Popen(  # the original, still holding the pack (another process: the lock is per process)
-        [sys.executable, "-c", "import sys; from initmem.pipeline.packlock import hold_pack\n"
+        [sys.executable, "-c", "import sys; from initmem.cluster.packlock import hold_pack\n"
          f"with hold_pack({str(tmp_path / 'ckpt' / keys_folder(members))!r}, 'p'):\n    print('held', flush=True); sys.stdin.read()"],
         env={**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "SLURM_JOB_ID": "777"}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

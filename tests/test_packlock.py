@@ -22,8 +22,8 @@ import pytest
 from conftest import ROOT
 from helpers.train_jobs import one_run_plan, wait_for_line
 
+from initmem.cluster.packlock import BUSY_EXIT, LEASE_NAME, LOCK_NAME, PackBusy, hold_pack
 from initmem.pipeline.jobs import keys_folder
-from initmem.pipeline.packlock import BUSY_EXIT, LEASE_NAME, LOCK_NAME, PackBusy, hold_pack
 from initmem.pipeline.planning import read_plan, started_path
 
 
@@ -103,7 +103,7 @@ def test_a_pack_held_by_another_process_is_refused_in_one_line(tmp_path):
     """A holder in another process (the lock is per process): the refusal names its pid and job."""
     folder = tmp_path / "ckpt"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from initmem.pipeline.packlock import hold_pack\n"
+        [sys.executable, "-c", "import sys; from initmem.cluster.packlock import hold_pack\n"
          f"with hold_pack({str(folder)!r}, 'p'):\n    print('held', flush=True); sys.stdin.read()"],
         env={**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "SLURM_JOB_ID": "777"},
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -274,7 +274,7 @@ def test_the_restart_check_reads_every_lease_with_one_squeue_call(tmp_path, monk
     """What the main Snakemake's check makes of leases: an array task that squeue lists is live (its pack
     named by the started marker an older trainer wrote, whose lease named none), an ended or unlisted job is
     not; when squeue cannot answer, every Slurm lease counts as live and says why."""
-    from initmem.pipeline.packlock import live_packs
+    from initmem.cluster.packlock import live_packs
 
     calls = _fake_squeue(tmp_path, monkeypatch, "77_3 78 RUNNING\n500 500 COMPLETED\n")
     checkpoints, plans = tmp_path / "results/checkpoints", tmp_path / "results/plans"

@@ -250,7 +250,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             else:
                 prepare_data(cfg, args.out)
     elif args.cmd == "train-plan":
-        from initmem.pipeline.compilecache import job_compile_environment
+        from initmem.cluster.compilecache import job_compile_environment
 
         os.environ.update(job_compile_environment(os.environ))  # before torch is imported: Triton reads it once
         from initmem.engine.settings import TrainSettings
@@ -269,12 +269,12 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
 
 def _shared_compile_cache(plan: str, settings):
-    """Inductor's cache for this job, by its pack's shape (:func:`initmem.pipeline.compilecache.inductor_cache`), set
+    """Inductor's cache for this job, by its pack's shape (:func:`initmem.cluster.compilecache.inductor_cache`), set
     in the environment and said in one line; this job's claim where it warms the shape."""
     import dataclasses
 
+    from initmem.cluster.compilecache import inductor_cache, shape_key
     from initmem.io import read_json
-    from initmem.pipeline.compilecache import inductor_cache, shape_key
     from initmem.pipeline.planning import read_plan
 
     shape = shape_key(read_plan(plan), dataclasses.asdict(settings), data=read_json(plan).get("data"))

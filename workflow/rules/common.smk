@@ -18,7 +18,7 @@ from initmem.pipeline.invocation import shell_python  # noqa: E402
 PYTHON = shell_python(workflow.deployment_settings.deployment_method, sys.executable)
 
 from initmem.pipeline.grid import check_two_sigmas, expand_studies, final_test_size  # noqa: E402
-from initmem.pipeline.compilecache import compile_cache_environment  # noqa: E402
+from initmem.cluster.compilecache import compile_cache_environment  # noqa: E402
 from initmem.costs.timelimit import SUBMITTED_RULE, capped_compute, partition_time_limit, submitted_resources  # noqa: E402
 from initmem.pipeline.guards import (INVOCATION_ENV, InvocationError, check_data_archive, invocation, read_only_folder,  # noqa: E402
                                     snakemake_command)
@@ -30,7 +30,7 @@ from initmem.pipeline.stops import lost_summary, what_jobs_lost  # noqa: E402
 from initmem.pipeline.invocation import (diverged_summary, finished_outputs, prepare_invocation, read_bytes,  # noqa: E402
                                          record_provenance, restore_file, write_failures, wrote_into)
 from initmem.pipeline.legacy import FORMER_DATA_CODES  # noqa: E402
-from initmem.pipeline.packlock import live_packs, live_packs_line  # noqa: E402
+from initmem.cluster.packlock import live_packs, live_packs_line  # noqa: E402
 from initmem.pipeline.planning import (DATA_ENV, FINAL_TEST_ENV, plan_path, plan_studies, read_plan, trained_plan_files,  # noqa: E402
                                       write_plan)
 from initmem.pipeline.runfiles import run_file_stems  # noqa: E402
@@ -171,7 +171,7 @@ os.environ.update(INITMEM_PYTHON=PYTHON, INITMEM_LIBRARY=LIBRARY_DIR, INITMEM_TR
                   **({FINAL_TEST_ENV: FINAL_DATA} if FINAL_DATA else {}))
 # The shared compile cache's root (results/compile_cache/ or $INITMEM_COMPILE_CACHE), absolute: a job compiles
 # what no earlier job of the same shapes compiled, one job per shape writing it; each job chooses its
-# Inductor and Triton folders itself (initmem.pipeline.compilecache).
+# Inductor and Triton folders itself (initmem.cluster.compilecache).
 os.environ.update(compile_cache_environment(os.environ, Path.cwd()))
 
 
@@ -201,7 +201,7 @@ if workflow.is_main_process:
 # queued or running, by one squeue call for all of them, or a live pid on this host) are never
 # submitted again. Before any job starts (onstart, Snakefile) an invocation that would train one
 # refuses in one line naming them and their holders, with the command that leaves them out; a dry
-# run notes them at its end. One glob where nothing trains (initmem.pipeline.packlock.live_packs).
+# run notes them at its end. One glob where nothing trains (initmem.cluster.packlock.live_packs).
 def _live_packs_to_train() -> list:
     """The packs this invocation would train that live jobs still train."""
     dag = workflow.dag

@@ -2,7 +2,7 @@
 workers' host memory. Off (``false``), both are zero and every request and plan is what it was.
 
 **Minutes.** Each attempt of a job compiles its graphs before its first steps (a job requeued at its
-time limit compiles again; the shared cache of :mod:`initmem.pipeline.compilecache` usually makes
+time limit compiles again; the shared cache of :mod:`initmem.cluster.compilecache` usually makes
 that faster, but the first job of a shape compiles cold, and the request covers the cold case). A
 graph is counted at :data:`COMPILE_MINUTES_PER_GRAPH` minutes: the device check's quick
 ``compile: step`` row (a b=16 single run) took 101-143 s cold, its whole step at one shape; 143 s

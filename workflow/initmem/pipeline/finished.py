@@ -2,7 +2,7 @@
 
 Snakemake deletes the outputs of a job that fails, whatever made it fail: a training job whose pack
 file was already written and that was then stopped (Ctrl-C reaching it as it exits), or a duplicate
-trainer refused by the pack lock (:mod:`initmem.pipeline.packlock`) whose failure Snakemake handles
+trainer refused by the pack lock (:mod:`initmem.cluster.packlock`) whose failure Snakemake handles
 after the original job wrote the file (a restarted main Snakemake on a cluster). The pack's
 checkpoints are gone by then, so the next invocation trained the pack again from scratch.
 

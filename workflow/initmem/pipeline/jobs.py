@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from initmem.cluster.packlock import BUSY_EXIT, PackBusy, hold_pack
 from initmem.engine.allocator import keep_freed_host_memory
 from initmem.engine.checkpoint import pack_checkpoint_name, remove_checkpoints
 from initmem.engine.data import Splits, load_prepared
@@ -26,7 +27,6 @@ from initmem.io import write_json
 from initmem.pipeline.continuation import continue_after_stop, job_end_time, outgrew_time_limit
 from initmem.pipeline.finished import declare, keep_written, place, same_runs
 from initmem.pipeline.interrupted import PREEMPTED_EXIT, stop_line
-from initmem.pipeline.packlock import BUSY_EXIT, PackBusy, hold_pack
 from initmem.pipeline.planning import FINAL_TEST_ENV, finished_path, read_plan, started_path
 from initmem.pipeline.records import write_pack
 from initmem.pipeline.stops import KEPT, kept_line, training_line
@@ -110,7 +110,7 @@ def train_plan_file(plan: str | Path, data: str | Path, out: str | Path, setting
     it last; a job that finds the plan's members kept there under their keys trains nothing and
     only places ``out`` (one line says so), whatever deleted it.
     With a ``checkpoint_dir`` the job holds the pack's checkpoint folder for its whole length
-    (:mod:`initmem.pipeline.packlock`): a second job on the same pack exits with :data:`BUSY_EXIT`
+    (:mod:`initmem.cluster.packlock`): a second job on the same pack exits with :data:`BUSY_EXIT`
     and one line naming the first, having trained and deleted nothing (unless the first one has
     finished the pack: then it places ``out`` from the store and succeeds); one that gets the pack
     after its holder finished it finds it done. While it trains, a started marker beside the plan

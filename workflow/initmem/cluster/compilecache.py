@@ -37,7 +37,7 @@ epoch (failure, time limit, busy pack) gives its claim up (where it still holds 
 
 **Claims whose job is gone** (:func:`claim_is_gone`) are taken over by the next job of the shape: the
 lease's pid on this host, else its Slurm job by one ``squeue`` call
-(:func:`initmem.pipeline.packlock.judge`). A claim from another host younger than
+(:func:`initmem.cluster.packlock.judge`). A claim from another host younger than
 :data:`CLAIM_FRESH_SECONDS` counts as alive without asking (a wave starting together does not send
 Slurm's controller one ``squeue`` per job; a warmer that died that young costs the jobs starting
 meanwhile a cold compile); one older than :data:`CLAIM_STALE_SECONDS` is taken over whatever its job (one
@@ -76,8 +76,8 @@ from importlib import metadata
 from pathlib import Path
 from threading import Event, Thread
 
+from initmem.cluster.packlock import GONE, SlurmQueue, judge, lease_here, needs_squeue, slurm_queue
 from initmem.io import read_json, write_json
-from initmem.pipeline.packlock import GONE, SlurmQueue, judge, lease_here, needs_squeue, slurm_queue
 
 ROOT_VARIABLE = "INITMEM_COMPILE_CACHE"
 DEFAULT_ROOT = Path("results") / "compile_cache"
@@ -168,9 +168,9 @@ def claim_age(claim: dict, now: float | None = None) -> float | None:
 
 def claim_is_gone(claim: dict, own_job: str | None = None, now: float | None = None,
                   queue: Callable[[list[str]], SlurmQueue] = slurm_queue) -> bool:
-    """Whether the job that wrote ``claim`` (a lease: :func:`initmem.pipeline.packlock.lease_here`) is gone, so its
+    """Whether the job that wrote ``claim`` (a lease: :func:`initmem.cluster.packlock.lease_here`) is gone, so its
     shape may be claimed anew: on this host its pid decides, elsewhere its Slurm job by one ``queue`` call
-    (:func:`initmem.pipeline.packlock.judge`; ``own_job``: this job's id, whose earlier attempt's claim is gone), but a
+    (:func:`initmem.cluster.packlock.judge`; ``own_job``: this job's id, whose earlier attempt's claim is gone), but a
     claim from another host younger than :data:`CLAIM_FRESH_SECONDS` is alive without asking, and one older than
     :data:`CLAIM_STALE_SECONDS` is gone whatever its job (one that cannot be judged, a reused pid or job id)."""
     age, asks = claim_age(claim, now), needs_squeue(claim, own_job)
