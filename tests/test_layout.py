@@ -17,7 +17,8 @@ LIBRARY = ROOT / "workflow" / "initmem"
 TESTS = ROOT / "tests"
 # Floors, bottom up: a module may import its own subpackage and anything on a lower floor.
 FLOORS = {"spec": 0, "io": 0, "paper": 0, "paths": 0, "checkout": 0, "presentation": 1, "costs": 1, "cluster": 1, "tiers": 1, "engine": 1,
-          "pipeline": 2, "theory": 2, "stats": 2, "claims": 3, "planner": 4, "reports": 4, "figures": 4, "evidence": 5, "scriptjobs": 6, "cli": 7, "__main__": 8, "__init__": 0}
+          "pipeline": 2, "theory": 2, "stats": 2, "claims": 3, "planner": 4, "reports": 4, "figures": 4,
+          "evidence": 5, "scriptjobs": 6, "cli": 7, "__main__": 8, "__init__": 0}
 
 
 def room(module: str) -> str:
