@@ -76,7 +76,7 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     keys = group_keys(runs)
     runs = runs.assign(diverged=_diverged(runs), selected_acc=runs["test_acc_best"])
-    for _, g in runs.groupby(keys, dropna=False, sort=False):   # each configuration's selected test accuracy (cells.selected_test)
+    for _, g in runs.groupby(keys, dropna=False, sort=False):   # each configuration's selected test accuracy (similarity.selected_test)
         runs.loc[g.index, "selected_acc"] = g[selected_test(g)]
     per_sigma = (runs.groupby(keys + ["sigma_w"], dropna=False)
                  .agg(test_acc=("selected_acc", "mean"), test_acc_seed_std=("selected_acc", "std"),

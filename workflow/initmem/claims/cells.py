@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from initmem.claims.similarity import SelectedCounts, selected_counts
+from initmem.claims.similarity import SelectedCounts, selected_counts, selected_test
 from initmem.stats.verdicts import Cell, steps_at_epoch
 
 
@@ -22,14 +22,6 @@ def regime_counts(runs: pd.DataFrame) -> SelectedCounts:
     """What the runs' selected predictors are (:func:`initmem.claims.similarity.selected_counts`): runs,
     runs with a tau_interp, runs whose selected predictor fits, and what the regime rules read besides."""
     return selected_counts(runs)
-
-
-def selected_test(runs: pd.DataFrame) -> str:
-    """The column that holds the selected predictor's test accuracy for these runs: ``test_acc_final`` (its weights at
-    tau_best evaluated once on the config's ``final_test`` images) where every run has it, else ``test_acc_best`` (the
-    epoch's evaluation on ``n_test`` images). The same quantity; the final one with less test-sampling noise."""
-    has_final = "test_acc_final" in runs and len(runs) and runs["test_acc_final"].notna().all()
-    return "test_acc_final" if has_final else "test_acc_best"
 
 
 def cell_from_runs(runs: pd.DataFrame, metric: str = "test_acc_best") -> Cell:

@@ -67,12 +67,11 @@ import pandas as pd
 from initmem import paper as published
 from initmem import paths
 from initmem.claims import catalogue
-from initmem.claims.cells import selected_test
 from initmem.claims.claim import CLOCK_LABEL, FITS_LABELS, Claim, selected_outside
 from initmem.claims.clock import T_DROPS, T_RETAINS
 from initmem.claims.rows import ADAPTIVE, LABEL
 from initmem.claims.selection import ALIGN, CONTRAST, DECAY, FLAT, SPREAD, STATISTICS, PlannedRead, Selection, planned_of
-from initmem.claims.similarity import design_markdown, selected_counts
+from initmem.claims.similarity import design_markdown, selected_counts, selected_test
 from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
@@ -290,7 +289,7 @@ def measured(evidence: Path = EVIDENCE, leave_out: tuple[str, ...] = ()) -> tupl
 
 def test_images(spec: dict) -> int:
     """The test images behind a configuration's selected test accuracy: its ``final_test`` where set (the kept best
-    weights evaluated once: :func:`initmem.claims.cells.selected_test`), else its per-epoch ``n_test``."""
+    weights evaluated once: :func:`initmem.claims.similarity.selected_test`), else its per-epoch ``n_test``."""
     return int(spec.get("final_test") or 0) or int(spec["n_test"])
 
 
