@@ -45,6 +45,7 @@ TRUTHS_PP = (0.0, 0.5, 1.0, 1.5, 3.0)
 SEED_SD, RNG_SEED = 0.05, 7100
 RECIPE = "jpeg-cifar10-recipe"
 WORDS = (V.NOT_REPRODUCED, V.REPRODUCED, V.UNDECIDABLE, V.INCONCLUSIVE)
+TABLE_HEAD = ("| noise | seeds | true spread (pp) | gone | reproduced | undecidable at this size | inconclusive |", "|---|---|---|---|---|---|---|")
 
 
 def measured_covariance(n_test: int) -> np.ndarray:
@@ -100,8 +101,7 @@ def recipe_rows(sims: int, rng: np.random.Generator) -> list[str]:
         sds = ", ".join(f"{100 * s:.2f}" for s in np.sqrt(np.diag(cov)))
         lines += [f"## The recipe tier's own noise: SGD lr {m.spec['lr']:g}, L2 {m.spec['l2']:g} "
                   f"({D.test_images(m.spec):,} test images, {m.seeds} seeds; per sigma_w: {sds} pp)", "",
-                  "| noise | seeds | true spread (pp) | gone | reproduced | undecidable at this size | inconclusive |",
-                  "|---|---|---|---|---|---|---|"]
+                  *TABLE_HEAD]
         for model in ("measured", "independent", "offset-t3"):
             for truth in TRUTHS_PP:
                 lines.append(row(model, 7, truth, shares(truth, cov, model, 7, sims, rng), sims))
@@ -125,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         cov = measured_covariance(n_test)
         sds = ", ".join(f"{100 * s:.2f}" for s in np.sqrt(np.diag(cov)))
         lines += [f"## {n_test:,} test images (the measured noise per sigma_w: {sds} pp)", "",
-                  "| noise | seeds | true spread (pp) | gone | reproduced | undecidable at this size | inconclusive |",
-                  "|---|---|---|---|---|---|---|"]
+                  *TABLE_HEAD]
         for model in ("measured", "independent", "offset-t3"):
             for seeds in (7, FEASIBLE_SEEDS):
                 for truth in TRUTHS_PP:

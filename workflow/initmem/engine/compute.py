@@ -37,13 +37,12 @@ def set_precision(precision: str) -> Callable[[torch.device], contextlib.Abstrac
 
 def set_tf32(matmul: bool, cudnn: bool | None = None) -> None:
     """TensorFloat-32 for cuBLAS matmuls and cuDNN convolutions (``cudnn``, default as ``matmul``) on or
-    off, through both of PyTorch's
-    APIs at once. PyTorch 2.14 raises on reading a legacy flag (``allow_tf32``,
+    off, through both of PyTorch's APIs at once. PyTorch 2.14 raises on reading a legacy flag (``allow_tf32``,
     ``torch.get_float32_matmul_precision``) that the new ``fp32_precision`` API has set differently, and
     TorchInductor reads both: its autotuner and its convolution backward template the legacy ones, its
     convolution templates ``torch.backends.cudnn.fp32_precision``. Setting the legacy flags first (they
     carry ``cuda.matmul.fp32_precision`` along) and then cuDNN's ``fp32_precision`` leaves every reader
-    the same answer (tests/test_packed.py)."""
+    the same answer (tests/test_device.py)."""
     cudnn = matmul if cudnn is None else cudnn
     torch.backends.cuda.matmul.allow_tf32 = matmul
     torch.backends.cudnn.allow_tf32 = cudnn
