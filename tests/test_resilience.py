@@ -68,10 +68,27 @@ def _wait_for(condition, timeout=120.0):
 
 
 def _epoch_saved(work: Path, epoch: int) -> bool:
-    """Whether the checkpoint of ``epoch`` is in place (every epoch saves: epoch 2's is the second
-    file, the first one rotated to ``.prev``, and the newest renamed into place)."""
+    """Whether ``epoch`` is logged and the checkpoint and its ``.prev`` both exist (every epoch saves:
+    from epoch 2's save on there are two, except between a save's two renames)."""
     ckpt = _ckpt(work)
     return f"epoch {epoch}/" in _log(work) and ckpt.with_name(ckpt.name + ".prev").exists() and ckpt.exists()
+
+
+def _signal_with_both_checkpoints_in_place(work: Path, epoch: int, sig: int) -> None:
+    """Send ``sig`` to the trainer once ``epoch`` is logged and the checkpoint and its ``.prev`` both
+    exist. A save renames the newest to ``.prev`` before the new file takes its name, so a signal
+    sent on sight could land between the two renames: the trainer is stopped while both files are
+    checked, and let go to check again where it stopped in that gap."""
+    while True:
+        _wait_for(lambda: _epoch_saved(work, epoch))
+        pid = _trainer_pid(work)
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        if _epoch_saved(work, epoch):
+            os.kill(pid, sig)
+            os.kill(pid, signal.SIGCONT)  # a caught signal is handled once the trainer runs again
+            return
+        os.kill(pid, signal.SIGCONT)
 
 
 def _log(work: Path) -> str:
@@ -86,10 +103,7 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path, reference, sig):
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text(RESUME)
     proc = _start(work)
-    _wait_for(lambda: _epoch_saved(work, 2))  # epoch 3 is under way
-    pid = _trainer_pid(work)
-    assert pid is not None
-    os.kill(pid, sig)
+    _signal_with_both_checkpoints_in_place(work, 2, sig)  # epoch 3 is under way
     proc.wait(timeout=120)
     assert proc.returncode != 0
     assert not (work / RUN).exists()  # no half-written metrics file
@@ -171,8 +185,7 @@ def test_truncated_checkpoint_is_reported_and_training_recovers(tmp_path, refere
     work = workdir_copy(tmp_path)
     (work / "c.yaml").write_text(RESUME)
     proc = _start(work)
-    _wait_for(lambda: "epoch 3/4" in _log(work))  # checkpoints of epochs 2 (.prev) and 3 exist
-    os.kill(_trainer_pid(work), signal.SIGKILL)
+    _signal_with_both_checkpoints_in_place(work, 3, signal.SIGKILL)
     proc.wait(timeout=120)
     # the epoch the killed trainer last logged: 3, or 4 where it finished one more before the kill landed; an epoch
     # is logged before its checkpoint is saved, so the newest checkpoint is of that epoch or the one before
