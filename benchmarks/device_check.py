@@ -35,8 +35,9 @@ Rows, in this order, in the paper's precision (tf32) unless they say otherwise:
 Every rate is timed by the check's own clock (``time.perf_counter``, the device synchronised at both
 ends), never read from a log: one training of the row's shape in the engine's own loop, its first
 steps untimed (first-use costs, autotuning, compilation), then a window of consecutive steps planned
-for 1.25 s at the expected rate and stretched until it has lasted at least 1 s (``peer.StepWindow``);
-the training stops there. A rate is refused, with a one-line reason in the output and the table and
+for 1.25 s at the expected rate and stretched until it has lasted at least 1 s (``peer.StepWindow``),
+going over the data pool again where a fast row outlasts it (the evaluations between passes
+untimed); the training stops there. A rate is refused, with a one-line reason in the output and the table and
 never written to ``rates.csv``, when its window lasted under 1 s or its FLOP/s (images/s x the
 model's convolution and matmul FLOPs per training image) exceed the matmul peak the check measured in
 its precision. Before each timed row the check compares its expected seconds, scaled by how much
@@ -143,12 +144,10 @@ def timed_steps(row: dict, quick: bool) -> int:
     return max(10, math.ceil(WINDOW_S / step_s))
 
 
-def most_steps(row: dict, quick: bool, pool_images: int | None = None) -> int:
+def most_steps(row: dict, quick: bool) -> int:
     """The most steps a row's training may take: its warm-up and :data:`STRETCH` times its planned
-    window, no more than ``pool_images`` (the random images its data are views of) hold with one
-    batch each for validation and test."""
-    most = warm_steps(row, quick) + STRETCH * timed_steps(row, quick)
-    return most if pool_images is None else min(most, pool_images // row["b"] - 2)
+    window (over the data pool as many times as that takes, ``peer.engine_window``)."""
+    return warm_steps(row, quick) + STRETCH * timed_steps(row, quick)
 
 
 def expected_seconds(row: dict, quick: bool) -> float:
@@ -442,7 +441,7 @@ def measure_train(row: dict, device, quick: bool, pool, rows: list[dict], clock=
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         window = engine_window(row["arch"], row["width"], row["b"], row["opt"], row["pack"], timed_steps(row, quick), device,
-                               warm=warm_steps(row, quick), most=most_steps(row, quick, len(pool[0])), precision=row["precision"],
+                               warm=warm_steps(row, quick), most=most_steps(row, quick), precision=row["precision"],
                                compile=row["compile"], pool=pool, memory_format=row.get("memory_format", "contiguous"), clock=clock)
     finally:
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = flags

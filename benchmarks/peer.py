@@ -189,7 +189,8 @@ class StepWindow:
     steps first (first-use costs, compilation, autotuning), then a window of at least ``steps`` steps
     that goes on, where it came out under ``min_seconds``, until it has lasted that long or reaches
     ``most`` steps in all. Call :meth:`before` and :meth:`after` around every step; :meth:`after`
-    returns the window once it is closed."""
+    returns the window once it is closed. :meth:`pause` leaves what happens until the next step (an
+    epoch's evaluation) out of the window."""
 
     def __init__(self, warm: int, steps: int, most: int, device: torch.device, *, min_seconds: float = MIN_WINDOW_S,
                  clock: Callable[[], float] = time.perf_counter):
@@ -197,12 +198,19 @@ class StepWindow:
             raise ValueError(f"a window needs room for at least one timed step after {warm} warm-up steps, not {most} steps")
         self.warm, self.most, self.device, self.min_seconds, self.clock = warm, most, device, min_seconds, clock
         self.target = max(1, min(steps, most - warm))
-        self.done, self.start = 0, 0.0
+        self.done, self.start, self.banked, self.paused = 0, 0.0, 0.0, False
 
     def before(self) -> None:
-        if self.done == self.warm:
+        if self.done == self.warm or self.paused:
             sync(self.device)
-            self.start = self.clock()
+            self.start, self.paused = self.clock(), False
+
+    def pause(self) -> None:
+        """Bank the window's time so far; it goes on at the next :meth:`before`."""
+        if self.done > self.warm and not self.paused:
+            sync(self.device)
+            self.banked += self.clock() - self.start
+            self.paused = True
 
     def after(self) -> Window | None:
         self.done += 1
@@ -210,7 +218,7 @@ class StepWindow:
         if timed < self.target:
             return None
         sync(self.device)
-        seconds = self.clock() - self.start
+        seconds = self.banked + self.clock() - self.start
         if seconds >= self.min_seconds or self.done >= self.most:
             return Window(timed, seconds)
         needed = math.ceil(timed * EXTEND * self.min_seconds / seconds) if seconds > 0 else self.most
@@ -241,14 +249,20 @@ class TimedTrainee:
         if (window := self._timer.after()) is not None:
             raise WindowClosed(window)
 
+    def end_epoch(self, data, seen: int) -> list[list[float]]:
+        self._timer.pause()  # the evaluation is not a training step
+        return self._trainee.end_epoch(data, seen)
+
 
 def engine_window(arch: str, width: int, batch_size: int, optimizer: str, pack: int, steps: int, device: torch.device, *,
                   warm: int, most: int, precision: str = "float32", compile: bool | str = False,
                   pool: tuple[torch.Tensor, torch.Tensor] | None = None, memory_format: str = "contiguous",
                   min_seconds: float = MIN_WINDOW_S, clock: Callable[[], float] = time.perf_counter) -> Window:
     """A timed window of the engine's own training loop (``train_run``'s trainee for one run, ``train_packed``'s
-    for more) on random data: one training of one epoch of ``most`` steps, its steps timed by a
-    :class:`StepWindow` and stopped when the window closes (the epoch's end and evaluation are never reached)."""
+    for more) on random data: one training of ``most`` steps, its steps timed by a :class:`StepWindow`
+    and stopped when the window closes. Where ``pool`` holds fewer than ``most`` batches (one each
+    kept for validation and test), its epochs go over the pool again and again, and each epoch's
+    evaluation is left out of the window."""
     from initmem.engine.compute import check_compile
     from initmem.engine.loop import train_loop
     from initmem.engine.packed import Pack, check_packable
@@ -256,8 +270,11 @@ def engine_window(arch: str, width: int, batch_size: int, optimizer: str, pack: 
     from initmem.engine.train import SingleRun
 
     check_compile(compile)
-    data = engine_data(most * batch_size, batch_size, device, pool)
-    runs = [{"run_id": f"m{i}", "spec": engine_spec(arch, width, batch_size, optimizer, seed=i)} for i in range(pack)]
+    per_epoch = most if pool is None else max(1, min(most, len(pool[0]) // batch_size - 2))
+    data = engine_data(per_epoch * batch_size, batch_size, device, pool)
+    epochs = math.ceil(most / per_epoch)
+    runs = [{"run_id": f"m{i}", "spec": {**engine_spec(arch, width, batch_size, optimizer, seed=i), "epochs": epochs}}
+            for i in range(pack)]
     check_packable(runs)
     specs = [r["spec"] for r in runs]
     timer = StepWindow(warm, steps, most, device, min_seconds=min_seconds, clock=clock)

@@ -237,6 +237,39 @@ def test_a_window_leaves_out_the_warm_up_and_lasts_at_least_a_second():
     assert timer.done == 3 + window.steps < 3 + 20  # stretched once, to about 1.25 s, not to the end
 
 
+def test_a_row_faster_than_its_data_pool_lasts_goes_over_the_pool_again_and_is_not_refused(monkeypatch):
+    """A pool of 6 batches and steps of 0.04 s by the row's clock: the window of 32 steps planned
+    goes on over the pool again and again, and the row gets its rate (16 images / 0.04 s), not a
+    refusal at the pool's end; each pass's evaluation (100 s by that clock) is not in the window."""
+    import torch
+
+    check = _script()  # puts benchmarks/ on the path
+    from peer import random_data
+
+    from initmem.engine.train import SingleRun
+
+    now, passes = [0.0], [0]
+    step, end_epoch = SingleRun.step, SingleRun.end_epoch
+
+    def step_of_40ms(self, x, y):
+        step(self, x, y)
+        now[0] += 0.04
+
+    def evaluation_of_100s(self, data, seen):
+        now[0] += 100.0
+        passes[0] += 1
+        return end_epoch(self, data, seen)
+
+    monkeypatch.setattr(SingleRun, "step", step_of_40ms)
+    monkeypatch.setattr(SingleRun, "end_epoch", evaluation_of_100s)
+    cpu = torch.device("cpu")
+    row = {**check.train_row("resnet9", 4, 16, "adam", 1, "tf32"), "expected_s": 1.0}
+    out = check.measure_train(row, cpu, True, random_data(128, cpu), _peak_rows({"tf32": 1e30}), clock=lambda: now[0])
+    assert "refused" not in out and out["images_per_s"] == pytest.approx(400)
+    steps, seconds = re.search(r"(\d+) steps timed in ([\d.]+) s", out["result"]).groups()
+    assert (int(steps), float(seconds)) == (32, pytest.approx(1.28)) and passes[0] == 5
+
+
 def _peak_rows(peaks: dict[str, float]) -> list[dict]:
     """Matmul rows as the check keeps them, with these peaks (FLOP/s per precision)."""
     return [{"kind": "matmul", "precision": p, "flops_per_s": f} for p, f in peaks.items()]
