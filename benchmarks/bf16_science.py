@@ -107,8 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     within = all(holds) and all(same)
     out += ["", f"**Verdict (the rule stated before the runs): bf16 is {'within noise' if within else 'not within noise'}** "
             f"({sum(holds)} of {len(holds)} intervals hold 0; {sum(same)} of {len(same)} rows read the same word).", ""]
-    # (1) per run
-    out += ["## Per run", "", "| optimizer | sigma_w | seed | test acc float32 | test acc bf16 | tau_best float32 | tau_best bf16 |",
+    # (1) per run, against the seed-to-seed noise
+    twin = 100 * (both["test_acc_best_bf16"] - both["test_acc_best_f32"]).abs().mean()
+    seed_sd = 100 * both.groupby(["optimizer", "sigma_w"])["test_acc_best_f32"].std(ddof=1).mean()
+    out += ["## Per run", "",
+            f"A run and its bf16 twin differ by {twin:.2f} pp on average (|bf16 - float32| of the selected test accuracy); "
+            f"the float32 seeds of one sigma_w have an sd of {seed_sd:.2f} pp (mean over optimizer x sigma_w). Rounding "
+            "alone decorrelates a run from its twin at these lengths (`benchmarks/rounding_floor.md`: the same run in three "
+            "float summation orders differs as seeds do), so the twins are compared as samples, in the intervals above.", "",
+            "| optimizer | sigma_w | seed | test acc float32 | test acc bf16 | tau_best float32 | tau_best bf16 |",
             "|---|---|---|---|---|---|---|"]
     out += [f"| {r.optimizer} | {r.sigma_w:g} | {r.seed} | {r.test_acc_best_f32:.3f} | {r.test_acc_best_bf16:.3f} | {r.tau_best_f32} | "
             f"{r.tau_best_bf16} |" for r in both.sort_values(key).itertuples()]
