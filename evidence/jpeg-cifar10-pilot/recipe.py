@@ -1,6 +1,6 @@
 """The recipe pilot's tables (sizes/recipe.yaml), from its trained runs (results/runs/<study>/).
 
-usage: PYTHONPATH=workflow .venv/bin/python evidence/jpeg-cifar10-pilot/recipe.py [--results results]
+usage: PYTHONPATH=workflow .venv/bin/python evidence/jpeg-cifar10-pilot/recipe.py [--results results] [--data]
 
 Writes, next to this file:
 - tables/recipe_fit.csv: one row per run: its recipe, the selected predictor (tau_best, the engine's own
@@ -13,6 +13,9 @@ Writes, next to this file:
   floor lets it show, in orders of magnitude, and the seeds at this sigma_w grid for the floor to let a
   0.6-order fall show: initmem.stats.shapes.seeds_to_see_fall). One seed: a reading of whether a decay is
   observable at this size, no interval and no verdict.
+
+With ``--data``, the recipe data pilot's (sizes/recipe-data-n512.yaml, sizes/recipe-data-n1024.yaml) instead:
+tables/recipe_data_fit.csv, the rows of recipe_fit.csv for its 16 runs, with their training-set size.
 """
 
 from __future__ import annotations
@@ -32,14 +35,16 @@ HERE = Path(__file__).resolve().parent
 STUDIES = ("recipe_lr", "recipe_l2", "adaptive_lr")
 CLOCKS = ("T_sgd", "T_l2", "T_adapt")
 RUNS = 18  # sizes/recipe.yaml: 4 + 8 + 6
+DATA_STUDIES = {"lr_data_n512": 512, "lr_data_n1024": 1024}
+DATA_RUNS = 16  # sizes/recipe-data-n512.yaml and -n1024.yaml: 8 each
 
 
-def load(results: Path) -> list[dict]:
+def load(results: Path, studies=STUDIES, runs: int = RUNS, design: str = "sizes/recipe.yaml") -> list[dict]:
     """Every run record of the pilot, each with its study (its folder); an error naming what is missing."""
-    recs = [read_json(p) | {"study": study} for study in STUDIES for p in sorted((results / "runs" / study).glob("*.json"))]
-    if len(recs) != RUNS:
-        raise SystemExit(f"{results / 'runs'}: {len(recs)} of the pilot's {RUNS} runs; train it first "
-                         f"(its command: {HERE.name}/sizes/recipe.yaml)")
+    recs = [read_json(p) | {"study": study} for study in studies for p in sorted((results / "runs" / study).glob("*.json"))]
+    if len(recs) != runs:
+        raise SystemExit(f"{results / 'runs'}: {len(recs)} of the pilot's {runs} runs; train it first "
+                         f"(its commands: {HERE.name}/{design})")
     return recs
 
 
@@ -97,7 +102,15 @@ def write(df: pd.DataFrame, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--data", action="store_true", help="the recipe data pilot's fit table instead")
     args = parser.parse_args()
+    if args.data:
+        recs = load(args.results, tuple(DATA_STUDIES), DATA_RUNS, "sizes/recipe-data-n*.yaml")
+        fit = fit_table(recs)
+        fit.insert(1, "n_train", fit["study"].map(DATA_STUDIES))
+        write(fit, HERE / "tables" / "recipe_data_fit.csv")
+        print(f"wrote {HERE.name}/tables/recipe_data_fit.csv from {len(recs)} runs")
+        return
     recs = load(args.results)
     write(fit_table(recs), HERE / "tables" / "recipe_fit.csv")
     curves, shapes = beta_tables(adaptive_cells(recs))
