@@ -1,5 +1,5 @@
 """The device check a GPU session relies on: its plan fits a lent 15-minute window and measures what
-the paper trains (tf32 first, the planner's shapes), its CPU quick mode runs in CI so it cannot rot,
+the paper trains (its precision first, the planner's shapes), its CPU quick mode runs in CI so it cannot rot,
 it writes everything measured after every row, and its budget skips what does not fit."""
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ def test_the_plan_fits_seven_minutes_checks_correctness_first_and_covers_the_pro
     singles = [line for line in lines if "single run" in line and "compile" not in line]
     assert [re.search(r"b(\d+) (\w+) x1", s).groups() for s in singles] == [
         ("16", "adam"), ("32", "adam"), ("64", "adam"), ("128", "adam"), ("256", "adam"), ("16", "sgd"), ("128", "sgd")]
-    first_bf16_train = next(i for i, line in enumerate(lines) if "bf16" in line and "matmul" not in line)
-    assert all(" tf32 " in line for line in lines[6:first_bf16_train] if "x" in line)  # the paper's precision first
-    # the rows that answer the cost question (larger packs, autotuning, channels_last, bf16) right after the singles, with
-    # only the planned shapes they are compared with before them: a slow GPU's budget cuts planned shapes, not them
-    last_cost = max(i for i, line in enumerate(lines) if re.search(r"autotuned|channels_last|bf16 |images a step", line)
+    first_tf32_train = next(i for i, line in enumerate(lines) if " tf32 " in line and "matmul" not in line)
+    assert all(" bf16 " in line for line in lines[6:first_tf32_train] if "x" in line)  # the paper's precision (bf16) first
+    # the rows that answer the cost question (larger packs, autotuning, channels_last, tf32 beside bf16) right after the
+    # singles, with only the planned shapes they are compared with before them: a slow GPU's budget cuts planned shapes
+    last_cost = max(i for i, line in enumerate(lines) if re.search(r"autotuned|channels_last| tf32 |images a step", line)
                     and "matmul" not in line)
     before = [line for line in lines[len(singles) + 6:last_cost] if "planned)" in line]
     assert 3 <= len(before) <= 5 and "resnet56" not in "".join(before) and "resnet110" not in "".join(before)
@@ -124,16 +124,16 @@ def test_quick_mode_writes_its_table_and_rates_including_compiled_rows(tmp_path)
     assert "engine / PyTorch" in table and "channels_last" in table and "wall / model" in table
     rows = list(csv.DictReader(open(out / "rates.csv")))
     keys = {(r["arch"], r["batch_size"], r["family"], r["pack"], r["precision"], r["compile"]) for r in rows}
-    assert ("resnet9", "16", "adam", "1", "tf32", "off") in keys and ("resnet9", "16", "adam", "2", "bf16", "off") in keys
-    assert ("resnet9", "16", "adam", "1", "tf32", "step") in keys  # compiled rows reach rates.csv
+    assert ("resnet9", "16", "adam", "1", "bf16", "off") in keys and ("resnet9", "16", "adam", "2", "tf32", "off") in keys
+    assert ("resnet9", "16", "adam", "1", "bf16", "step") in keys  # compiled rows reach rates.csv
     assert any(k[0] == "resnet56" for k in keys) and all(float(r["images_per_s"]) > 0 for r in rows)
     from initmem.costs.rates import RateModel
 
     spec = {"arch": "resnet9", "width": 4, "batch_size": 16, "optimizer": "adamw"}
-    assert RateModel.from_csv(out / "rates.csv").rate(spec, 2, "tf32").source.startswith("measured: ")  # compute.rate_table
+    assert RateModel.from_csv(out / "rates.csv").rate(spec, 2, "bf16").source.startswith("measured: ")  # compute.rate_table
     compiled = RateModel.from_csv(out / "rates.csv", "step")  # for compute.compile: step, only the compiled rows
-    assert compiled.rate(spec, 1, "tf32").source.startswith("measured: ")
-    assert compiled.rate({**spec, "optimizer": "sgd"}, 1, "tf32").source.startswith("stated defaults")
+    assert compiled.rate(spec, 1, "bf16").source.startswith("measured: ")
+    assert compiled.rate({**spec, "optimizer": "sgd"}, 1, "bf16").source.startswith("stated defaults")
 
 
 @pytest.mark.slow
@@ -212,7 +212,7 @@ def test_the_plan_measures_every_rate_kind_the_paper_plans():
     planned = {(s["arch"], s["batch_size"], s["family"], s["precision"]) for s in source["shapes"]}
     measured = {(r["arch"], r["b"], family(r["opt"]), r["precision"]) for r in rows if r["kind"] == "train" and r.get("hours")}
     assert planned == measured and len(planned) == 27
-    assert {("resnet9", 16, "muon", "tf32"), ("resnet9", 32, "muon", "tf32")} <= measured
+    assert {("resnet9", 16, "muon", "bf16"), ("resnet9", 32, "muon", "bf16")} <= measured
     plan = _check("--plan").stdout
     assert "with a measured row: 27 of 27" in plan
 
@@ -314,14 +314,15 @@ def test_the_check_prints_why_it_refuses_a_rate_and_leaves_it_out_of_rates_csv(t
     assert check.main(["--quick", "--only", "large_pack", "--out", str(tmp_path), "--budget", "100000"]) == 0
     refused = [line for line in capsys.readouterr().out.splitlines() if " refused: " in line]
     assert len(refused) == 1 and refused[0].startswith("device_check: row ") and "resnet9 w4 b16 adam x4" in refused[0]
-    assert "above the 1e-06 TFLOP/s tf32 matmul peak this check measured" in refused[0]
+    assert "above the 1e-06 TFLOP/s bf16 matmul peak this check measured" in refused[0]
     assert "REFUSED (not in rates.csv)" in (tmp_path / "device_check.md").read_text()
     assert len((tmp_path / "rates.csv").read_text().splitlines()) == 1  # the header alone
 
 
 def test_the_plan_measures_the_road_to_fewer_gpu_hours():
-    """bf16 with channels_last for the three pack shapes with the most GPU-hours, and packs of
-    4,096 and more images a step at b=128 and b=256 (the planner makes at most 2,048), within the plan's time."""
+    """bf16 with channels_last for the three pack shapes with the most GPU-hours, tf32 beside them (what the paper's
+    bf16 gains), and packs of 4,096 and more images a step at b=128 and b=256 (the planner makes at most 2,048), within
+    the plan's time."""
     check = _script()
     source = json.loads((ROOT / "benchmarks" / "device_check_shapes.json").read_text())
     rows, _ = check.plan_rows(False, source)
@@ -330,7 +331,9 @@ def test_the_plan_measures_the_road_to_fewer_gpu_hours():
     shape = ("arch", "b", "opt", "pack")
     assert [(s["arch"], s["batch_size"], s["optimizer"], s["pack"]) for s in planned] == [tuple(r[k] for k in shape) for r in both[:3]]
     large = [r for r in rows if r["kind"] == "train" and r["pack"] * r["b"] >= 4096]
-    assert {r["b"] for r in large if r["precision"] == "tf32" and not r.get("memory_format")} == {128, 256}
+    assert {r["b"] for r in large if r["precision"] == "bf16" and not r.get("memory_format")} == {128, 256}
+    tf32 = [tuple(r[k] for k in shape) for r in rows if r.get("group") == "tf32"]
+    assert tf32 == [(s["arch"], s["batch_size"], s["optimizer"], s["pack"]) for s in planned]
     assert max(r["pack"] * r["b"] for r in large) > 4096 and any(r in both for r in large)
     assert max(s["pack"] * s["batch_size"] for s in source["shapes"]) <= 2048  # beyond what is planned
     assert check.STARTUP_S + sum(r["expected_s"] for r in rows) <= 7 * 60

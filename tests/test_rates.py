@@ -64,7 +64,8 @@ def test_launch_bound_packs_grow_and_every_request_fits_its_runtime():
 def test_a_measured_table_replaces_the_defaults_for_its_keys(tmp_path):
     table = tmp_path / "rates.csv"
     table.write_text("arch,width,batch_size,family,pack,precision,images_per_s,device\n"
-                     "resnet9,64,16,sgd,1,tf32,2000,H200\nresnet9,64,16,sgd,8,tf32,8000,H200\n")
+                     "resnet9,64,16,sgd,1,tf32,2000,H200\nresnet9,64,16,sgd,8,tf32,8000,H200\n"
+                     "resnet9,64,16,sgd,1,bf16,5000,H200\nresnet9,64,16,sgd,8,bf16,20000,H200\n")  # the paper's precision
     model = RateModel.from_csv(table)
     spec = {"arch": "resnet9", "width": 64, "batch_size": 16, "optimizer": "sgd_momentum"}
     assert model.rate(spec, 8, "tf32").central == pytest.approx(8000)  # a measured pack: its rate
@@ -117,8 +118,9 @@ def test_estimate_prints_a_range_and_names_its_source():
     assert out.returncode == 0, out.stderr
     total = next(line for line in out.stdout.splitlines() if line.startswith("| all |"))
     runs, jobs, low, central, high = (float(c.replace(",", "")) for c in total.strip("|").split("|")[1:6])
-    assert runs == 8200 and low < central < high and 1000 < central < 10000
-    assert "source: stated defaults for one H200, not measured" in out.stdout and "tf32" in out.stdout
+    assert runs == 8200 and low < central < high and 100 < central < 10000
+    assert "source: stated defaults for one H200, not measured" in out.stdout and "central: " in out.stdout
+    assert "H200-hours in bf16 (compute.precision, the config's choice)" in out.stdout
     assert "engine" not in out.stdout  # no comparison with code that no longer exists
     assert re.search(r"^rates: all [\d,]+ central GPU-hours rest on the stated defaults", out.stdout, re.M)
     # the checkpoint disk at the Slurm profile's peak concurrency (jobs: 200), the largest packs running
@@ -134,8 +136,8 @@ def test_estimate_says_which_planned_hours_rest_on_measured_rows_and_which_on_de
 
     table = tmp_path / "rates.csv"
     table.write_text("arch,width,batch_size,family,pack,precision,images_per_s\n"
-                     "resnet9,64,128,adam,1,tf32,9000\nresnet9,64,128,adam,16,tf32,30000\n"
-                     "resnet9,64,128,sgd,1,tf32,11000\nresnet9,64,128,sgd,16,tf32,36000\n")
+                     "resnet9,64,128,adam,1,bf16,9000\nresnet9,64,128,adam,16,bf16,30000\n"
+                     "resnet9,64,128,sgd,1,bf16,11000\nresnet9,64,128,sgd,16,bf16,36000\n")
     config = paper()
     config["compute"]["rate_table"] = str(table)
     rows = pack_gpu_hours(config)
@@ -145,7 +147,7 @@ def test_estimate_says_which_planned_hours_rest_on_measured_rows_and_which_on_de
     measured, total, defaults = (float(x.replace(",", "")) for x in re.match(
         r"rates: measured rows carry ([\d,]+) of ([\d,]+) central GPU-hours, the stated defaults ([\d,]+)", line).groups())
     assert measured == pytest.approx(want, abs=0.5) and measured + defaults == pytest.approx(total, abs=1)
-    assert re.search(r"ResNet-9 b16 sgd tf32 [\d,]+ h", line) and "ResNet-9 b128 adam" not in line and "and 17 more" in line
+    assert re.search(r"ResNet-9 b16 sgd bf16 [\d,]+ h", line) and "ResNet-9 b128 adam" not in line and "and 17 more" in line
 
 
 def test_the_checkpoint_disk_grows_with_the_jobs_at_once():
@@ -171,7 +173,7 @@ def test_a_dry_runs_estimate_of_every_pack_is_the_estimate_commands_total():
     total = next(line for line in estimate_table(config, 200).splitlines() if line.startswith("| all |"))
     runs, jobs, low, central, high = (c.strip() for c in total.strip("|").split("|")[1:6])
     assert lines[0].startswith(f"Estimate of the {jobs} training jobs this dry run plans ({runs} runs of studies best_recipe, depth, "
-                               f"long, lr_l2, main, norm_aug; tf32): GPU-hours {low} low, {central} central, {high} high")
+                               f"long, lr_l2, main, norm_aug; bf16): GPU-hours {low} low, {central} central, {high} high")
     assert lines[2] == "  that is every run of the config: the `all` row of `initmem estimate`"
     disk = checkpoint_disk(config, 200)
     assert f"{disk['between saves']:.2f} TiB between saves" in lines[3] and len(lines) <= 5
