@@ -246,10 +246,10 @@ def test_design_estimate_and_a_figures_dry_run_give_one_cost():
             for cells in [[c.strip() for c in line.strip("|").split("|")]]}
     low, central, high = rows["all"][3:6]
     assert D.whole_config_line(config, "config/paper.yaml").startswith(
-        f"The whole config: 95 configurations, {central} GPU-hours central ({low} low, {high} high; tf32)")
+        f"The whole config: 95 configurations, {central} GPU-hours central ({low} low, {high} high; bf16)")
     price = D.gpu_price(config)
     assert sum(price(p, p.seeds * len(p.sigmas)) for p in D.planned(config)) == pytest.approx(float(central.replace(",", "")), abs=0.5)
-    assert "tf32" in D.compute_unit(config) and "stated defaults for one H200" in D.compute_unit(config)
+    assert "bf16" in D.compute_unit(config) and "stated defaults for one H200" in D.compute_unit(config)
 
     planned = plan_studies(config, expand_studies(config))
     packs = {study: [[s for _, s in pack.members] for pack in packs_of.values()] for study, (packs_of, _) in planned.items()}
@@ -258,6 +258,6 @@ def test_design_estimate_and_a_figures_dry_run_give_one_cost():
                              [p for ps in packs.values() for p in ps]).splitlines()
     part = pack_gpu_hours(config)
     fig6_central = part["main"]["hours"][1] + part["lr_l2"]["hours"][1]
-    assert "6,370 runs of studies lr_l2, main; tf32): GPU-hours" in lines[0] and f"{fig6_central:,.0f} central" in lines[0]
-    assert lines[2] == (f"  a part of the config, whose 8,200 runs in 447 jobs (trained or not) take {low} low, {central} central, "
+    assert "6,370 runs of studies lr_l2, main; bf16): GPU-hours" in lines[0] and f"{fig6_central:,.0f} central" in lines[0]
+    assert lines[2] == (f"  a part of the config, whose 8,200 runs in 445 jobs (trained or not) take {low} low, {central} central, "
                         f"{high} high: the `all` row of `initmem estimate`")

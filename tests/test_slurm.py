@@ -81,7 +81,7 @@ def test_profile_dry_run_without_slurm(tmp_path):
     # and, since Figure 6 is a part of the config, the whole config's GPU-hours (estimate's `all` row)
     estimate = planned_estimate([[r.spec for r in p] for p in packs], config["compute"], profile_jobs(work / "slurm/config.yaml"),
                                 ["main", "lr_l2"], [[r.spec for r in p] for ps in by_study.values() for p in ps])
-    assert "6,370 runs of studies lr_l2, main" in estimate and "a part of the config, whose 8,200 runs in 447 jobs" in estimate
+    assert "6,370 runs of studies lr_l2, main" in estimate and "a part of the config, whose 8,200 runs in 445 jobs" in estimate
     assert proc.stderr.rstrip().endswith(estimate) and "GPU-hours" in estimate and "checkpoint disk with 200" in estimate
     notes = [line for line in proc.stderr.splitlines() if line.startswith("NOTE")]
     assert any("data.source synthetic" in line for line in notes) and not any("--configfile" in line for line in notes)
