@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT, script
 
+pytestmark = pytest.mark.slow  # the claims table read twice a test
+
 SELECTED = ROOT / "evidence" / "jpeg-cifar10-selected" / "tables"
 
 

@@ -275,6 +275,7 @@ def _peak_rows(peaks: dict[str, float]) -> list[dict]:
     return [{"kind": "matmul", "precision": p, "flops_per_s": f} for p, f in peaks.items()]
 
 
+@pytest.mark.slow
 def test_a_rate_from_a_window_under_a_second_or_above_the_matmul_peak_is_refused_and_not_written(tmp_path):
     """The engine's own training on CPU, timed by an injected clock: a clock that hardly moves
     (a window of microseconds, as a log's rounding gave) and a measured peak the rate would exceed

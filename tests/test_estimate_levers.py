@@ -59,6 +59,7 @@ def test_estimate_prints_the_chosen_precision_s_central_hours_and_what_it_assume
     assert levers["early stopping"][1] == "assumed" and levers["GPU"][0] == "one H200 per job"
 
 
+@pytest.mark.slow
 def test_each_lever_says_what_carries_it(tmp_path):
     """A table measuring one kind of job carries part of the hours; channels_last and compile, which no
     row measures, are assumed; a flat images/s assumes every lever's rate."""
