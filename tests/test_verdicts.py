@@ -499,6 +499,22 @@ def test_l2_past_the_threshold_is_read_against_a_smaller_l2_when_there_is_no_run
     assert alone.loc["l2_repairs_past_threshold", "verdict"] == "not measured"
 
 
+def test_l2_past_the_threshold_reads_its_own_spread_against_below_one_pp():
+    """"lambda = 5e-3 gives T_L2 ~ 4.7 and collapses the spread below 1 pp": past the threshold, a configuration's
+    own spread is read against the sentence's size, with or without a reference to contrast it with; a spread
+    with no sigma_w slope reads gone (reproduced), 24 pp reads above the zone (not reproduced); before the
+    threshold no such row exists."""
+    cid = "l2_T_sgd_b16_lr0.01_l2-0.2_e40_below_1pp"
+    gone = clock_table([("sgd", 1e-2, 16, 40, 2e-1)], lambda T: 0.0)  # T_L2 5.12, alone
+    row = gone.loc[cid]
+    assert row["verdict"] == "reproduced" and row["ci_high"] < 1.0, (row["ci_low"], row["ci_high"])
+    assert row["paper_side"] == "< 1" and "past T_L2 4.7: below 1 pp" in row["quantity"]
+    left = clock_table([("sgd", 1e-2, 16, 40, 2e-1)], lambda T: -0.1)
+    assert left.loc[cid, "verdict"] == "not reproduced" and left.loc[cid, "ci_low"] > 1.0
+    before = clock_table([("sgd", 1e-2, 16, 40, 1e-3)], lambda T: 0.0)  # T_L2 0.026: the paper's "still leaves a spread" side
+    assert not before.index.str.endswith("_below_1pp").any()
+
+
 def test_each_configuration_is_read_at_tau_best_and_at_the_end():
     from initmem.claims.catalogue.clocks import cell_rows
 

@@ -14,7 +14,8 @@ Rows:
 - "SGD keeps its spread at small T_SGD and loses it past the threshold" and "L2 ... the same threshold"
   (:data:`SGD_THRESHOLD`, :data:`L2_THRESHOLD`): at the paper's own points (:data:`T_RETAINS`, :data:`T_DROPS`,
   in its constant-lr arithmetic) a configuration still has a spread (> 0), or has a smaller spread than its
-  reference (seed-paired).
+  reference (seed-paired); an SGD+L2 configuration past the threshold also reads its own spread against the
+  size the sentence states, "below 1 pp" (``l2_T_<configuration>_below_1pp``).
 
 A claim the config has no cells for is ``not measured``, with the reason.
 """
@@ -33,11 +34,13 @@ from initmem.claims.clock import (
     CLOCK_NAMES,
     CLOCK_STUDIES,
     COLLAPSES,
+    GONE_PP,
     RETAINED,
     T_ADAPT_LARGE,
     T_DROPS,
     T_RETAINS,
     ClockCell,
+    below_decided,
     clock_cells,
     plain,
     retained_verdict,
@@ -64,10 +67,11 @@ SGD_THRESHOLD = Claim(("sgd_T_{configuration}_retains", "sgd_T_{configuration}_d
                       f"at T_SGD <= {T_RETAINS:g}: the spread (pp); at >= {T_DROPS:g}: the smallest-T_SGD configuration's spread minus this "
                       "one's (pp), paired seeds (the paper's constant-lr arithmetic)", "SGD, one b, several lr",
                       f"> 0 (at <= {T_RETAINS:g}: > 1 pp, not reproduced within [0, 1 pp): gone)")
-L2_THRESHOLD = Claim(("l2_T_{configuration}_retains", "l2_T_{configuration}_drops", "l2_repairs_past_threshold"), "clock thresholds", Q_L2, "Sec. 4.2",
+L2_THRESHOLD = Claim(("l2_T_{configuration}_retains", "l2_T_{configuration}_drops", "l2_repairs_past_threshold",
+                      "l2_T_{configuration}_below_1pp"), "clock thresholds", Q_L2, "Sec. 4.2",
                      f"at T_L2 <= {T_RETAINS:g}: the spread (pp); at >= {T_DROPS:g}: the spread without L2 (or with a smaller one) minus this "
-                     "one's (pp), paired seeds (the paper's constant-lr arithmetic)", "SGD + L2",
-                     f"> 0 (at <= {T_RETAINS:g}: > 1 pp, not reproduced within [0, 1 pp): gone)")
+                     "one's (pp), paired seeds, and this one's spread (pp) (the paper's constant-lr arithmetic)", "SGD + L2",
+                     f"> 0 (at <= {T_RETAINS:g}: > 1 pp, not reproduced within [0, 1 pp): gone; at >= {T_DROPS:g} its own spread < {GONE_PP:g} pp)")
 CLAIMS = [COLLAPSE, SGD_THRESHOLD, L2_THRESHOLD]
 
 
@@ -244,6 +248,17 @@ def _contrast_rule(ref: ClockConfiguration, clock: str) -> str:
             else "spread without L2 minus with L2 > 0, paired seeds")
 
 
+def _below_selection(c: ClockConfiguration) -> list[Selection]:
+    """An SGD+L2 configuration at or past :data:`T_DROPS` on the T_L2 clock: "collapses the spread below 1 pp", the size the
+    paper's sentence states (Q_L2), read on the configuration's own spread whether or not the config has a reference; none
+    before the threshold."""
+    if _paper_clock(c, "T_l2") < T_DROPS:
+        return []
+    side = V.less(GONE_PP)
+    return [Selection(L2_THRESHOLD, L2_THRESHOLD.id(3, configuration=slug(c.label)), SPREAD, (c,), side,
+                      f"spread (pp) {side.text()}: its upper end below {GONE_PP:g} pp", {"ref": None, "what": "", "clock": "T_l2"})]
+
+
 def _side_selection(claim: Claim, c: ClockConfiguration, ref: ClockConfiguration, what: str, clock: str) -> list[Selection]:
     """``c`` at or past :data:`T_DROPS`: the seed-paired contrast "the reference's spread exceeds c's"; at or below
     :data:`T_RETAINS`: "c still has a spread" (:data:`RETAINED`: above the gone zone); between the two points, none (the
@@ -260,6 +275,8 @@ def _side_selection(claim: Claim, c: ClockConfiguration, ref: ClockConfiguration
 def _side_row(s: Selection, scale: str) -> dict:
     """A threshold selection's row (:func:`_side_selection`)."""
     c, ref, what, clock = s.parts[-1], s.fields["ref"], s.fields["what"], s.fields["clock"]
+    if ref is None:
+        return _below_row(s, c, scale)
     t, t_ref = _paper_clock(c, clock), _paper_clock(ref, clock)
     note = (f"{CLOCK_NAMES[clock]} {t:.3g} vs {t_ref:.3g} for {what} in the paper's constant-lr arithmetic (K = E n/b, peak lr; "
             f"exact as run: {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g}); the paper's points: the spread "
@@ -275,6 +292,19 @@ def _side_row(s: Selection, scale: str) -> dict:
         power = undecided_power(est, cell, RETAINED, decided)
     return row(s.cid, "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)",
                math.nan, scale, Reading(est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power), s.claim)
+
+
+def _below_row(s: Selection, c: ClockConfiguration, scale: str) -> dict:
+    """A :func:`_below_selection`'s row: the configuration's spread read against "< 1 pp" by
+    :func:`initmem.claims.clock.below_decided` (``undecidable at this size`` where no feasible design reaches the gone side)."""
+    note = (f"T_L2 {_paper_clock(c, 'T_l2'):.3g} in the paper's constant-lr arithmetic (K = E n/b, peak lr; exact as run: "
+            f"{c.clocks.get('T_l2', math.nan):.3g}); the paper: past T_L2 {T_DROPS:g} the spread collapses below {GONE_PP:g} pp")
+    cell = to_cell(c.runs, "test_acc_best", c.label)
+    est = Sp.spread_estimate(cell) if cell is not None else None
+    decided = below_decided(est, cell) if cell is not None else None
+    return row(s.cid, "direction", f"{c.label} spread, past T_L2 {T_DROPS:g}: below {GONE_PP:g} pp (pp)", math.nan, scale,
+               Reading(est, side=s.side, decided=decided, cells=[cell] if cell else [], note=note,
+                       power=undecided_power(est, cell, s.side, decided)), s.claim)
 
 
 def sgd_threshold_selections(configs: list[ClockConfiguration]) -> list[Selection]:
@@ -309,7 +339,8 @@ def sgd_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
 def l2_threshold_selections(configs: list[ClockConfiguration]) -> list[Selection]:
     """L2 repairs past the threshold: each SGD+L2 configuration against the same configuration without L2; where the
     config has no such run, against the same configuration with the smallest L2 at T_L2 <= :data:`T_RETAINS` (the
-    paper's own contrast, Sec. 4.2: :data:`initmem.paper.Q_L2`)."""
+    paper's own contrast, Sec. 4.2: :data:`initmem.paper.Q_L2`); and each one past the threshold, read alone against
+    the size the sentence states (:func:`_below_selection`)."""
     out = []
     same = ("optimizer", "lr", "batch_size", "epochs")
     with_l2 = [c for c in configs if c.settings.get("optimizer") == "sgd" and c.settings.get("l2")]
@@ -325,7 +356,7 @@ def l2_threshold_selections(configs: list[ClockConfiguration]) -> list[Selection
                 continue
             ref, what = below[0], below[0].label
         out += _side_selection(L2_THRESHOLD, c, ref, what, "T_l2")
-    return out
+    return out + [s for c in with_l2 for s in _below_selection(c)]
 
 
 def l2_threshold_rows(cells: list[ClockCell], scale: str) -> list[dict]:
