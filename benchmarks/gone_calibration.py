@@ -24,6 +24,14 @@ configurations' measured noise (the same three models): the noise its runs showe
 know before them.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py > benchmarks/gone_calibration.md
+
+``--design CONFIG`` sizes and calibrates a tier that reads the gone side (written before its runs): for the one
+configuration ``CONFIG`` trains, at the noise a committed tier measured for that configuration, the share of draws
+that read gone at a true 0 and at the edge from 16 to 64 seeds (the sizing: the fewest seeds at which every noise
+model reads a truly gone spread gone >= 80% of the time), then every verdict word at the design's own seeds.
+
+    PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py --design config/evidence-gone.yaml \
+        > evidence/jpeg-cifar10-gone/gone_calibration.md
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import numpy as np
 from scipy import stats
 
 from initmem.claims.clock import FEASIBLE_SEEDS, RETAINED, gone_verdict
+from initmem.pipeline.configfiles import load_config
 from initmem.planner import design as D
 from initmem.stats import spreads as Sp
 from initmem.stats import verdicts as V
@@ -76,12 +85,13 @@ def draw(truth_pp: float, cov: np.ndarray, model: str, seeds: int, rng: np.rando
     return means[:, None] + noise + SEED_SD * rng.standard_normal((1, seeds))
 
 
-def shares(truth_pp: float, cov: np.ndarray, model: str, seeds: int, sims: int, rng: np.random.Generator) -> dict[str, float]:
-    """The share of each verdict word of the rule over ``sims`` simulated configurations."""
+def shares(truth_pp: float, cov: np.ndarray, model: str, seeds: int, sims: int, rng: np.random.Generator,
+           side: V.Side = RETAINED) -> dict[str, float]:
+    """The share of each verdict word of the rule against ``side`` over ``sims`` simulated configurations."""
     words = []
     for _ in range(sims):
         cell = V.Cell("sim", SIGMAS, np.arange(seeds), draw(truth_pp, cov, model, seeds, rng))
-        words.append(gone_verdict(Sp.spread_estimate(cell), cell, RETAINED)[0])
+        words.append(gone_verdict(Sp.spread_estimate(cell), cell, side)[0])
     words = np.array(words)
     return {w: float(np.mean(words == w)) for w in WORDS}
 
@@ -109,6 +119,58 @@ def recipe_rows(sims: int, rng: np.random.Generator) -> list[str]:
     return lines
 
 
+SIZING_SEEDS = (16, 24, 32, 40, 48, 64)
+MODELS = ("measured", "independent", "offset-t3")
+
+
+def gone_share(truth_pp: float, cov: np.ndarray, model: str, seeds: int, sims: int, rng: np.random.Generator) -> float:
+    """The share of ``sims`` draws whose spread's upper end lies below the edge (the gone reading), computed on all
+    draws at once (:func:`initmem.stats.spreads.spread_arrays`, the bound :func:`gone_verdict` reads)."""
+    values = np.stack([draw(truth_pp, cov, model, seeds, rng) for _ in range(sims)])
+    return float(np.mean(Sp.spread_arrays(values)["high"] < RETAINED.gone))
+
+
+def design_configuration(config: dict) -> tuple[D.Measured, int]:
+    """The committed measurement of the one configuration ``config`` trains, and the seeds it gives it."""
+    planned = D.planned(config)
+    specs = {(p.spec["optimizer"], float(p.spec["lr"]), int(p.spec["batch_size"]), float(p.spec["l2"]), int(p.spec["n_train"]))
+             for p in planned}
+    if len(specs) != 1:
+        raise SystemExit(f"--design: the config trains {len(specs)} configurations; the gone design reads one")
+    opt, lr, b, l2, n = specs.pop()
+    found = [m for m in D.measured() if (m.spec["optimizer"], float(m.spec["lr"]), int(m.spec["batch_size"]), float(m.spec["l2"]),
+                                         int(m.spec["n_train"])) == (opt, lr, b, l2, n) and m.seeds >= 3]
+    if not found:
+        raise SystemExit(f"--design: no committed tier measured {opt} lr {lr:g} b={b} L2 {l2:g} at n_train {n}: nothing to size on")
+    return found[0], planned[0].seeds
+
+
+def design_lines(config: dict, sims: int, rng: np.random.Generator) -> list[str]:
+    """The sizing table and the calibration at the design's seeds (see the module docstring)."""
+    m, seeds = design_configuration(config)
+    n_test = D.test_images(D.planned(config)[0].spec)
+    cov = covariance(m, n_test)
+    sds = ", ".join(f"{100 * s:.2f}" for s in np.sqrt(np.diag(cov)))
+    lines = [f"Noise: {m.source}'s {m.seeds} seeds of SGD lr {m.spec['lr']:g} b={m.spec['batch_size']} L2 {m.spec['l2']:g} at "
+             f"{n_test:,} test images (per sigma_w: {sds} pp), under the three models above.", "",
+             "## Sizing: the share reading gone at a true 0 / at the edge (1 pp)", "",
+             "| noise | " + " | ".join(f"{n} seeds" for n in SIZING_SEEDS) + " |", "|---|" + "---|" * len(SIZING_SEEDS)]
+    for model in MODELS:
+        cells = [f"{gone_share(0.0, cov, model, n, sims, rng):.0%} / {gone_share(1.0, cov, model, n, sims, rng):.1%}" for n in SIZING_SEEDS]
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    below, n = V.less(RETAINED.gone), max(sims // 5, 1)
+    lines += ["", f"## Every verdict word at the design ({seeds} seeds, {n_test:,} test images), read as the tier's row reads it",
+              "", f"The row `l2_T_<configuration>_below_1pp` reads the spread against \"{below.text()}\" "
+              "(:func:`initmem.claims.clock.below_decided`): `reproduced` is the gone reading, `not reproduced` a spread above the zone.",
+              "", "| noise | seeds | true spread (pp) | gone (`reproduced`) | above the zone (`not reproduced`) | undecidable at this size | "
+              "inconclusive |", "|---|---|---|---|---|---|---|"]
+    for model in MODELS:
+        for truth in TRUTHS_PP:
+            w = shares(truth, cov, model, seeds, n, rng, below)
+            lines.append(row(model, seeds, truth, {**w, V.NOT_REPRODUCED: w[V.REPRODUCED], V.REPRODUCED: w[V.NOT_REPRODUCED]}, n))
+    return lines
+
+
 def row(model: str, seeds: int, truth: float, s: dict[str, float], sims: int) -> str:
     """One table row: the share of each word, and the one-sided upper bound of "gone" where gone is false."""
     gone = f"{s[V.NOT_REPRODUCED]:.1%}" + (f" (<= {upper(s[V.NOT_REPRODUCED], sims):.1%})" if truth >= 1 else "")
@@ -118,8 +180,21 @@ def row(model: str, seeds: int, truth: float, s: dict[str, float], sims: int) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=400, help="simulated configurations per row (default 400)")
+    parser.add_argument("--design", metavar="CONFIG", help="size and calibrate the gone tier CONFIG designs (see above)")
     args = parser.parse_args(argv)
     rng, start = np.random.default_rng(RNG_SEED), time.time()
+    if args.design:
+        sims = args.sims * 5
+        lines = design_lines(load_config([args.design]), sims, rng)
+        print(f"# The gone rule at the design of `{args.design}`\n")
+        print(f"`PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py --design {args.design}` ({time.time() - start:.0f} s "
+              f"wall, one core; sizing: {sims} draws per cell; verdict words: {args.sims} simulated configurations per row, "
+              "each undecided one simulated again at 64 seeds of its own noise). The rule, the truths and the noise models: "
+              "`benchmarks/gone_calibration.md`.\n")
+        print("Bars: a truly gone spread (0 pp) reads gone >= 80% of the time; a spread at or above the edge (1 pp) reads gone <= 5% "
+              "(the one-sided 95% upper bound in brackets).\n")
+        print("\n".join(lines))
+        return 0
     lines = []
     for n_test in (500, 10_000):
         cov = measured_covariance(n_test)
