@@ -1,6 +1,6 @@
 """The recipe pilot's tables (sizes/recipe.yaml), from its trained runs (results/runs/<study>/).
 
-usage: PYTHONPATH=workflow .venv/bin/python evidence/jpeg-cifar10-pilot/recipe.py [--results results] [--data]
+usage: PYTHONPATH=workflow .venv/bin/python evidence/jpeg-cifar10-pilot/recipe.py [--results results] [--data | --width]
 
 Writes, next to this file:
 - tables/recipe_fit.csv: one row per run: its recipe, the selected predictor (tau_best, the engine's own
@@ -16,6 +16,7 @@ Writes, next to this file:
 
 With ``--data``, the recipe data pilot's (sizes/recipe-data-n512.yaml, sizes/recipe-data-n1024.yaml) instead:
 tables/recipe_data_fit.csv, the rows of recipe_fit.csv for its 16 runs, with their training-set size.
+With ``--width``, the recipe width pilot's (sizes/recipe-width16.yaml): tables/recipe_width_fit.csv, its 8 runs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ CLOCKS = ("T_sgd", "T_l2", "T_adapt")
 RUNS = 18  # sizes/recipe.yaml: 4 + 8 + 6
 DATA_STUDIES = {"lr_data_n512": 512, "lr_data_n1024": 1024}
 DATA_RUNS = 16  # sizes/recipe-data-n512.yaml and -n1024.yaml: 8 each
+WIDTH_STUDY, WIDTH_RUNS = "lr_width16", 8  # sizes/recipe-width16.yaml
 
 
 def load(results: Path, studies=STUDIES, runs: int = RUNS, design: str = "sizes/recipe.yaml") -> list[dict]:
@@ -102,8 +104,17 @@ def write(df: pd.DataFrame, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=Path("results"))
-    parser.add_argument("--data", action="store_true", help="the recipe data pilot's fit table instead")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--data", action="store_true", help="the recipe data pilot's fit table instead")
+    which.add_argument("--width", action="store_true", help="the recipe width pilot's fit table instead")
     args = parser.parse_args()
+    if args.width:
+        recs = load(args.results, (WIDTH_STUDY,), WIDTH_RUNS, "sizes/recipe-width16.yaml")
+        fit = fit_table(recs)
+        fit.insert(1, "width", 16)
+        write(fit, HERE / "tables" / "recipe_width_fit.csv")
+        print(f"wrote {HERE.name}/tables/recipe_width_fit.csv from {len(recs)} runs")
+        return
     if args.data:
         recs = load(args.results, tuple(DATA_STUDIES), DATA_RUNS, "sizes/recipe-data-n*.yaml")
         fit = fit_table(recs)
