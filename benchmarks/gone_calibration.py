@@ -54,6 +54,8 @@ TRUTHS_PP = (0.0, 0.5, 1.0, 1.5, 3.0)
 SEED_SD, RNG_SEED = 0.05, 7100
 RECIPE = "jpeg-cifar10-recipe"
 WORDS = (V.NOT_REPRODUCED, V.REPRODUCED, V.UNDECIDABLE, V.INCONCLUSIVE)
+BARS = ("Bars: a truly gone spread (0 pp) reads gone >= 80% of the time; a spread at or above the edge (1 pp) reads gone <= 5% "
+        "(the one-sided 95% upper bound in brackets).\n")
 TABLE_HEAD = ("| noise | seeds | true spread (pp) | gone | reproduced | undecidable at this size | inconclusive |", "|---|---|---|---|---|---|---|")
 
 
@@ -130,25 +132,28 @@ def gone_share(truth_pp: float, cov: np.ndarray, model: str, seeds: int, sims: i
     return float(np.mean(Sp.spread_arrays(values)["high"] < RETAINED.gone))
 
 
-def design_configuration(config: dict) -> tuple[D.Measured, int]:
-    """The committed measurement of the one configuration ``config`` trains, and the seeds it gives it."""
+def _recipe(spec: dict) -> tuple:
+    """What makes two specs the same configuration for the design: optimizer, lr, b, L2, training images."""
+    return spec["optimizer"], float(spec["lr"]), int(spec["batch_size"]), float(spec["l2"]), int(spec["n_train"])
+
+
+def design_configuration(config: dict) -> tuple[D.Measured, D.Planned]:
+    """The committed measurement of the one configuration ``config`` trains, and that configuration as planned."""
     planned = D.planned(config)
-    specs = {(p.spec["optimizer"], float(p.spec["lr"]), int(p.spec["batch_size"]), float(p.spec["l2"]), int(p.spec["n_train"]))
-             for p in planned}
-    if len(specs) != 1:
-        raise SystemExit(f"--design: the config trains {len(specs)} configurations; the gone design reads one")
-    opt, lr, b, l2, n = specs.pop()
-    found = [m for m in D.measured() if (m.spec["optimizer"], float(m.spec["lr"]), int(m.spec["batch_size"]), float(m.spec["l2"]),
-                                         int(m.spec["n_train"])) == (opt, lr, b, l2, n) and m.seeds >= 3]
+    recipes = {_recipe(p.spec) for p in planned}
+    if len(recipes) != 1:
+        raise SystemExit(f"--design: the config trains {len(recipes)} configurations; the gone design reads one")
+    found = [m for m in D.measured() if _recipe(m.spec) == _recipe(planned[0].spec) and m.seeds >= 3]
     if not found:
+        opt, lr, b, l2, n = recipes.pop()
         raise SystemExit(f"--design: no committed tier measured {opt} lr {lr:g} b={b} L2 {l2:g} at n_train {n}: nothing to size on")
-    return found[0], planned[0].seeds
+    return found[0], planned[0]
 
 
 def design_lines(config: dict, sims: int, rng: np.random.Generator) -> list[str]:
     """The sizing table and the calibration at the design's seeds (see the module docstring)."""
-    m, seeds = design_configuration(config)
-    n_test = D.test_images(D.planned(config)[0].spec)
+    m, p = design_configuration(config)
+    seeds, n_test = p.seeds, D.test_images(p.spec)
     cov = covariance(m, n_test)
     sds = ", ".join(f"{100 * s:.2f}" for s in np.sqrt(np.diag(cov)))
     lines = [f"Noise: {m.source}'s {m.seeds} seeds of SGD lr {m.spec['lr']:g} b={m.spec['batch_size']} L2 {m.spec['l2']:g} at "
@@ -191,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
               f"wall, one core; sizing: {sims} draws per cell; verdict words: {args.sims} simulated configurations per row, "
               "each undecided one simulated again at 64 seeds of its own noise). The rule, the truths and the noise models: "
               "`benchmarks/gone_calibration.md`.\n")
-        print("Bars: a truly gone spread (0 pp) reads gone >= 80% of the time; a spread at or above the edge (1 pp) reads gone <= 5% "
-              "(the one-sided 95% upper bound in brackets).\n")
+        print(BARS)
         print("\n".join(lines))
         return 0
     lines = []
@@ -211,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     about = __doc__.split("\n", 2)[2].split("    PYTHONPATH")[0].strip()
     print(f"`PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py > benchmarks/gone_calibration.md` "
           f"({time.time() - start:.0f} s wall, one core; {args.sims} simulated configurations per row). {about}\n")
-    print("Bars: a truly gone spread (0 pp) reads gone >= 80% of the time; a spread at or above the edge (1 pp) reads gone <= 5% "
-          "(the one-sided 95% upper bound in brackets).\n")
+    print(BARS)
     print("\n".join(lines))
     return 0
 

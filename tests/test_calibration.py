@@ -124,7 +124,7 @@ def test_the_flat_rules_edge_truths_sit_exactly_on_its_margin():
         assert change == pytest.approx(sign * Sh.FLAT_ORDERS, abs=1e-9)
 
 
-def test_the_gone_design_is_sized_on_the_committed_noise_of_its_one_configuration(tmp_path):
+def test_the_gone_design_is_sized_on_the_committed_noise_of_its_one_configuration():
     """``gone_calibration --design``: the gone tier's configuration is sized on the recipe tier's 7 seeds of
     SGD lr 1e-2 L2 0.1 at 10,000 test images; at 0.1 pp of noise a truly gone spread always reads gone and
     1.5 pp never does; a config with two configurations, or one no tier measured, is refused by name."""
@@ -133,8 +133,8 @@ def test_the_gone_design_is_sized_on_the_committed_noise_of_its_one_configuratio
     from initmem.pipeline.configfiles import load_config
 
     g = script("benchmarks/gone_calibration.py")
-    m, seeds = g.design_configuration(load_config([ROOT / "config" / "evidence-gone.yaml"]))
-    assert (m.source, m.seeds, seeds) == ("jpeg-cifar10-recipe", 7, 40)
+    m, planned = g.design_configuration(load_config([ROOT / "config" / "evidence-gone.yaml"]))
+    assert (m.source, m.seeds, planned.seeds) == ("jpeg-cifar10-recipe", 7, 40)
     assert (m.spec["lr"], m.spec["l2"], m.spec["batch_size"]) == (0.01, 0.1, 16)
     rng, quiet = np.random.default_rng(0), np.diag(np.full(4, 1e-6))
     assert g.gone_share(0.0, quiet, "measured", 40, 50, rng) == 1.0

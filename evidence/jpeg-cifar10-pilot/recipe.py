@@ -38,7 +38,9 @@ CLOCKS = ("T_sgd", "T_l2", "T_adapt")
 RUNS = 18  # sizes/recipe.yaml: 4 + 8 + 6
 DATA_STUDIES = {"lr_data_n512": 512, "lr_data_n1024": 1024}
 DATA_RUNS = 16  # sizes/recipe-data-n512.yaml and -n1024.yaml: 8 each
-WIDTH_STUDY, WIDTH_RUNS = "lr_width16", 8  # sizes/recipe-width16.yaml
+# the fit-only pilots: (their studies -> the value of the column they vary, that column, runs, design files, table)
+FIT_PILOTS = {"data": (DATA_STUDIES, "n_train", DATA_RUNS, "sizes/recipe-data-n*.yaml", "recipe_data_fit.csv"),
+              "width": ({"lr_width16": 16}, "width", 8, "sizes/recipe-width16.yaml", "recipe_width_fit.csv")}
 
 
 def load(results: Path, studies=STUDIES, runs: int = RUNS, design: str = "sizes/recipe.yaml") -> list[dict]:
@@ -108,19 +110,14 @@ def main() -> None:
     which.add_argument("--data", action="store_true", help="the recipe data pilot's fit table instead")
     which.add_argument("--width", action="store_true", help="the recipe width pilot's fit table instead")
     args = parser.parse_args()
-    if args.width:
-        recs = load(args.results, (WIDTH_STUDY,), WIDTH_RUNS, "sizes/recipe-width16.yaml")
+    pilot = "data" if args.data else "width" if args.width else None
+    if pilot:
+        studies, column, runs, design, table = FIT_PILOTS[pilot]
+        recs = load(args.results, tuple(studies), runs, design)
         fit = fit_table(recs)
-        fit.insert(1, "width", 16)
-        write(fit, HERE / "tables" / "recipe_width_fit.csv")
-        print(f"wrote {HERE.name}/tables/recipe_width_fit.csv from {len(recs)} runs")
-        return
-    if args.data:
-        recs = load(args.results, tuple(DATA_STUDIES), DATA_RUNS, "sizes/recipe-data-n*.yaml")
-        fit = fit_table(recs)
-        fit.insert(1, "n_train", fit["study"].map(DATA_STUDIES))
-        write(fit, HERE / "tables" / "recipe_data_fit.csv")
-        print(f"wrote {HERE.name}/tables/recipe_data_fit.csv from {len(recs)} runs")
+        fit.insert(1, column, fit["study"].map(studies))
+        write(fit, HERE / "tables" / table)
+        print(f"wrote {HERE.name}/tables/{table} from {len(recs)} runs")
         return
     recs = load(args.results)
     write(fit_table(recs), HERE / "tables" / "recipe_fit.csv")

@@ -256,7 +256,7 @@ def _below_selection(c: ClockConfiguration) -> list[Selection]:
         return []
     side = V.less(GONE_PP)
     return [Selection(L2_THRESHOLD, L2_THRESHOLD.id(3, configuration=slug(c.label)), SPREAD, (c,), side,
-                      f"spread (pp) {side.text()}: its upper end below {GONE_PP:g} pp", {"ref": None, "what": "", "clock": "T_l2"})]
+                      f"spread (pp) {side.text()}: its upper end below {GONE_PP:g} pp")]
 
 
 def _side_selection(claim: Claim, c: ClockConfiguration, ref: ClockConfiguration, what: str, clock: str) -> list[Selection]:
@@ -273,10 +273,10 @@ def _side_selection(claim: Claim, c: ClockConfiguration, ref: ClockConfiguration
 
 
 def _side_row(s: Selection, scale: str) -> dict:
-    """A threshold selection's row (:func:`_side_selection`)."""
+    """A threshold selection's row (:func:`_side_selection`, or :func:`_below_selection`: the one without a reference)."""
+    if "ref" not in s.fields:
+        return _below_row(s, scale)
     c, ref, what, clock = s.parts[-1], s.fields["ref"], s.fields["what"], s.fields["clock"]
-    if ref is None:
-        return _below_row(s, c, scale)
     t, t_ref = _paper_clock(c, clock), _paper_clock(ref, clock)
     note = (f"{CLOCK_NAMES[clock]} {t:.3g} vs {t_ref:.3g} for {what} in the paper's constant-lr arithmetic (K = E n/b, peak lr; "
             f"exact as run: {c.clocks.get(clock, math.nan):.3g} vs {ref.clocks.get(clock, math.nan):.3g}); the paper's points: the spread "
@@ -284,27 +284,29 @@ def _side_row(s: Selection, scale: str) -> dict:
     if s.statistic == CONTRAST:
         return spread_gap(s.claim, s.cid, f"{what} minus {c.label} spread, past {CLOCK_NAMES[clock]} {T_DROPS:g} (pp)", math.nan,
                           ref.runs, c.runs, V.greater(0), scale, note=note)
-    cell = to_cell(c.runs, "test_acc_best", c.label)
-    est = Sp.spread_estimate(cell) if cell is not None else None
-    decided, power = None, ""
-    if est is not None and not est.one_seed:
-        decided = retained_verdict(est, cell)
-        power = undecided_power(est, cell, RETAINED, decided)
-    return row(s.cid, "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)",
-               math.nan, scale, Reading(est, side=RETAINED, decided=decided, cells=[cell] if cell else [], note=note, power=power), s.claim)
+    return row(s.cid, "direction", f"{c.label} spread, at {CLOCK_NAMES[clock]} <= {T_RETAINS:g} (pp)", math.nan, scale,
+               _own_spread(c, RETAINED, retained_verdict, note), s.claim)
 
 
-def _below_row(s: Selection, c: ClockConfiguration, scale: str) -> dict:
+def _below_row(s: Selection, scale: str) -> dict:
     """A :func:`_below_selection`'s row: the configuration's spread read against "< 1 pp" by
     :func:`initmem.claims.clock.below_decided` (``undecidable at this size`` where no feasible design reaches the gone side)."""
+    c = s.parts[-1]
     note = (f"T_L2 {_paper_clock(c, 'T_l2'):.3g} in the paper's constant-lr arithmetic (K = E n/b, peak lr; exact as run: "
             f"{c.clocks.get('T_l2', math.nan):.3g}); the paper: past T_L2 {T_DROPS:g} the spread collapses below {GONE_PP:g} pp")
+    return row(s.cid, "direction", f"{c.label} spread, past T_L2 {T_DROPS:g}: below {GONE_PP:g} pp (pp)", math.nan, scale,
+               _own_spread(c, s.side, below_decided, note), s.claim)
+
+
+def _own_spread(c: ClockConfiguration, side: V.Side, decide, note: str) -> Reading:
+    """A configuration's own spread at tau_best read against a side that names the gone zone, by ``decide`` (est, cell) ->
+    (word, why) or None (:func:`initmem.claims.clock.retained_verdict`, :func:`initmem.claims.clock.below_decided`);
+    undecided with one seed (not testable), and with the seeds that would decide it where the rule leaves it open."""
     cell = to_cell(c.runs, "test_acc_best", c.label)
     est = Sp.spread_estimate(cell) if cell is not None else None
-    decided = below_decided(est, cell) if cell is not None else None
-    return row(s.cid, "direction", f"{c.label} spread, past T_L2 {T_DROPS:g}: below {GONE_PP:g} pp (pp)", math.nan, scale,
-               Reading(est, side=s.side, decided=decided, cells=[cell] if cell else [], note=note,
-                       power=undecided_power(est, cell, s.side, decided)), s.claim)
+    decided = decide(est, cell) if est is not None and not est.one_seed else None
+    return Reading(est, side=side, decided=decided, cells=[cell] if cell else [], note=note,
+                   power=undecided_power(est, cell, side, decided))
 
 
 def sgd_threshold_selections(configs: list[ClockConfiguration]) -> list[Selection]:
