@@ -43,6 +43,7 @@ import time
 import numpy as np
 from scipy import stats
 
+from initmem import tiers
 from initmem.claims.clock import FEASIBLE_SEEDS, RETAINED, gone_verdict
 from initmem.pipeline.configfiles import load_config
 from initmem.planner import design as D
@@ -138,12 +139,14 @@ def _recipe(spec: dict) -> tuple:
 
 
 def design_configuration(config: dict) -> tuple[D.Measured, D.Planned]:
-    """The committed measurement of the one configuration ``config`` trains, and that configuration as planned."""
+    """The committed measurement of the one configuration ``config`` trains, and that configuration as planned.
+    A design is sized on what was measured before it: the tier this config trained (its ``name:``) is left out."""
     planned = D.planned(config)
+    own = tuple(t.folder for t in tiers.tiers() if t.name == f"{config.get('name')}-tier")
     recipes = {_recipe(p.spec) for p in planned}
     if len(recipes) != 1:
         raise SystemExit(f"--design: the config trains {len(recipes)} configurations; the gone design reads one")
-    found = [m for m in D.measured() if _recipe(m.spec) == _recipe(planned[0].spec) and m.seeds >= 3]
+    found = [m for m in D.measured(leave_out=own) if _recipe(m.spec) == _recipe(planned[0].spec) and m.seeds >= 3]
     if not found:
         opt, lr, b, l2, n = recipes.pop()
         raise SystemExit(f"--design: no committed tier measured {opt} lr {lr:g} b={b} L2 {l2:g} at n_train {n}: nothing to size on")

@@ -126,7 +126,8 @@ def test_the_flat_rules_edge_truths_sit_exactly_on_its_margin():
 
 def test_the_gone_design_is_sized_on_the_committed_noise_of_its_one_configuration():
     """``gone_calibration --design``: the gone tier's configuration is sized on the recipe tier's 7 seeds of
-    SGD lr 1e-2 L2 0.1 at 10,000 test images; at 0.1 pp of noise a truly gone spread always reads gone and
+    SGD lr 1e-2 L2 0.1 at 10,000 test images, never on the gone tier's own 40 (committed since: the design
+    regenerates as it was written before them); at 0.1 pp of noise a truly gone spread always reads gone and
     1.5 pp never does; a config with two configurations, or one no tier measured, is refused by name."""
     import numpy as np
 

@@ -31,13 +31,16 @@ def test_the_registry_yields_exactly_the_lists_that_were_written_by_hand():
     (benchmarks/planner_check.csv/md), the collapse calibration's tiers and the familywise tier
     (benchmarks/familywise_error.md)."""
     assert [t.folder for t in tiers.tiers()] == ["jpeg-cifar10-small", "jpeg-cifar10-clocks", "jpeg-cifar10-decisive",
-                                                "jpeg-cifar10-regime", "jpeg-cifar10-selected", "jpeg-cifar10-recipe"]   # not the pilot
+                                                "jpeg-cifar10-regime", "jpeg-cifar10-selected", "jpeg-cifar10-recipe",
+                                                "jpeg-cifar10-gone"]   # not the pilot
     calibration = {"small-tier": "jpeg-cifar10-small", "clocks-tier": "jpeg-cifar10-clocks", "decisive-tier": "jpeg-cifar10-decisive",
-                   "regime-tier": "jpeg-cifar10-regime", "selected-tier": "jpeg-cifar10-selected", "recipe-tier": "jpeg-cifar10-recipe"}
+                   "regime-tier": "jpeg-cifar10-regime", "selected-tier": "jpeg-cifar10-selected", "recipe-tier": "jpeg-cifar10-recipe",
+                   "gone-tier": "jpeg-cifar10-gone"}
     assert list(Cal.TIERS.items()) == list(calibration.items())
     planner = {"jpeg-cifar10-small": "config/evidence.yaml", "jpeg-cifar10-decisive": "config/evidence-decisive.yaml",
                "jpeg-cifar10-regime": "config/evidence-regime.yaml", "jpeg-cifar10-clocks": "config/evidence-clocks.yaml",
-               "jpeg-cifar10-selected": "config/evidence-selected.yaml", "jpeg-cifar10-recipe": "config/evidence-recipe.yaml"}
+               "jpeg-cifar10-selected": "config/evidence-selected.yaml", "jpeg-cifar10-recipe": "config/evidence-recipe.yaml",
+               "jpeg-cifar10-gone": "config/evidence-gone.yaml"}
     assert list(K.TIERS.items()) == list(planner.items())
     collapse = {"clocks-tier": EVIDENCE / "jpeg-cifar10-clocks", "decisive-tier": EVIDENCE / "jpeg-cifar10-decisive"}
     assert list(CC.TIERS.items()) == list(collapse.items())
@@ -48,7 +51,7 @@ def test_the_registry_yields_exactly_the_lists_that_were_written_by_hand():
     # other rows are |beta| plans, which the check skips); the selected tier's equal today's --cheapest, so they add no
     # row (tests/test_design_check.py regenerates its committed rows)
     regime = {"sgd_keeps_spread_b16": (3, (0.1, 2.5)), "sgd_gt_adam_b16": (5, (0.1, 2.5)), "lr_reduces_sgd_b16_0.001_to_0.1": (5, (0.1, 2.5))}
-    assert sorted(K.COMMITTED) == ["jpeg-cifar10-recipe", "jpeg-cifar10-regime", "jpeg-cifar10-selected"]
+    assert sorted(K.COMMITTED) == ["jpeg-cifar10-gone", "jpeg-cifar10-recipe", "jpeg-cifar10-regime", "jpeg-cifar10-selected"]
     assert {c: d for c, d in K.COMMITTED["jpeg-cifar10-regime"].items() if c in regime} == regime
     assert all(c.startswith("beta_") for c in set(K.COMMITTED["jpeg-cifar10-regime"]) - set(regime))
 
