@@ -32,6 +32,13 @@ model reads a truly gone spread gone >= 80% of the time), then every verdict wor
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py --design config/evidence-gone.yaml \
         > evidence/jpeg-cifar10-gone/gone_calibration.md
+
+``--shapes CONFIG`` asks the same design what the linear truths leave out: spreads whose largest difference is not
+between the grid's ends (:data:`SHAPES`). The rule's upper end reads every pair and its lower end the end pair
+only, so such a shape can cost power but never a false word; the table measures both at the edge and above it.
+
+    PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py --shapes config/evidence-gone.yaml \
+        > evidence/jpeg-cifar10-gone/shape_check.md
 """
 
 from __future__ import annotations
@@ -52,6 +59,11 @@ from initmem.stats import verdicts as V
 
 SIGMAS = np.array([0.1, 0.5, 1.2, 2.5])
 TRUTHS_PP = (0.0, 0.5, 1.0, 1.5, 3.0)
+# A truth's profile over SIGMAS, scaled to a spread of 1 (accuracy falls by truth x profile): linear in sigma_w (the
+# calibration's truths), sigma_w 0.1 alone off the rest, and the largest difference inside the grid (0.1 against 1.2).
+SHAPES = {"linear": (SIGMAS - SIGMAS[0]) / np.ptp(SIGMAS), "step": np.array([0.0, 1.0, 1.0, 1.0]),
+          "interior": np.array([0.0, 0.6, 1.0, 0.6])}
+SHAPE_TRUTHS_PP = (1.0, 1.5, 1.75, 2.0, 3.0)
 SEED_SD, RNG_SEED = 0.05, 7100
 RECIPE = "jpeg-cifar10-recipe"
 WORDS = (V.NOT_REPRODUCED, V.REPRODUCED, V.UNDECIDABLE, V.INCONCLUSIVE)
@@ -76,9 +88,10 @@ def recipe_configurations() -> list[D.Measured]:
     return [m for m in D.measured() if m.source == RECIPE]
 
 
-def draw(truth_pp: float, cov: np.ndarray, model: str, seeds: int, rng: np.random.Generator) -> np.ndarray:
-    """One configuration's (sigma_w x seed) test accuracies under ``model``."""
-    means = 0.4 - truth_pp / 100 * (SIGMAS - SIGMAS[0]) / np.ptp(SIGMAS)
+def draw(truth_pp: float, cov: np.ndarray, model: str, seeds: int, rng: np.random.Generator,
+         shape: str = "linear") -> np.ndarray:
+    """One configuration's (sigma_w x seed) test accuracies under ``model``, its means ``shape`` (:data:`SHAPES`)."""
+    means = 0.4 - truth_pp / 100 * SHAPES[shape]
     if model == "independent":
         noise = np.sqrt(np.max(np.diag(cov))) * rng.standard_normal((len(SIGMAS), seeds))
     else:
@@ -89,11 +102,11 @@ def draw(truth_pp: float, cov: np.ndarray, model: str, seeds: int, rng: np.rando
 
 
 def shares(truth_pp: float, cov: np.ndarray, model: str, seeds: int, sims: int, rng: np.random.Generator,
-           side: V.Side = RETAINED) -> dict[str, float]:
+           side: V.Side = RETAINED, shape: str = "linear") -> dict[str, float]:
     """The share of each verdict word of the rule against ``side`` over ``sims`` simulated configurations."""
     words = []
     for _ in range(sims):
-        cell = V.Cell("sim", SIGMAS, np.arange(seeds), draw(truth_pp, cov, model, seeds, rng))
+        cell = V.Cell("sim", SIGMAS, np.arange(seeds), draw(truth_pp, cov, model, seeds, rng, shape))
         words.append(gone_verdict(Sp.spread_estimate(cell), cell, side)[0])
     words = np.array(words)
     return {w: float(np.mean(words == w)) for w in WORDS}
@@ -166,17 +179,36 @@ def design_lines(config: dict, sims: int, rng: np.random.Generator) -> list[str]
     for model in MODELS:
         cells = [f"{gone_share(0.0, cov, model, n, sims, rng):.0%} / {gone_share(1.0, cov, model, n, sims, rng):.1%}" for n in SIZING_SEEDS]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    below, n = V.less(RETAINED.gone), max(sims // 5, 1)
-    lines += ["", f"## Every verdict word at the design ({seeds} seeds, {n_test:,} test images), read as the tier's row reads it",
-              "", f"The row `l2_T_<configuration>_below_1pp` reads the spread against \"{below.text()}\" "
-              "(:func:`initmem.claims.clock.below_decided`): `reproduced` is the gone reading, `not reproduced` a spread above the zone.",
-              "", "| noise | seeds | true spread (pp) | gone (`reproduced`) | above the zone (`not reproduced`) | undecidable at this size | "
-              "inconclusive |", "|---|---|---|---|---|---|---|"]
+    lines += ["", f"## Every verdict word at the design ({seeds} seeds, {n_test:,} test images), read as the tier's row reads it", ""]
+    return lines + below_words(cov, seeds, max(sims // 5, 1), rng, [("linear", t) for t in TRUTHS_PP])
+
+
+BELOW = V.less(RETAINED.gone)
+
+
+def below_words(cov: np.ndarray, seeds: int, sims: int, rng: np.random.Generator, truths: list[tuple[str, float]],
+                shaped: bool = False) -> list[str]:
+    """Every word of the ``_below_1pp`` row at ``seeds`` under each noise model, per (shape, true spread)."""
+    lines = [f"The row `l2_T_<configuration>_below_1pp` reads the spread against \"{BELOW.text()}\" "
+             "(:func:`initmem.claims.clock.below_decided`): `reproduced` is the gone reading, `not reproduced` a spread above the zone.",
+             "", "| noise | seeds | " + ("shape | " if shaped else "") + "true spread (pp) | gone (`reproduced`) | "
+             "above the zone (`not reproduced`) | undecidable at this size | inconclusive |", "|---|---|" + "---|" * (5 + shaped)]
     for model in MODELS:
-        for truth in TRUTHS_PP:
-            w = shares(truth, cov, model, seeds, n, rng, below)
-            lines.append(row(model, seeds, truth, {**w, V.NOT_REPRODUCED: w[V.REPRODUCED], V.REPRODUCED: w[V.NOT_REPRODUCED]}, n))
+        for shape, truth in truths:
+            w = shares(truth, cov, model, seeds, sims, rng, BELOW, shape)
+            line = row(model, seeds, truth, {**w, V.NOT_REPRODUCED: w[V.REPRODUCED], V.REPRODUCED: w[V.NOT_REPRODUCED]}, sims)
+            lines.append(line.replace(f"| {seeds} | ", f"| {seeds} | {shape} | ", 1) if shaped else line)
     return lines
+
+
+def shape_lines(config: dict, sims: int, rng: np.random.Generator) -> list[str]:
+    """Every word at the design of ``config`` for truths of every shape (:data:`SHAPES`), at and above the edge."""
+    m, p = design_configuration(config)
+    cov = covariance(m, D.test_images(p.spec))
+    profiles = ", ".join(f"{k} ({' / '.join(f'{v:.2f}' for v in SHAPES[k])})" for k in SHAPES)
+    return [f"Noise: {m.source}'s {m.seeds} seeds, as the design read it; {p.seeds} seeds, {D.test_images(p.spec):,} test images. "
+            f"Shapes (the accuracy drop at sigma_w {' / '.join(f'{s:g}' for s in SIGMAS)}, spread 1): {profiles}.", "",
+            *below_words(cov, p.seeds, sims, rng, [(k, t) for k in SHAPES for t in SHAPE_TRUTHS_PP], shaped=True)]
 
 
 def row(model: str, seeds: int, truth: float, s: dict[str, float], sims: int) -> str:
@@ -189,8 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=400, help="simulated configurations per row (default 400)")
     parser.add_argument("--design", metavar="CONFIG", help="size and calibrate the gone tier CONFIG designs (see above)")
+    parser.add_argument("--shapes", metavar="CONFIG", help="every word at CONFIG's design for truths of every shape (see above)")
     args = parser.parse_args(argv)
     rng, start = np.random.default_rng(RNG_SEED), time.time()
+    if args.shapes:
+        lines = shape_lines(load_config([args.shapes]), args.sims, rng)
+        print(f"# The gone rule at the design of `{args.shapes}`, for spreads of every shape\n")
+        print(f"`PYTHONPATH=workflow .venv/bin/python benchmarks/gone_calibration.py --shapes {args.shapes}` ({time.time() - start:.0f} s "
+              f"wall, one core; {args.sims} simulated configurations per row, each undecided one simulated again at 64 seeds of its "
+              "own noise). The linear truths are the design's (`gone_calibration.md`); the others are written after the tier's runs, "
+              "whose spread's largest difference is inside the grid: they change no verdict. A false word: gone at or above the "
+              "edge (its one-sided 95% upper bound in brackets), above the zone at the edge.\n")
+        print("\n".join(lines))
+        return 0
     if args.design:
         sims = args.sims * 5
         lines = design_lines(load_config([args.design]), sims, rng)

@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT, script
 
 from initmem.planner import calibration as C
+from initmem.stats import verdicts as V
 
 
 def _benchmark():
@@ -147,3 +148,23 @@ def test_the_gone_design_is_sized_on_the_committed_noise_of_its_one_configuratio
     unmeasured["studies"]["lr_l2"]["grid"][0]["l2"] = [0.3]
     with pytest.raises(SystemExit, match="no committed tier measured sgd lr 0.01 b=16 L2 0.3"):
         g.design_configuration(unmeasured)
+
+
+def test_a_spread_whose_largest_difference_is_inside_the_grid_costs_the_below_row_power_not_a_false_word():
+    """The ``_below_1pp`` row's upper end reads every sigma_w pair, its lower end the end pair only
+    (``gone_calibration --shapes``, evidence/jpeg-cifar10-gone/shape_check.md): at near-zero noise a 1.5 pp
+    spread read as 0.9 pp between the ends is undecided (neither gone nor above), the same spread linear in
+    sigma_w reads above the zone, and 2 pp inside the grid (1.2 pp between the ends) does too."""
+    import numpy as np
+
+    g = script("benchmarks/gone_calibration.py")
+    rng, quiet = np.random.default_rng(0), np.diag(np.full(4, 1e-6))
+
+    def words(truth, shape):
+        w = g.shares(truth, quiet, "measured", 40, 20, rng, g.BELOW, shape)
+        return w[V.REPRODUCED], w[V.NOT_REPRODUCED], w[V.INCONCLUSIVE]   # gone, above the zone, open
+
+    assert words(1.5, "interior") == (0.0, 0.0, 1.0)
+    assert words(1.5, "linear") == (0.0, 1.0, 0.0)
+    assert words(2.0, "interior") == (0.0, 1.0, 0.0)
+    assert words(0.0, "interior") == (1.0, 0.0, 0.0)
