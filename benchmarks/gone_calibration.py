@@ -67,6 +67,7 @@ SHAPE_TRUTHS_PP = (1.0, 1.5, 1.75, 2.0, 3.0)
 SEED_SD, RNG_SEED = 0.05, 7100
 RECIPE = "jpeg-cifar10-recipe"
 WORDS = (V.NOT_REPRODUCED, V.REPRODUCED, V.UNDECIDABLE, V.INCONCLUSIVE)
+BELOW = V.less(RETAINED.gone)   # the _below_1pp row's side: gone is its `reproduced`
 BARS = ("Bars: a truly gone spread (0 pp) reads gone >= 80% of the time; a spread at or above the edge (1 pp) reads gone <= 5% "
         "(the one-sided 95% upper bound in brackets).\n")
 TABLE_HEAD = ("| noise | seeds | true spread (pp) | gone | reproduced | undecidable at this size | inconclusive |", "|---|---|---|---|---|---|---|")
@@ -183,8 +184,6 @@ def design_lines(config: dict, sims: int, rng: np.random.Generator) -> list[str]
     return lines + below_words(cov, seeds, max(sims // 5, 1), rng, [("linear", t) for t in TRUTHS_PP])
 
 
-BELOW = V.less(RETAINED.gone)
-
 
 def below_words(cov: np.ndarray, seeds: int, sims: int, rng: np.random.Generator, truths: list[tuple[str, float]],
                 shaped: bool = False) -> list[str]:
@@ -196,25 +195,28 @@ def below_words(cov: np.ndarray, seeds: int, sims: int, rng: np.random.Generator
     for model in MODELS:
         for shape, truth in truths:
             w = shares(truth, cov, model, seeds, sims, rng, BELOW, shape)
-            line = row(model, seeds, truth, {**w, V.NOT_REPRODUCED: w[V.REPRODUCED], V.REPRODUCED: w[V.NOT_REPRODUCED]}, sims)
-            lines.append(line.replace(f"| {seeds} | ", f"| {seeds} | {shape} | ", 1) if shaped else line)
+            lines.append(row(model, seeds, truth, {**w, V.NOT_REPRODUCED: w[V.REPRODUCED], V.REPRODUCED: w[V.NOT_REPRODUCED]}, sims,
+                             shape if shaped else None))
     return lines
 
 
 def shape_lines(config: dict, sims: int, rng: np.random.Generator) -> list[str]:
     """Every word at the design of ``config`` for truths of every shape (:data:`SHAPES`), at and above the edge."""
     m, p = design_configuration(config)
-    cov = covariance(m, D.test_images(p.spec))
+    n_test = D.test_images(p.spec)
+    cov = covariance(m, n_test)
     profiles = ", ".join(f"{k} ({' / '.join(f'{v:.2f}' for v in SHAPES[k])})" for k in SHAPES)
-    return [f"Noise: {m.source}'s {m.seeds} seeds, as the design read it; {p.seeds} seeds, {D.test_images(p.spec):,} test images. "
+    return [f"Noise: {m.source}'s {m.seeds} seeds, as the design read it; {p.seeds} seeds, {n_test:,} test images. "
             f"Shapes (the accuracy drop at sigma_w {' / '.join(f'{s:g}' for s in SIGMAS)}, spread 1): {profiles}.", "",
             *below_words(cov, p.seeds, sims, rng, [(k, t) for k in SHAPES for t in SHAPE_TRUTHS_PP], shaped=True)]
 
 
-def row(model: str, seeds: int, truth: float, s: dict[str, float], sims: int) -> str:
-    """One table row: the share of each word, and the one-sided upper bound of "gone" where gone is false."""
+def row(model: str, seeds: int, truth: float, s: dict[str, float], sims: int, shape: str | None = None) -> str:
+    """One table row: the share of each word, and the one-sided upper bound of "gone" where gone is false (with a
+    ``shape`` column where the table has one)."""
     gone = f"{s[V.NOT_REPRODUCED]:.1%}" + (f" (<= {upper(s[V.NOT_REPRODUCED], sims):.1%})" if truth >= 1 else "")
-    return f"| {model} | {seeds} | {truth:g} | {gone} | {s[V.REPRODUCED]:.1%} | {s[V.UNDECIDABLE]:.1%} | {s[V.INCONCLUSIVE]:.1%} |"
+    shape_cell = "" if shape is None else f"{shape} | "
+    return f"| {model} | {seeds} | {shape_cell}{truth:g} | {gone} | {s[V.REPRODUCED]:.1%} | {s[V.UNDECIDABLE]:.1%} | {s[V.INCONCLUSIVE]:.1%} |"
 
 
 def main(argv: list[str] | None = None) -> int:
