@@ -87,6 +87,19 @@ def test_runtime_request_is_capped_by_the_cluster_limit():
     assert pack_runtime_minutes(specs[:1], 1e9, max_minutes=1440) == 6
 
 
+def test_runtime_request_counts_the_training_set_passes_precise_statistics_and_train_eval_add():
+    """Precise BatchNorm statistics and ``train_eval`` each pass the training set forward every epoch (and the precise
+    statistics once more before ``final_test``): a request that left them out would be cut at the time limit."""
+    from initmem.pipeline.targets import pack_runtime_minutes, run_images
+
+    spec = {"epochs": 300, "n_train": 40_000, "n_val": 10_000, "n_test": 10_000}
+    assert run_images(spec) == pytest.approx(300 * (40_000 + 20_000 / 3))
+    measured = spec | {"bn_eval": "precise", "train_eval": True, "final_test": 10_000}
+    assert run_images(measured) == pytest.approx(300 * (40_000 + (20_000 + 2 * 40_000) / 3) + (10_000 + 40_000) / 3)
+    assert run_images(spec | {"bn_eval": "moving", "train_eval": True}) == pytest.approx(300 * (40_000 + 60_000 / 3))
+    assert pack_runtime_minutes([measured] * 4, 2000) == math.ceil(1.5 * 4 * run_images(measured) / 2000 / 60) + 5
+
+
 @pytest.mark.parametrize("mutate,message", [
     (lambda c: c["studies"]["main"]["grid"].update(optimizer=["lamb"]), "optimizer = 'lamb' is unknown"),
     (lambda c: c["studies"]["main"]["grid"].update(colour=["red"]), "unknown key 'colour'"),

@@ -82,8 +82,7 @@ def pack_runtime_minutes(specs: list[dict], images_per_second: float, max_minute
     safety margin, capped at ``max_minutes`` (a cluster's time limit: a capped job is stopped by
     SIGTERM, checkpoints, requeues itself and resumes: :mod:`initmem.pipeline.continuation`).
 
-    Per epoch a run processes n_train training images and evaluates n_val + n_test images (about a
-    third of the cost of a training image each), and after training its ``final_test`` images once.
+    What a run processes: :func:`run_images`.
     """
     images = sum(run_images(s) for s in specs)
     minutes = int(math.ceil(1.5 * images / images_per_second / 60)) + 5
@@ -131,10 +130,21 @@ def pack_mem_mb(specs: list[dict], device: str = "cpu") -> int:
     return int(math.ceil(MARGIN * total))
 
 
+def forward_images(spec: dict) -> int:
+    """Images one run passes forward without a step: every epoch the validation and test splits, and the
+    training set once for each of ``bn_eval: precise`` (its statistics recomputed) and ``train_eval: true``
+    (evaluated); after training, the selected network's ``final_test`` images once (the precise statistics
+    recomputed before them)."""
+    precise = spec.get("bn_eval", "moving") == "precise"
+    n_train, final = int(spec["n_train"]), int(spec.get("final_test") or 0)
+    per_epoch = int(spec["n_val"]) + int(spec["n_test"]) + n_train * (precise + bool(spec.get("train_eval", False)))
+    return int(spec["epochs"]) * per_epoch + final + (n_train if precise and final else 0)
+
+
 def run_images(spec: dict) -> float:
-    """Training-image equivalents one run processes (an evaluated image counts a third; the final
-    evaluation of the selected network, ``final_test`` images, once)."""
-    return spec["epochs"] * (spec["n_train"] + (spec["n_val"] + spec["n_test"]) / 3) + int(spec.get("final_test", 0)) / 3
+    """Training-image equivalents one run processes: its trained images, and its :func:`forward_images` at a
+    third of a trained image each."""
+    return int(spec["epochs"]) * int(spec["n_train"]) + forward_images(spec) / 3
 
 
 def pack_rate(specs: list[dict], compute: dict):

@@ -76,6 +76,7 @@ from initmem.engine.clocks import paper_constant_lr_clocks, run_clocks
 from initmem.pipeline.configfiles import load_config, read_yaml
 from initmem.pipeline.estimate import config_gpu_hours, configuration_gpu_hours, pack_gpu_hours
 from initmem.pipeline.grid import expand_studies
+from initmem.pipeline.targets import forward_images
 from initmem.planner import calibration as Cal
 from initmem.planner import collapse_calibration as CC
 from initmem.stats import collapse_power as CP
@@ -778,11 +779,9 @@ def cpu_seconds(p: Planned) -> float:
     """Core-seconds of one run of ``p`` on this machine (the module's measured constants)."""
     s = p.spec
     step = CPU_STEP_S * (1 + int(s["batch_size"]) / 16) / 2 * (CPU_RES32 if p.resolution == 32 else 1)
-    # every epoch evaluates the validation and test sets, and with bn_eval precise / train_eval a pass over the
-    # training set each (counted as evaluated images: an assumption, the pilot's 32x32 precise cell measured it)
-    extra = int(s["n_train"]) * ((s.get("bn_eval", "moving") == "precise") + bool(s.get("train_eval", False)))
-    once = int(s.get("final_test") or 0) + (int(s["n_train"]) if s.get("final_test") and s.get("bn_eval") == "precise" else 0)
-    evals = (int(s["epochs"]) * (int(s["n_val"]) + int(s["n_test"]) + extra) + once) * CPU_EVAL_S * (CPU_RES32 if p.resolution == 32 else 1)
+    # the passes over the training set (bn_eval precise, train_eval) cost as evaluated images: an assumption,
+    # the pilot's 32x32 precise cell measured it
+    evals = forward_images(s) * CPU_EVAL_S * (CPU_RES32 if p.resolution == 32 else 1)
     return p.steps * step + evals
 
 
