@@ -210,6 +210,27 @@ def test_the_config_page_lists_every_shipped_config():
     assert listed == {p.name for p in (ROOT / "config").glob("*.yaml")}
 
 
+
+def test_the_gpu_recipe_pilot_trains_what_its_readme_states_and_its_fit_table_reads_it():
+    """The paper-size pilot for the learning-rate repair, written for a GPU before any run: its documented
+    command plans the recipe tier's measurement at the paper's data size and width on a GPU (8 runs, one pack
+    per learning rate), and ``recipe.py --paper`` reads that study's runs (never silently another count)."""
+    from initmem.pipeline.configfiles import load_config
+    from initmem.pipeline.estimate import pack_gpu_hours
+    from initmem.pipeline.grid import expand_studies
+
+    overlay = "evidence/jpeg-cifar10-pilot/sizes/recipe-paper-gpu.yaml"
+    config = load_config([ROOT / "config" / "evidence-recipe.yaml", ROOT / overlay])
+    runs = expand_studies(config)
+    assert list(runs) == ["lr_paper"] and config["compute"]["device"] == "cuda"
+    specs = [r.spec for r in runs["lr_paper"]]
+    assert {(s["lr"], s["sigma_w"], s["seed"]) for s in specs} == {(lr, sw, seed) for lr in (1e-3, 1e-2) for sw in (0.1, 2.5) for seed in (0, 1)}
+    assert {(s["n_train"], s["n_val"], s["n_test"], s["width"], s["epochs"], s["batch_size"], s["bn_eval"], s["train_eval"], s["l2"])
+            for s in specs} == {(40_000, 10_000, 10_000, 64, 300, 16, "precise", True, 0.0)}
+    assert pack_gpu_hours(config)["lr_paper"]["jobs"] == 2
+    studies, _, n_runs, design, _ = script("evidence/jpeg-cifar10-pilot/recipe.py").FIT_PILOTS["paper"]
+    assert list(studies) == ["lr_paper"] and n_runs == len(specs) and (ROOT / "evidence/jpeg-cifar10-pilot" / design).exists()
+
 def test_docs_type_no_timing_without_where_it_was_measured():
     """Issue 54: timings typed by hand went stale. A paragraph of docs/ that gives a timing names where
     it was measured (a committed measured file, or the load with the command) unless it is a setting;

@@ -1,6 +1,6 @@
 """The recipe pilot's tables (sizes/recipe.yaml), from its trained runs (results/runs/<study>/).
 
-usage: PYTHONPATH=workflow .venv/bin/python evidence/jpeg-cifar10-pilot/recipe.py [--results results] [--data | --width]
+usage: PYTHONPATH=workflow .venv/bin/python evidence/jpeg-cifar10-pilot/recipe.py [--results results] [--data | --width | --paper]
 
 Writes, next to this file:
 - tables/recipe_fit.csv: one row per run: its recipe, the selected predictor (tau_best, the engine's own
@@ -17,6 +17,7 @@ Writes, next to this file:
 With ``--data``, the recipe data pilot's (sizes/recipe-data-n512.yaml, sizes/recipe-data-n1024.yaml) instead:
 tables/recipe_data_fit.csv, the rows of recipe_fit.csv for its 16 runs, with their training-set size.
 With ``--width``, the recipe width pilot's (sizes/recipe-width16.yaml): tables/recipe_width_fit.csv, its 8 runs.
+With ``--paper``, the recipe paper-size pilot's, for a GPU (sizes/recipe-paper-gpu.yaml): tables/recipe_paper_fit.csv.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ DATA_STUDIES = {"lr_data_n512": 512, "lr_data_n1024": 1024}
 DATA_RUNS = 16  # sizes/recipe-data-n512.yaml and -n1024.yaml: 8 each
 # the fit-only pilots: (their studies -> the value of the column they vary, that column, runs, design files, table)
 FIT_PILOTS = {"data": (DATA_STUDIES, "n_train", DATA_RUNS, "sizes/recipe-data-n*.yaml", "recipe_data_fit.csv"),
-              "width": ({"lr_width16": 16}, "width", 8, "sizes/recipe-width16.yaml", "recipe_width_fit.csv")}
+              "width": ({"lr_width16": 16}, "width", 8, "sizes/recipe-width16.yaml", "recipe_width_fit.csv"),
+              "paper": ({"lr_paper": 40000}, "n_train", 8, "sizes/recipe-paper-gpu.yaml", "recipe_paper_fit.csv")}
 
 
 def load(results: Path, studies=STUDIES, runs: int = RUNS, design: str = "sizes/recipe.yaml") -> list[dict]:
@@ -109,8 +111,9 @@ def main() -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--data", action="store_true", help="the recipe data pilot's fit table instead")
     which.add_argument("--width", action="store_true", help="the recipe width pilot's fit table instead")
+    which.add_argument("--paper", action="store_true", help="the recipe paper-size pilot's fit table instead (a GPU's)")
     args = parser.parse_args()
-    pilot = "data" if args.data else "width" if args.width else None
+    pilot = next((name for name in FIT_PILOTS if getattr(args, name)), None)
     if pilot:
         studies, column, runs, design, table = FIT_PILOTS[pilot]
         recs = load(args.results, tuple(studies), runs, design)
