@@ -184,7 +184,6 @@ def design_lines(config: dict, sims: int, rng: np.random.Generator) -> list[str]
     return lines + below_words(cov, seeds, max(sims // 5, 1), rng, [("linear", t) for t in TRUTHS_PP])
 
 
-
 def below_words(cov: np.ndarray, seeds: int, sims: int, rng: np.random.Generator, truths: list[tuple[str, float]],
                 shaped: bool = False) -> list[str]:
     """Every word of the ``_below_1pp`` row at ``seeds`` under each noise model, per (shape, true spread)."""

@@ -210,7 +210,6 @@ def test_the_config_page_lists_every_shipped_config():
     assert listed == {p.name for p in (ROOT / "config").glob("*.yaml")}
 
 
-
 def test_the_gpu_recipe_pilot_trains_what_its_readme_states_and_its_fit_table_reads_it():
     """The paper-size pilot for the learning-rate repair, written for a GPU before any run: its documented
     command plans the recipe tier's measurement at the paper's data size and width on a GPU (8 runs, one pack
@@ -230,6 +229,7 @@ def test_the_gpu_recipe_pilot_trains_what_its_readme_states_and_its_fit_table_re
     assert pack_gpu_hours(config)["lr_paper"]["jobs"] == 2
     studies, _, n_runs, design, _ = script("evidence/jpeg-cifar10-pilot/recipe.py").FIT_PILOTS["paper"]
     assert list(studies) == ["lr_paper"] and n_runs == len(specs) and (ROOT / "evidence/jpeg-cifar10-pilot" / design).exists()
+
 
 def test_docs_type_no_timing_without_where_it_was_measured():
     """Issue 54: timings typed by hand went stale. A paragraph of docs/ that gives a timing names where
